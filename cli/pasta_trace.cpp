@@ -1,0 +1,150 @@
+// pasta-trace: look into a recorded trace and replay it through the
+// default analysis tools, on any machine, GPU or not.
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include <fmt/core.h>
+
+#include <pasta/pasta.hpp>
+#include <pasta/trace.hpp>
+#include <pasta/trace/dump.hpp>
+
+namespace {
+
+constexpr const char* usage =
+    "usage: pasta-trace info FILE             header, metadata and event counts\n"
+    "       pasta-trace dump FILE [--limit N] one line per event\n"
+    "       pasta-trace replay FILE [-o DIR]  run the default tools over the trace\n"
+    "       pasta-trace --version\n";
+
+int fail_usage(const std::string& why) {
+  fmt::print(stderr, "pasta-trace: {}\n{}", why, usage);
+  return 2;
+}
+
+int fail_trace(const std::string& path, const std::exception& e) {
+  fmt::print(stderr, "pasta-trace: {}: {}\n", path, e.what());
+  return 1;
+}
+
+void print_metadata(const pasta::trace::Metadata& m) {
+  for (const auto& [key, value] : m) fmt::print("  {}: {}\n", key, value);
+}
+
+int info(const std::string& path) {
+  try {
+    pasta::trace::TraceReader reader(path);
+    fmt::print("{}: pasta trace format {}.{}\n", path, reader.major_version(),
+               reader.minor_version());
+    print_metadata(reader.metadata());
+    std::map<std::string_view, std::uint64_t> counts;
+    std::map<std::uint32_t, std::string> gpus;
+    std::string error;
+    try {
+      reader.read_all([&](const auto& e) {
+        using E = std::remove_cvref_t<decltype(e)>;
+        ++counts[E::type_name];
+        if constexpr (std::is_same_v<E, pasta::DeviceInfo>)
+          gpus[e.device] =
+              fmt::format("{} (sm_{}{}, {} SMs, {:.1f} GiB)", pasta::name_of(e.name), e.cc_major,
+                          e.cc_minor, e.sm_count, e.global_mem_bytes / double(1ull << 30));
+      });
+    } catch (const pasta::trace::TraceError& e) {
+      error = e.what();
+    }
+    for (const auto& [device, text] : gpus) fmt::print("  device {}: {}\n", device, text);
+    for (const auto& [type, n] : counts) fmt::print("  {:<16} {}\n", type, n);
+    fmt::print("  events: {}\n", reader.events());
+    if (!error.empty()) {
+      fmt::print(stderr, "pasta-trace: {}: {}\n", path, error);
+      return 1;
+    }
+    return 0;
+  } catch (const pasta::trace::TraceError& e) {
+    return fail_trace(path, e);
+  }
+}
+
+int dump(const std::string& path, std::uint64_t limit) {
+  try {
+    pasta::trace::TraceReader reader(path);
+    std::uint64_t n = 0;
+    bool more = true;
+    while (more && n < limit)
+      more = reader.next_block([&](const auto& e) {
+        if (n++ < limit) fmt::print("{}\n", pasta::trace::to_text(e));
+      });
+    return 0;
+  } catch (const pasta::trace::TraceError& e) {
+    return fail_trace(path, e);
+  }
+}
+
+int replay(const std::string& path, const std::string& out_dir) {
+  pasta::Config cfg;
+  cfg.trace_file = path;
+  if (!out_dir.empty()) cfg.output_dir = out_dir;
+  using Prof =
+      pasta::Profiler<pasta::Replay, pasta::proc::Cpu, pasta::tools::KernelFreq,
+                      pasta::tools::MemHotness, pasta::tools::ScopeTime, pasta::tools::EventCount>;
+  try {
+    pasta::trace::TraceReader header(path);
+    fmt::print(stderr, "pasta-trace: replaying {}\n", path);
+    for (const auto& [key, value] : header.metadata()) fmt::print(stderr, "  {}: {}\n", key, value);
+  } catch (const pasta::trace::TraceError& e) {
+    return fail_trace(path, e);
+  }
+  Prof prof(cfg);
+  prof.stop();
+  return prof.handler().complete() ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return fail_usage("no command given");
+  const std::string_view cmd = argv[1];
+  if (cmd == "--help" || cmd == "-h") {
+    fmt::print("{}", usage);
+    return 0;
+  }
+  if (cmd == "--version") {
+    fmt::print("pasta-trace {} (trace format {}.{})\n", PASTA_VERSION_STRING,
+               pasta::trace::version_major, pasta::trace::version_minor);
+    return 0;
+  }
+  if (argc < 3) return fail_usage(fmt::format("'{}' needs a trace file", cmd));
+  const std::string path = argv[2];
+  if (cmd == "info") {
+    if (argc != 3) return fail_usage("info takes one file");
+    return info(path);
+  }
+  if (cmd == "dump") {
+    std::uint64_t limit = UINT64_MAX;
+    for (int i = 3; i < argc; ++i) {
+      if (std::strcmp(argv[i], "--limit") == 0 && i + 1 < argc) {
+        auto n = pasta::detail::parse_uint(argv[++i]);
+        if (!n) return fail_usage(fmt::format("--limit takes a whole number, not '{}'", argv[i]));
+        limit = *n;
+      } else {
+        return fail_usage(fmt::format("unknown option '{}'", argv[i]));
+      }
+    }
+    return dump(path, limit);
+  }
+  if (cmd == "replay") {
+    std::string out;
+    for (int i = 3; i < argc; ++i) {
+      if ((std::strcmp(argv[i], "-o") == 0 || std::strcmp(argv[i], "--output") == 0) &&
+          i + 1 < argc)
+        out = argv[++i];
+      else
+        return fail_usage(fmt::format("unknown option '{}'", argv[i]));
+    }
+    return replay(path, out);
+  }
+  return fail_usage(fmt::format("unknown command '{}'", cmd));
+}

@@ -1,0 +1,114 @@
+// The three policy kinds a Profiler is composed of, as concepts. Each is
+// split into named parts, so a misfit reads "NoOnTool does not satisfy
+// ToolHandlesSomeEvent" rather than a page of template errors.
+#pragma once
+
+#include <boost/hana/any_of.hpp>
+#include <boost/hana/bool.hpp>
+
+#include <concepts>
+#include <string_view>
+
+#include <pasta/core/config.hpp>
+#include <pasta/core/events.hpp>
+#include <pasta/core/report.hpp>
+
+namespace pasta {
+
+// --- Tool -------------------------------------------------------------------
+
+template <class T, class E>
+concept ToolAccepts = requires(T& tool, const E& event) {
+  tool.on(event);
+};
+
+namespace detail {
+template <class T>
+inline constexpr bool accepts_some_event = boost::hana::any_of(all_events, [](auto type) {
+  return boost::hana::bool_c<ToolAccepts<T, typename decltype(type)::type>>;
+});
+}  // namespace detail
+
+template <class T>
+concept ToolHandlesSomeEvent = detail::accepts_some_event<T>;
+
+template <class T>
+concept ToolHasName = requires {
+  { T::name } -> std::convertible_to<std::string_view>;
+};
+
+template <class T>
+concept ToolWritesReport = requires(const T& tool, Report& out) {
+  tool.report(out);
+};
+
+template <class T>
+concept ConstructibleFromConfig =
+    std::constructible_from<T, const Config&> || std::default_initializable<T>;
+
+template <class T>
+concept Tool =
+    ToolHasName<T> && ToolHandlesSomeEvent<T> && ToolWritesReport<T> && ConstructibleFromConfig<T>;
+
+// --- Processor --------------------------------------------------------------
+
+namespace detail {
+// Stands in for the downstream stage when a processor is checked on its own.
+struct ArchetypeNext {
+  template <class E>
+  static constexpr bool wants() {
+    return true;
+  }
+  template <class E>
+  void emit(const E&) {}
+};
+}  // namespace detail
+
+template <class P>
+concept ProcessorForwardsEvents = requires(P& p, const KernelLaunch& e,
+                                           detail::ArchetypeNext& next) {
+  p.on(e, next);
+};
+
+template <class P>
+concept ProcessorDeclaresWants = requires {
+  { P::template wants<detail::ArchetypeNext, KernelLaunch>() } -> std::convertible_to<bool>;
+};
+
+template <class P>
+concept Processor =
+    ProcessorForwardsEvents<P> && ProcessorDeclaresWants<P> && ConstructibleFromConfig<P>;
+
+// --- Handler ----------------------------------------------------------------
+
+namespace detail {
+// Stands in for the profiler's sink when a handler is checked on its own.
+struct ArchetypeSink {
+  template <class E>
+  static constexpr bool wants() {
+    return true;
+  }
+  template <class E>
+  void emit(const E&) {}
+  template <class F>
+  void batch(F&& f) {
+    f(*this);
+  }
+};
+}  // namespace detail
+
+template <class H>
+concept HandlerStarts = requires(H& h, detail::ArchetypeSink& sink) {
+  h.start(sink);
+};
+
+template <class H>
+concept HandlerStops = requires(H& h) {
+  h.stop();
+  h.flush();
+};
+
+template <class H>
+concept Handler = HandlerStarts<H> && HandlerStops<H> && ConstructibleFromConfig<H>;
+
+}  // namespace pasta

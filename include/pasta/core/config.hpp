@@ -1,0 +1,186 @@
+// Run-time configuration: set it in code, override it with PASTA_*
+// environment variables. A bad value is reported in one line that names the
+// variable and what it accepts, and the setting keeps its previous value.
+#pragma once
+
+#include <charconv>
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <fmt/core.h>
+
+#include <pasta/core/detail/regex.hpp>
+
+namespace pasta {
+
+namespace format {
+inline constexpr unsigned text = 1, json = 2, csv = 4;
+inline constexpr unsigned all = text | json | csv;
+}  // namespace format
+
+enum class PrintTo : std::uint8_t { stderr_, stdout_, none };
+
+struct Config {
+  std::string output_dir = "pasta-out";  // PASTA_OUTPUT_DIR: where reports go
+  std::string kernel_filter;             // PASTA_KERNEL_FILTER: POSIX ERE searched in kernel names
+  std::uint64_t launch_skip = 0;         // PASTA_LAUNCH_SKIP: ignore the first N selected launches
+  std::uint64_t launch_count = 0;        // PASTA_LAUNCH_COUNT: analyse at most N (0 = all)
+  unsigned formats = format::all;        // PASTA_REPORT: text,json,csv or none
+  PrintTo print = PrintTo::stderr_;      // PASTA_PRINT: where text reports are shown
+  std::size_t top = 20;                  // PASTA_TOP: rows in text tables
+  std::uint64_t page_bytes = 64 * 1024;  // PASTA_PAGE_BYTES: page size of hotness histograms
+  std::string trace_file;                // PASTA_TRACE: trace to record to / replay from
+  bool read_env = true;                  // false: ignore PASTA_* variables
+};
+
+namespace detail {
+
+inline std::optional<std::uint64_t> parse_uint(std::string_view s) {
+  std::uint64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
+
+// "4096", "64K", "2M", "1G" (binary units).
+inline std::optional<std::uint64_t> parse_bytes(std::string_view s) {
+  std::uint64_t unit = 1;
+  if (!s.empty()) {
+    switch (s.back()) {
+      case 'K':
+      case 'k':
+        unit = 1ull << 10;
+        break;
+      case 'M':
+      case 'm':
+        unit = 1ull << 20;
+        break;
+      case 'G':
+      case 'g':
+        unit = 1ull << 30;
+        break;
+      default:
+        break;
+    }
+    if (unit != 1) s.remove_suffix(1);
+  }
+  auto v = parse_uint(s);
+  if (!v || *v > std::numeric_limits<std::uint64_t>::max() / unit) return std::nullopt;
+  return *v * unit;
+}
+
+inline std::optional<unsigned> parse_formats(std::string_view s) {
+  if (s == "none") return 0u;
+  unsigned out = 0;
+  for (;;) {
+    const auto comma = s.find(',');
+    const std::string_view item = s.substr(0, comma);
+    if (item == "text")
+      out |= format::text;
+    else if (item == "json")
+      out |= format::json;
+    else if (item == "csv")
+      out |= format::csv;
+    else
+      return std::nullopt;
+    if (comma == std::string_view::npos) return out;
+    s.remove_prefix(comma + 1);
+  }
+}
+
+// Empty when `pattern` compiles as a POSIX extended regex, else why not.
+inline std::string regex_error(const std::string& pattern) { return Regex(pattern).error(); }
+
+}  // namespace detail
+
+// The variables apply_env reads, for docs and for the unknown-variable check.
+inline constexpr std::string_view config_variables[] = {
+    "PASTA_OUTPUT_DIR",   "PASTA_KERNEL_FILTER", "PASTA_LAUNCH_SKIP",
+    "PASTA_LAUNCH_COUNT", "PASTA_REPORT",        "PASTA_PRINT",
+    "PASTA_TOP",          "PASTA_PAGE_BYTES",    "PASTA_TRACE"};
+
+// Applies the PASTA_* variables that `getenv(name)` returns (nullptr or ""
+// = unset) on top of `cfg`. Returns one line per rejected value.
+template <class Getenv>
+std::vector<std::string> apply_env(Config& cfg, Getenv&& getenv) {
+  std::vector<std::string> errors;
+  auto value = [&](const char* name) -> std::optional<std::string> {
+    const char* v = getenv(name);
+    if (v == nullptr || *v == '\0') return std::nullopt;
+    return std::string(v);
+  };
+  auto reject = [&](const char* name, const std::string& v, std::string_view accepted,
+                    std::string_view kept) {
+    errors.push_back(
+        fmt::format("{}=\"{}\" is not accepted: expected {}; using {}", name, v, accepted, kept));
+  };
+
+  if (auto v = value("PASTA_OUTPUT_DIR")) cfg.output_dir = *v;
+  if (auto v = value("PASTA_TRACE")) cfg.trace_file = *v;
+  if (auto v = value("PASTA_KERNEL_FILTER")) {
+    if (auto why = detail::regex_error(*v); why.empty())
+      cfg.kernel_filter = *v;
+    else
+      reject("PASTA_KERNEL_FILTER", *v,
+             fmt::format("a POSIX extended regular expression ({})", why),
+             cfg.kernel_filter.empty() ? "every kernel" : "\"" + cfg.kernel_filter + "\"");
+  }
+  if (auto v = value("PASTA_LAUNCH_SKIP")) {
+    if (auto n = detail::parse_uint(*v))
+      cfg.launch_skip = *n;
+    else
+      reject("PASTA_LAUNCH_SKIP", *v, "a whole number >= 0", std::to_string(cfg.launch_skip));
+  }
+  if (auto v = value("PASTA_LAUNCH_COUNT")) {
+    if (*v == "all")
+      cfg.launch_count = 0;
+    else if (auto n = detail::parse_uint(*v))
+      cfg.launch_count = *n;
+    else
+      reject("PASTA_LAUNCH_COUNT", *v, "a whole number >= 0 or \"all\" (0 = all)",
+             cfg.launch_count == 0 ? "all" : std::to_string(cfg.launch_count));
+  }
+  if (auto v = value("PASTA_REPORT")) {
+    if (auto f = detail::parse_formats(*v))
+      cfg.formats = *f;
+    else
+      reject("PASTA_REPORT", *v, "a comma-separated list of text, json, csv, or \"none\"",
+             "the previous formats");
+  }
+  if (auto v = value("PASTA_PRINT")) {
+    if (*v == "stderr")
+      cfg.print = PrintTo::stderr_;
+    else if (*v == "stdout")
+      cfg.print = PrintTo::stdout_;
+    else if (*v == "none")
+      cfg.print = PrintTo::none;
+    else
+      reject("PASTA_PRINT", *v, "stderr, stdout or none", "the previous destination");
+  }
+  if (auto v = value("PASTA_TOP")) {
+    if (auto n = detail::parse_uint(*v); n && *n >= 1)
+      cfg.top = *n;
+    else
+      reject("PASTA_TOP", *v, "a whole number >= 1", std::to_string(cfg.top));
+  }
+  if (auto v = value("PASTA_PAGE_BYTES")) {
+    auto n = detail::parse_bytes(*v);
+    if (n && *n >= 256 && *n <= (1ull << 30) && (*n & (*n - 1)) == 0)
+      cfg.page_bytes = *n;
+    else
+      reject("PASTA_PAGE_BYTES", *v, "a power of two from 256 to 1G (suffixes K, M, G)",
+             std::to_string(cfg.page_bytes));
+  }
+  return errors;
+}
+
+inline std::vector<std::string> apply_env(Config& cfg) {
+  return apply_env(cfg, [](const char* name) { return std::getenv(name); });
+}
+
+}  // namespace pasta

@@ -1,0 +1,313 @@
+// The events that flow from handlers through processors to tools.
+// Every event is a small trivially-copyable struct; strings travel as NameIds.
+// Their fields are reflected in core/detail/reflect.hpp, for the code that
+// needs it (traces), so that a pipeline alone does not pay for it.
+#pragma once
+
+#include <boost/hana/for_each.hpp>
+#include <boost/hana/length.hpp>
+#include <boost/hana/tuple.hpp>
+#include <boost/hana/type.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <string_view>
+#include <type_traits>
+
+#include <pasta/core/names.hpp>
+
+namespace pasta {
+
+// Stable numbers: they are written into trace files (docs/trace-format.md).
+enum class EventKind : std::uint16_t {
+  device_info = 1,
+  kernel_launch = 2,
+  kernel_complete = 3,
+  mem_alloc = 4,
+  mem_free = 5,
+  memcpy = 6,
+  memset = 7,
+  synchronize = 8,
+  module_load = 9,
+  mem_access = 10,
+  access_histogram = 11,
+  scope_begin = 12,
+  scope_end = 13,
+  op_begin = 14,
+  op_end = 15,
+  tensor_alloc = 16,
+  tensor_free = 17,
+};
+
+struct Dim3 {
+  std::uint32_t x = 1, y = 1, z = 1;
+  friend bool operator==(const Dim3&, const Dim3&) = default;
+  friend auto operator<=>(const Dim3&, const Dim3&) = default;
+};
+
+enum class MemKind : std::uint8_t {
+  unknown = 0,
+  device = 1,
+  managed = 2,
+  pinned_host = 3,
+  pool = 4
+};
+enum class CopyKind : std::uint8_t { unknown = 0, h2d = 1, d2h = 2, d2d = 3, h2h = 4, peer = 5 };
+enum class SyncKind : std::uint8_t { unknown = 0, device = 1, context = 2, stream = 3, event = 4 };
+enum class MemSpace : std::uint8_t { global = 0, shared = 1, local = 2 };
+
+// Names of enum values, as reports and trace dumps print them. An enum's
+// valid values are 0 .. size-1 of its table.
+template <class E>
+inline constexpr std::string_view enum_names[1] = {""};
+template <>
+inline constexpr std::string_view enum_names<MemKind>[] = {"unknown", "device", "managed",
+                                                           "pinned_host", "pool"};
+template <>
+inline constexpr std::string_view enum_names<CopyKind>[] = {"unknown", "h2d", "d2h",
+                                                            "d2d",     "h2h", "peer"};
+template <>
+inline constexpr std::string_view enum_names<SyncKind>[] = {"unknown", "device", "context",
+                                                            "stream", "event"};
+template <>
+inline constexpr std::string_view enum_names<MemSpace>[] = {"global", "shared", "local"};
+
+template <class E>
+requires std::is_enum_v<E>
+constexpr std::string_view to_string(E v) {
+  const auto i = static_cast<std::size_t>(v);
+  return i < std::size(enum_names<E>) ? enum_names<E>[i] : std::string_view("invalid");
+}
+
+// Bits of MemAccess::flags.
+namespace access {
+inline constexpr std::uint8_t read = 1;
+inline constexpr std::uint8_t write = 2;
+inline constexpr std::uint8_t atomic = 4;
+}  // namespace access
+
+// Times are nanoseconds in the clock of whoever produced them (device
+// timestamps for *_ns fields filled from activity records, a host steady
+// clock otherwise); 0 means unknown.
+
+struct DeviceInfo {  // one per device the handler sees, emitted when it attaches
+  static constexpr EventKind kind = EventKind::device_info;
+  static constexpr std::string_view type_name = "DeviceInfo";
+  std::uint32_t device = 0;
+  NameId name{};
+  std::uint32_t cc_major = 0, cc_minor = 0;
+  std::uint32_t sm_count = 0;
+  std::uint64_t global_mem_bytes = 0;
+};
+
+struct KernelLaunch {  // the host asked for a kernel
+  static constexpr EventKind kind = EventKind::kernel_launch;
+  static constexpr std::string_view type_name = "KernelLaunch";
+  std::uint64_t correlation = 0;  // joins launch, completion and access events
+  std::uint64_t context = 0;
+  std::uint64_t stream = 0;
+  std::uint32_t device = 0;
+  NameId name{};
+  Dim3 grid{}, block{};
+  std::uint32_t shared_mem_bytes = 0;
+  std::uint32_t thread = 0;  // OS thread id of the launching thread
+  std::uint64_t time_ns = 0;
+};
+
+struct KernelComplete {  // the device ran it
+  static constexpr EventKind kind = EventKind::kernel_complete;
+  static constexpr std::string_view type_name = "KernelComplete";
+  std::uint64_t correlation = 0;
+  std::uint64_t context = 0;
+  std::uint64_t stream = 0;
+  std::uint32_t device = 0;
+  NameId name{};
+  Dim3 grid{}, block{};
+  std::uint32_t shared_mem_bytes = 0;
+  std::uint64_t start_ns = 0, end_ns = 0;
+};
+
+struct MemAlloc {
+  static constexpr EventKind kind = EventKind::mem_alloc;
+  static constexpr std::string_view type_name = "MemAlloc";
+  std::uint64_t address = 0;
+  std::uint64_t bytes = 0;
+  std::uint32_t device = 0;
+  MemKind mem_kind = MemKind::unknown;
+  std::uint64_t stream = 0;  // for stream-ordered (pool) allocations
+  std::uint64_t time_ns = 0;
+};
+
+struct MemFree {
+  static constexpr EventKind kind = EventKind::mem_free;
+  static constexpr std::string_view type_name = "MemFree";
+  std::uint64_t address = 0;
+  std::uint64_t bytes = 0;  // 0 when the handler does not know
+  std::uint32_t device = 0;
+  MemKind mem_kind = MemKind::unknown;
+  std::uint64_t stream = 0;
+  std::uint64_t time_ns = 0;
+};
+
+struct Memcpy {
+  static constexpr EventKind kind = EventKind::memcpy;
+  static constexpr std::string_view type_name = "Memcpy";
+  std::uint64_t correlation = 0;
+  std::uint64_t context = 0;
+  std::uint64_t stream = 0;
+  std::uint32_t device = 0;
+  CopyKind copy_kind = CopyKind::unknown;
+  std::uint64_t bytes = 0;
+  std::uint64_t start_ns = 0, end_ns = 0;
+};
+
+struct Memset {
+  static constexpr EventKind kind = EventKind::memset;
+  static constexpr std::string_view type_name = "Memset";
+  std::uint64_t correlation = 0;
+  std::uint64_t context = 0;
+  std::uint64_t stream = 0;
+  std::uint32_t device = 0;
+  std::uint32_t value = 0;
+  std::uint64_t address = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t start_ns = 0, end_ns = 0;
+};
+
+struct Synchronize {
+  static constexpr EventKind kind = EventKind::synchronize;
+  static constexpr std::string_view type_name = "Synchronize";
+  SyncKind sync_kind = SyncKind::unknown;
+  std::uint32_t device = 0;
+  std::uint64_t context = 0;
+  std::uint64_t stream = 0;
+  std::uint32_t thread = 0;
+  std::uint64_t start_ns = 0, end_ns = 0;
+};
+
+struct ModuleLoad {
+  static constexpr EventKind kind = EventKind::module_load;
+  static constexpr std::string_view type_name = "ModuleLoad";
+  std::uint32_t device = 0;
+  std::uint64_t context = 0;
+  std::uint64_t module = 0;  // handler-specific module handle
+  std::uint64_t image_bytes = 0;
+  std::uint64_t time_ns = 0;
+};
+
+struct MemAccess {  // one access by one thread, as a conventional trace records it
+  static constexpr EventKind kind = EventKind::mem_access;
+  static constexpr std::string_view type_name = "MemAccess";
+  std::uint64_t correlation = 0;  // of the kernel launch that made it
+  std::uint64_t address = 0;
+  std::uint64_t pc = 0;          // offset within the function, when known
+  std::uint64_t alloc_base = 0;  // filled by the processor; 0 = no live allocation
+  std::uint32_t device = 0;
+  std::uint32_t bytes = 0;
+  std::uint8_t flags = 0;  // access::read | access::write | access::atomic
+  MemSpace space = MemSpace::global;
+};
+
+struct AccessHistogram {  // one bin of a per-kernel access histogram
+  static constexpr EventKind kind = EventKind::access_histogram;
+  static constexpr std::string_view type_name = "AccessHistogram";
+  std::uint64_t correlation = 0;
+  std::uint64_t address = 0;     // first byte of the bin
+  std::uint64_t alloc_base = 0;  // filled by the processor; 0 = no live allocation
+  std::uint32_t device = 0;
+  std::uint32_t bin_bytes = 0;
+  std::uint64_t reads = 0, writes = 0;
+  std::uint64_t read_bytes = 0, write_bytes = 0;
+};
+
+struct ScopeBegin {  // PASTA_SCOPE, pasta::start, NVTX ranges
+  static constexpr EventKind kind = EventKind::scope_begin;
+  static constexpr std::string_view type_name = "ScopeBegin";
+  NameId name{};
+  std::uint32_t thread = 0;
+  std::uint32_t depth = 0;  // 0 for an outermost scope of its thread
+  std::uint64_t time_ns = 0;
+};
+
+struct ScopeEnd {
+  static constexpr EventKind kind = EventKind::scope_end;
+  static constexpr std::string_view type_name = "ScopeEnd";
+  NameId name{};
+  std::uint32_t thread = 0;
+  std::uint32_t depth = 0;
+  std::uint64_t time_ns = 0;
+};
+
+struct OpBegin {  // a framework operator (e.g. an ATen op)
+  static constexpr EventKind kind = EventKind::op_begin;
+  static constexpr std::string_view type_name = "OpBegin";
+  std::uint64_t id = 0;        // unique per operator call, joins begin and end
+  std::int64_t sequence = -1;  // the framework's sequence number, -1 if none
+  NameId name{};
+  std::uint32_t thread = 0;
+  std::uint32_t depth = 0;
+  std::uint64_t time_ns = 0;
+};
+
+struct OpEnd {
+  static constexpr EventKind kind = EventKind::op_end;
+  static constexpr std::string_view type_name = "OpEnd";
+  std::uint64_t id = 0;
+  NameId name{};
+  std::uint32_t thread = 0;
+  std::uint32_t depth = 0;
+  std::uint64_t time_ns = 0;
+};
+
+struct TensorAlloc {  // a framework allocator handed out memory
+  static constexpr EventKind kind = EventKind::tensor_alloc;
+  static constexpr std::string_view type_name = "TensorAlloc";
+  std::uint64_t address = 0;
+  std::uint64_t bytes = 0;
+  std::uint32_t device = 0;
+  std::uint64_t total_allocated = 0;
+  std::uint64_t total_reserved = 0;
+  std::uint64_t time_ns = 0;
+};
+
+struct TensorFree {
+  static constexpr EventKind kind = EventKind::tensor_free;
+  static constexpr std::string_view type_name = "TensorFree";
+  std::uint64_t address = 0;
+  std::uint64_t bytes = 0;
+  std::uint32_t device = 0;
+  std::uint64_t total_allocated = 0;
+  std::uint64_t total_reserved = 0;
+  std::uint64_t time_ns = 0;
+};
+
+// Every event type, in EventKind order. A new event goes here and in
+// EventKind, and gets a BOOST_HANA_ADAPT_STRUCT line in detail/reflect.hpp.
+inline constexpr auto all_events =
+    boost::hana::tuple_t<DeviceInfo, KernelLaunch, KernelComplete, MemAlloc, MemFree, Memcpy,
+                         Memset, Synchronize, ModuleLoad, MemAccess, AccessHistogram, ScopeBegin,
+                         ScopeEnd, OpBegin, OpEnd, TensorAlloc, TensorFree>;
+
+namespace detail {
+
+constexpr std::string_view event_name(EventKind k) {
+  std::string_view name = "unknown";
+  boost::hana::for_each(all_events, [&](auto type) {
+    using E = typename decltype(type)::type;
+    if (E::kind == k) name = E::type_name;
+  });
+  return name;
+}
+
+inline constexpr std::size_t event_type_count = boost::hana::length(all_events);
+
+}  // namespace detail
+
+template <class E>
+concept Event = std::is_trivially_copyable_v<E> && requires {
+  { E::kind } -> std::convertible_to<EventKind>;
+  { E::type_name } -> std::convertible_to<std::string_view>;
+};
+
+}  // namespace pasta

@@ -1,0 +1,205 @@
+// The sink that handlers emit into: processor, then tools, dispatched by
+// overload resolution at compile time. Events no tool (or processor) wants
+// compile to nothing; the rest take one lock per event or per batch.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <type_traits>
+#include <utility>
+
+#include <fmt/core.h>
+
+#include <pasta/core/concepts.hpp>
+#include <pasta/core/config.hpp>
+#include <pasta/core/log.hpp>
+
+namespace pasta::detail {
+
+// Holds one policy object, constructed from the Config when it takes one.
+template <std::size_t I, class T>
+struct Slot {
+  T value;
+  explicit Slot(const Config& c) requires std::constructible_from<T, const Config&> : value(c) {}
+  explicit Slot(const Config&) requires(!std::constructible_from<T, const Config&>) : value() {}
+};
+
+template <class T, class... Ts>
+inline constexpr std::size_t index_of = [] {
+  constexpr bool same[] = {std::is_same_v<T, Ts>...};
+  for (std::size_t i = 0; i < sizeof...(Ts); ++i)
+    if (same[i]) return i;
+  return sizeof...(Ts);
+}();
+
+template <class... Ts>
+inline constexpr bool all_distinct = [] {
+  constexpr std::size_t n = sizeof...(Ts);
+  if constexpr (n == 0) {
+    return true;
+  } else {
+    constexpr std::size_t idx[] = {index_of<Ts, Ts...>...};
+    for (std::size_t i = 0; i < n; ++i)
+      if (idx[i] != i) return false;
+    return true;
+  }
+}();
+
+// The tools, as the processor sees them: emit(e) calls every tool that has
+// an on() overload for E, in the order they were named.
+template <class Seq, class... Tools>
+class ToolSetImpl;
+
+template <std::size_t... I, class... Tools>
+class ToolSetImpl<std::index_sequence<I...>, Tools...> : Slot<I, Tools>... {
+ public:
+  explicit ToolSetImpl(const Config& c) : Slot<I, Tools>(c)... {}
+
+  template <class E>
+  static constexpr bool wants() {
+    return (ToolAccepts<Tools, E> || ...);
+  }
+
+  template <class E>
+  void emit(const E& e) {
+    (deliver(static_cast<Slot<I, Tools>&>(*this).value, e), ...);
+  }
+
+  template <class T>
+  T& get() {
+    static_assert(index_of<T, Tools...> < sizeof...(Tools), "this tool is not in the pipeline");
+    return static_cast<Slot<index_of<T, Tools...>, T>&>(*this).value;
+  }
+
+  // f(tool) for each tool, in order.
+  template <class F>
+  void for_each(F&& f) {
+    (f(static_cast<Slot<I, Tools>&>(*this).value), ...);
+  }
+
+ private:
+  template <class T, class E>
+  static void deliver(T& tool, const E& e) {
+    if constexpr (ToolAccepts<T, E>) tool.on(e);
+  }
+};
+
+template <class... Tools>
+using ToolSet = ToolSetImpl<std::index_sequence_for<Tools...>, Tools...>;
+
+// Depth of pasta dispatch on this thread: an event raised while a tool or
+// processor is running (a CUDA call it makes, seen by a handler) must not
+// re-enter the pipeline.
+inline int& dispatch_depth() {
+  thread_local int depth = 0;
+  return depth;
+}
+
+struct DispatchScope {
+  DispatchScope() { ++dispatch_depth(); }
+  ~DispatchScope() { --dispatch_depth(); }
+  DispatchScope(const DispatchScope&) = delete;
+  DispatchScope& operator=(const DispatchScope&) = delete;
+};
+
+inline bool inside_dispatch() { return dispatch_depth() > 0; }
+
+template <class Proc, class... Tools>
+class Pipeline {
+ public:
+  using ToolsType = ToolSet<Tools...>;
+
+  explicit Pipeline(const Config& c) : proc_(c), tools_(c) {}
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  // Whether an event of type E reaches any tool (directly or through the
+  // processor). Handlers subscribe only to what this says.
+  template <class E>
+  static constexpr bool wants() {
+    return Proc::template wants<ToolsType, E>();
+  }
+
+  template <class E>
+  void emit(const E& e) {
+    if constexpr (wants<E>()) {
+      if (inside_dispatch()) {
+        reentrant_.fetch_add(1, std::memory_order_relaxed);
+        return;
+      }
+      DispatchScope scope;
+      std::scoped_lock lock(mutex_);
+      try {
+        proc_.value.on(e, tools_);
+      } catch (...) {
+        failed(std::current_exception());
+      }
+    }
+  }
+
+  // Runs f(sink) under one lock; `sink.emit(e)` inside f dispatches without
+  // further locking. For handlers that deliver events in buffers.
+  template <class F>
+  void batch(F&& f) {
+    if (inside_dispatch()) {
+      reentrant_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    DispatchScope scope;
+    std::scoped_lock lock(mutex_);
+    Locked locked{*this};
+    try {
+      f(locked);
+    } catch (...) {
+      failed(std::current_exception());
+    }
+  }
+
+  // f(proc, tools) with the pipeline locked: reports read a quiet state.
+  template <class F>
+  void inspect(F&& f) {
+    DispatchScope scope;
+    std::scoped_lock lock(mutex_);
+    f(proc_.value, tools_);
+  }
+
+  Proc& processor() { return proc_.value; }
+  ToolsType& tools() { return tools_; }
+  std::uint64_t reentrant_events() const { return reentrant_.load(); }
+  std::uint64_t failures() const { return failures_.load(); }
+
+ private:
+  struct Locked {
+    Pipeline& p;
+    template <class E>
+    static constexpr bool wants() {
+      return Pipeline::wants<E>();
+    }
+    template <class E>
+    void emit(const E& e) {
+      if constexpr (wants<E>()) p.proc_.value.on(e, p.tools_);
+    }
+  };
+
+  void failed(std::exception_ptr ex) noexcept {
+    failures_.fetch_add(1, std::memory_order_relaxed);
+    try {
+      std::rethrow_exception(ex);
+    } catch (const std::exception& e) {
+      log_once(std::string("dispatch:") + e.what(),
+               fmt::format("an analysis failed and skipped an event: {}", e.what()));
+    } catch (...) {
+      log_once("dispatch:unknown", "an analysis failed and skipped an event");
+    }
+  }
+
+  std::mutex mutex_;
+  Slot<0, Proc> proc_;
+  ToolsType tools_;
+  std::atomic<std::uint64_t> reentrant_{0};
+  std::atomic<std::uint64_t> failures_{0};
+};
+
+}  // namespace pasta::detail

@@ -1,0 +1,265 @@
+// pasta::Profiler<Handler, Processor, Tools...>: construction subscribes,
+// flush() and destruction write every tool's report. Nothing it does may
+// throw into, stop, or change the profiled program.
+#pragma once
+
+#include <cstring>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/core.h>
+
+#include <pasta/core/concepts.hpp>
+#include <pasta/core/config.hpp>
+#include <pasta/core/events.hpp>
+#include <pasta/core/handlers.hpp>
+#include <pasta/core/log.hpp>
+#include <pasta/core/pipeline.hpp>
+#include <pasta/core/report_writer.hpp>
+#include <pasta/core/scope.hpp>
+
+extern char** environ;
+
+namespace pasta {
+
+namespace detail {
+
+// One static_assert per part of each concept, so the first error names the
+// part that is missing; the compiler's notes then show the concept.
+template <class T>
+consteval bool check_tool() {
+  static_assert(ToolHasName<T>,
+                "pasta: this Tool needs `static constexpr std::string_view name` (its reports' "
+                "file name)");
+  static_assert(ToolHandlesSomeEvent<T>,
+                "pasta: this Tool has no on(const Event&) overload for any event in "
+                "pasta::all_events");
+  static_assert(ToolWritesReport<T>, "pasta: this Tool needs `void report(pasta::Report&) const`");
+  static_assert(ConstructibleFromConfig<T>,
+                "pasta: this Tool needs a default constructor or one taking const pasta::Config&");
+  return true;
+}
+
+template <class P>
+consteval bool check_processor() {
+  static_assert(ProcessorForwardsEvents<P>,
+                "pasta: this Processor needs `template <class Next, class E> void on(const E&, "
+                "Next&)` (forward with next.emit(e))");
+  static_assert(ProcessorDeclaresWants<P>,
+                "pasta: this Processor needs `template <class Next, class E> static constexpr "
+                "bool wants()`");
+  static_assert(ConstructibleFromConfig<P>,
+                "pasta: this Processor needs a default constructor or one taking const "
+                "pasta::Config&");
+  return true;
+}
+
+template <class H>
+consteval bool check_handler() {
+  static_assert(HandlerStarts<H>,
+                "pasta: this Handler needs `template <class Sink> void start(Sink&)`");
+  static_assert(HandlerStops<H>, "pasta: this Handler needs `void stop()` and `void flush()`");
+  static_assert(ConstructibleFromConfig<H>,
+                "pasta: this Handler needs a default constructor or one taking const "
+                "pasta::Config&");
+  return true;
+}
+
+template <class T>
+concept HasReport = requires(const T& t, Report& r) {
+  t.report(r);
+  { T::name } -> std::convertible_to<std::string_view>;
+};
+
+// Variables that some part of pasta reads; the unknown-variable warning
+// leaves these alone. Handlers and launchers add theirs here.
+inline constexpr std::string_view other_known_variables[] = {"PASTA_TOOLS", "PASTA_HANDLER"};
+
+// PASTA_* variables in `env` that nothing reads: most likely typos.
+inline std::vector<std::string> unknown_variables(char** env) {
+  std::vector<std::string> unknown;
+  for (char** e = env; e && *e; ++e) {
+    const std::string_view entry(*e);
+    if (!entry.starts_with("PASTA_")) continue;
+    const std::string_view key = entry.substr(0, entry.find('='));
+    bool known = false;
+    for (auto k : config_variables) known = known || k == key;
+    for (auto k : other_known_variables) known = known || k == key;
+    if (!known) unknown.emplace_back(key);
+  }
+  return unknown;
+}
+
+inline Config configure(Config cfg) {
+  if (cfg.read_env) {
+    for (const auto& line : apply_env(cfg)) log(line);
+    for (const auto& name : unknown_variables(environ)) {
+      std::string known;
+      for (auto k : config_variables) known += (known.empty() ? "" : ", ") + std::string(k);
+      log_once("unknown:" + name,
+               fmt::format("{} is not a pasta variable; ignored (known: {})", name, known));
+    }
+  }
+  if (!cfg.kernel_filter.empty()) {
+    if (auto why = regex_error(cfg.kernel_filter); !why.empty()) {
+      log(
+          fmt::format("kernel filter \"{}\" is not a POSIX extended regular expression ({}); "
+                      "profiling every kernel",
+                      cfg.kernel_filter, why));
+      cfg.kernel_filter.clear();
+    }
+  }
+  return cfg;
+}
+
+}  // namespace detail
+
+template <class HandlerSpec, class Proc, class... Tools>
+class Profiler {
+  static_assert(detail::check_handler<HandlerSpec>());
+  static_assert(detail::check_processor<Proc>());
+  static_assert((detail::check_tool<Tools>() && ...));
+  static_assert(detail::all_distinct<Tools...>, "pasta: a tool is named twice in one Profiler");
+
+ public:
+  using Pipeline = detail::Pipeline<Proc, Tools...>;
+
+  // Whether an event of type E reaches some tool in this composition.
+  template <class E>
+  static constexpr bool wants() {
+    return Pipeline::template wants<E>();
+  }
+
+  Profiler() : Profiler(Config{}) {}
+
+  explicit Profiler(Config cfg) : config_(detail::configure(std::move(cfg))) {
+    names();  // constructed before us, so destroyed after our reports
+    try {
+      pipeline_.emplace(config_);
+      if constexpr (wants<ScopeBegin>() || wants<ScopeEnd>()) {
+        detail::scope_registry().add(
+            {this, &scope_trampoline<ScopeBegin>, &scope_trampoline<ScopeEnd>});
+        scopes_registered_ = true;
+      }
+      if constexpr (std::constructible_from<HandlerSpec, const Config&>)
+        handler_.emplace(config_);
+      else
+        handler_.emplace();
+      handler_->start(*pipeline_);
+    } catch (const std::exception& e) {
+      detail::log(fmt::format("profiler not started: {}; the program runs unprofiled", e.what()));
+    } catch (...) {
+      detail::log("profiler not started; the program runs unprofiled");
+    }
+  }
+
+  ~Profiler() { stop(); }
+
+  Profiler(const Profiler&) = delete;
+  Profiler& operator=(const Profiler&) = delete;
+
+  // Drains the handler's buffers and writes every report as it stands now.
+  void flush() {
+    try {
+      if (handler_ && !stopped_) handler_->flush();
+      call_on_parts([](auto& part) {
+        if constexpr (requires { part.flush(); }) part.flush();
+      });
+    } catch (const std::exception& e) {
+      detail::log(fmt::format("flush failed: {}", e.what()));
+    }
+    write_reports(false);
+  }
+
+  // Unsubscribes and writes the final reports; the destructor calls it.
+  void stop() noexcept {
+    if (stopped_) return;
+    stopped_ = true;
+    if (scopes_registered_) detail::scope_registry().remove(this);
+    try {
+      if (handler_) handler_->stop();
+      call_on_parts([](auto& part) {
+        if constexpr (requires { part.finish(); }) part.finish();
+      });
+    } catch (const std::exception& e) {
+      detail::log(fmt::format("stopping the profiler failed: {}", e.what()));
+    } catch (...) {
+    }
+    write_reports(config_.print != PrintTo::none);
+  }
+
+  template <class E>
+  void emit(const E& e) {
+    if (pipeline_) pipeline_->emit(e);
+  }
+
+  template <class T>
+  T& tool() {
+    return pipeline_->tools().template get<T>();
+  }
+  Proc& processor() { return pipeline_->processor(); }
+  HandlerSpec& handler() { return *handler_; }
+  const Config& config() const { return config_; }
+  bool active() const { return pipeline_.has_value() && handler_.has_value(); }
+  // Files written by the last flush() or stop().
+  const std::vector<std::string>& files() const { return files_; }
+
+ private:
+  template <class E>
+  static void scope_trampoline(void* self, const E& e) {
+    static_cast<Profiler*>(self)->emit(e);
+  }
+
+  // f(processor) then f(tool) for each tool, with the pipeline locked.
+  template <class F>
+  void call_on_parts(F&& f) {
+    if (!pipeline_) return;
+    pipeline_->inspect([&](Proc& proc, auto& tools) {
+      f(proc);
+      tools.for_each(f);
+    });
+  }
+
+  void write_reports(bool announce) noexcept {
+    if (!pipeline_) return;
+    try {
+      Config cfg = config_;
+      if (!announce) cfg.print = PrintTo::none;
+      std::string partial;
+      if constexpr (requires(const HandlerSpec& h) { h.partial_reason(); })
+        if (handler_) partial = handler_->partial_reason();
+      std::vector<std::string> files;
+      auto write = [&](const auto& part) {
+        using T = std::remove_cvref_t<decltype(part)>;
+        if constexpr (detail::HasReport<T>) {
+          Report r{std::string(T::name)};
+          part.report(r);
+          if (!partial.empty()) r.mark_partial(partial);
+          for (auto& f : detail::write_report(r, cfg)) files.push_back(std::move(f));
+        }
+      };
+      call_on_parts(write);
+      if (auto n = pipeline_->reentrant_events())
+        detail::log(
+            fmt::format("{} events raised by pasta's own device work were not analysed", n));
+      if (announce && !files.empty())
+        detail::log(fmt::format("{} report files in {}/", files.size(), config_.output_dir));
+      files_ = std::move(files);
+    } catch (const std::exception& e) {
+      detail::log(fmt::format("writing reports failed: {}", e.what()));
+    } catch (...) {
+      detail::log("writing reports failed");
+    }
+  }
+
+  Config config_;
+  std::optional<Pipeline> pipeline_;
+  std::optional<HandlerSpec> handler_;
+  bool scopes_registered_ = false;
+  bool stopped_ = false;
+  std::vector<std::string> files_;
+};
+
+}  // namespace pasta

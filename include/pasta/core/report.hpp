@@ -1,0 +1,112 @@
+// What a tool hands back: summary values, tables and notes. The profiler
+// renders one Report as text, JSON and CSV (core/report_writer.hpp), so a
+// tool never formats or prints by itself.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace pasta {
+
+// A table cell. Doubles print with the column's precision.
+using Cell = std::variant<std::monostate, std::int64_t, std::uint64_t, double, std::string>;
+
+namespace detail {
+template <class T>
+Cell to_cell(T&& v) {
+  using U = std::remove_cvref_t<T>;
+  if constexpr (std::is_same_v<U, Cell>)
+    return std::forward<T>(v);
+  else if constexpr (std::is_same_v<U, bool>)
+    return std::string(v ? "yes" : "no");
+  else if constexpr (std::is_floating_point_v<U>)
+    return static_cast<double>(v);
+  else if constexpr (std::is_integral_v<U> && std::is_signed_v<U>)
+    return static_cast<std::int64_t>(v);
+  else if constexpr (std::is_integral_v<U>)
+    return static_cast<std::uint64_t>(v);
+  else
+    return std::string(std::forward<T>(v));
+}
+}  // namespace detail
+
+class Table {
+ public:
+  Table(std::string name, std::string title, std::vector<std::string> columns)
+      : name_(std::move(name)),
+        title_(std::move(title)),
+        columns_(std::move(columns)),
+        precision_(columns_.size(), 3) {}
+
+  template <class... T>
+  Table& row(T&&... cells) {
+    static_assert(sizeof...(T) > 0);
+    std::vector<Cell> r;
+    r.reserve(sizeof...(T));
+    (r.push_back(detail::to_cell(std::forward<T>(cells))), ...);
+    return row(std::move(r));
+  }
+  Table& row(std::vector<Cell> cells) {
+    cells.resize(columns_.size());
+    rows_.push_back(std::move(cells));
+    return *this;
+  }
+  // Digits after the point for a double column in text and CSV.
+  Table& precision(std::size_t column, int digits) {
+    if (column < precision_.size()) precision_[column] = digits;
+    return *this;
+  }
+
+  const std::string& name() const { return name_; }
+  const std::string& title() const { return title_; }
+  const std::vector<std::string>& columns() const { return columns_; }
+  const std::vector<std::vector<Cell>>& rows() const { return rows_; }
+  int precision_of(std::size_t column) const { return precision_[column]; }
+
+ private:
+  std::string name_, title_;
+  std::vector<std::string> columns_;
+  std::vector<int> precision_;
+  std::vector<std::vector<Cell>> rows_;
+};
+
+class Report {
+ public:
+  explicit Report(std::string tool) : tool_(std::move(tool)) {}
+
+  // `name` is the file-name part (tool.name.csv); `title` heads the text table.
+  Table& table(std::string name, std::string title, std::vector<std::string> columns) {
+    tables_.emplace_back(std::move(name), std::move(title), std::move(columns));
+    return tables_.back();
+  }
+  template <class T>
+  void summary(std::string key, T&& value) {
+    summary_.emplace_back(std::move(key), detail::to_cell(std::forward<T>(value)));
+  }
+  void note(std::string line) { notes_.push_back(std::move(line)); }
+  // A file the tool wrote itself (a trace, a picture), listed with the others.
+  void attach(std::string path) { attachments_.push_back(std::move(path)); }
+  void mark_partial(std::string why) { partial_ = std::move(why); }
+
+  const std::string& tool() const { return tool_; }
+  const std::vector<std::pair<std::string, Cell>>& summary() const { return summary_; }
+  const std::vector<std::string>& notes() const { return notes_; }
+  const std::vector<std::string>& attachments() const { return attachments_; }
+  const std::string& partial() const { return partial_; }
+  const std::deque<Table>& tables() const { return tables_; }
+
+ private:
+  std::string tool_;
+  std::vector<std::pair<std::string, Cell>> summary_;
+  std::deque<Table> tables_;  // a deque: references from table() stay valid
+  std::vector<std::string> notes_;
+  std::vector<std::string> attachments_;
+  std::string partial_;
+};
+
+}  // namespace pasta

@@ -1,0 +1,17 @@
+// pasta: compose a GPU profiler at compile time from a handler, a processor
+// and tools. This umbrella header brings in the pipeline, the processors and
+// the analysis tools; pasta/trace.hpp adds recording and replaying traces,
+// and the vendor handlers live under pasta/nv, pasta/amd and pasta/torch.
+#pragma once
+
+#include <pasta/core/config.hpp>
+#include <pasta/core/events.hpp>
+#include <pasta/core/handlers.hpp>
+#include <pasta/core/profiler.hpp>
+#include <pasta/core/scope.hpp>
+#include <pasta/core/version.hpp>
+#include <pasta/proc/cpu.hpp>
+#include <pasta/tools/event_count.hpp>
+#include <pasta/tools/kernel_freq.hpp>
+#include <pasta/tools/mem_hotness.hpp>
+#include <pasta/tools/scope_time.hpp>

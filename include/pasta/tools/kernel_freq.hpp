@@ -1,0 +1,121 @@
+// Launches per kernel, with grid shapes and device time when completions
+// carry timestamps. The top-N table answers "which kernels run most".
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/core.h>
+
+#include <pasta/core/detail/demangle.hpp>
+#include <pasta/core/events.hpp>
+#include <pasta/core/report.hpp>
+
+namespace pasta::tools {
+
+class KernelFreq {
+ public:
+  static constexpr std::string_view name = "kernel_freq";
+
+  struct Shape {
+    Dim3 grid, block;
+    friend auto operator<=>(const Shape&, const Shape&) = default;
+  };
+  struct Stats {
+    std::uint64_t launches = 0;     // KernelLaunch events
+    std::uint64_t completions = 0;  // KernelComplete events
+    std::uint64_t timed = 0;        // completions with both timestamps
+    std::uint64_t total_ns = 0;
+    std::uint64_t min_ns = std::numeric_limits<std::uint64_t>::max(), max_ns = 0;
+    std::map<Shape, std::uint64_t> shapes;
+    // Launches as seen by the host or, for device-only traces, by the device.
+    std::uint64_t calls() const { return std::max(launches, completions); }
+  };
+
+  void on(const KernelLaunch& e) {
+    Stats& s = at(e.name);
+    ++s.launches;
+    ++s.shapes[{e.grid, e.block}];
+  }
+
+  void on(const KernelComplete& e) {
+    Stats& s = at(e.name);
+    ++s.completions;
+    if (s.completions > s.launches) ++s.shapes[{e.grid, e.block}];
+    if (e.start_ns && e.end_ns >= e.start_ns) {
+      const std::uint64_t d = e.end_ns - e.start_ns;
+      ++s.timed;
+      s.total_ns += d;
+      s.min_ns = std::min(s.min_ns, d);
+      s.max_ns = std::max(s.max_ns, d);
+    }
+  }
+
+  // nullptr if the kernel was never seen.
+  const Stats* stats(std::string_view kernel) const {
+    for (std::size_t i = 0; i < by_name_.size(); ++i)
+      if (by_name_[i].calls() && name_of(NameId{static_cast<std::uint32_t>(i)}) == kernel)
+        return &by_name_[i];
+    return nullptr;
+  }
+
+  void report(Report& out) const {
+    std::vector<std::uint32_t> order;
+    std::uint64_t calls = 0, total_ns = 0;
+    for (std::uint32_t i = 0; i < by_name_.size(); ++i) {
+      if (!by_name_[i].calls()) continue;
+      order.push_back(i);
+      calls += by_name_[i].calls();
+      total_ns += by_name_[i].total_ns;
+    }
+    std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+      const Stats &x = by_name_[a], &y = by_name_[b];
+      if (x.calls() != y.calls()) return x.calls() > y.calls();
+      return x.total_ns > y.total_ns;
+    });
+    out.summary("kernels", order.size());
+    out.summary("launches", calls);
+    if (total_ns) out.summary("device time (ms)", static_cast<double>(total_ns) / 1e6);
+
+    auto& kernels = out.table("kernels", "Launches per kernel",
+                              {"rank", "kernel", "launches", "timed", "total_ms", "mean_us",
+                               "min_us", "max_us", "time_pct", "shapes", "top_shape"});
+    kernels.precision(4, 3).precision(5, 2).precision(6, 2).precision(7, 2).precision(8, 1);
+    auto& shapes = out.table("shapes", "Launches per kernel and shape",
+                             {"kernel", "grid", "block", "launches"});
+    std::uint64_t rank = 0;
+    for (std::uint32_t i : order) {
+      const Stats& s = by_name_[i];
+      const std::string kernel = detail::demangle(name_of(NameId{i}));
+      const auto top = std::max_element(s.shapes.begin(), s.shapes.end(),
+                                        [](auto& a, auto& b) { return a.second < b.second; });
+      const double us = 1e-3;
+      kernels.row(++rank, kernel, s.calls(), s.timed, s.total_ns * 1e-6,
+                  s.timed ? s.total_ns * us / s.timed : 0.0, s.timed ? s.min_ns * us : 0.0,
+                  s.max_ns * us, total_ns ? 100.0 * s.total_ns / total_ns : 0.0, s.shapes.size(),
+                  top == s.shapes.end() ? std::string() : shape_text(top->first));
+      for (const auto& [shape, n] : s.shapes)
+        shapes.row(kernel, dim_text(shape.grid), dim_text(shape.block), n);
+    }
+  }
+
+ private:
+  static std::string dim_text(Dim3 d) { return fmt::format("({},{},{})", d.x, d.y, d.z); }
+  static std::string shape_text(const Shape& s) {
+    return dim_text(s.grid) + "x" + dim_text(s.block);
+  }
+
+  Stats& at(NameId id) {
+    if (id.value >= by_name_.size()) by_name_.resize(id.value + 1);
+    return by_name_[id.value];
+  }
+
+  std::vector<Stats> by_name_;  // indexed by NameId: ids are dense
+};
+
+}  // namespace pasta::tools

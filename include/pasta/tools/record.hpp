@@ -1,0 +1,83 @@
+// Writes every event it sees to a trace file that pasta::Replay can feed
+// back through any pipeline. The file goes to Config::trace_file, or to
+// <output_dir>/trace.pasta.
+#pragma once
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <ctime>
+#include <string>
+#include <system_error>
+
+#include <fmt/core.h>
+
+#include <pasta/core/config.hpp>
+#include <pasta/core/detail/files.hpp>
+#include <pasta/core/events.hpp>
+#include <pasta/core/log.hpp>
+#include <pasta/core/report.hpp>
+#include <pasta/core/version.hpp>
+#include <pasta/trace/writer.hpp>
+
+namespace pasta::tools {
+
+class Record {
+ public:
+  static constexpr std::string_view name = "record";
+
+  explicit Record(const Config& cfg) {
+    path_ =
+        cfg.trace_file.empty() ? detail::join_path(cfg.output_dir, "trace.pasta") : cfg.trace_file;
+    detail::make_dirs(detail::parent_dir(path_));  // open() below reports what fails
+    error_ = writer_.open(path_, metadata());
+    if (!error_.empty()) detail::log(fmt::format("not recording a trace: {}", error_));
+  }
+
+  template <Event E>
+  void on(const E& e) {
+    writer_.write(e);
+  }
+
+  void flush() { writer_.flush(); }
+  void finish() { writer_.close(); }
+
+  void report(Report& out) const {
+    out.summary("trace", path_);
+    if (!error_.empty()) out.summary("error", error_);
+    out.summary("events written", writer_.events());
+    if (writer_.buffered()) out.summary("events buffered", writer_.buffered());
+    if (writer_.dropped()) out.summary("events lost (write failed)", writer_.dropped());
+    out.summary("bytes", writer_.bytes());
+    out.summary("complete", !writer_.is_open() && error_.empty() && !writer_.failed());
+    if (error_.empty()) out.attach(path_);
+  }
+
+  const std::string& path() const { return path_; }
+  const trace::TraceWriter& writer() const { return writer_; }
+
+  // What the header says about the run: program, host, time, pasta version.
+  static trace::Metadata metadata() {
+    trace::Metadata m;
+    m.emplace_back("pasta_version", PASTA_VERSION_STRING);
+    std::string args = detail::read_file("/proc/self/cmdline");
+    std::replace(args.begin(), args.end(), '\0', ' ');
+    while (!args.empty() && args.back() == ' ') args.pop_back();
+    m.emplace_back("command", args);
+    char host[256] = {};
+    if (::gethostname(host, sizeof host - 1) == 0) m.emplace_back("host", host);
+    const std::time_t now = std::time(nullptr);
+    char when[32] = {};
+    std::tm tm{};
+    if (::gmtime_r(&now, &tm) && std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm))
+      m.emplace_back("recorded_at", when);
+    return m;
+  }
+
+ private:
+  std::string path_, error_;
+  trace::TraceWriter writer_;
+};
+
+}  // namespace pasta::tools

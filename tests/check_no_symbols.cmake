@@ -1,0 +1,12 @@
+# Fails if any object in OBJECTS defines or references a pasta symbol.
+foreach(obj IN LISTS OBJECTS)
+  execute_process(COMMAND ${NM} -C ${obj} OUTPUT_VARIABLE symbols RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "nm failed on ${obj}")
+  endif()
+  string(REGEX MATCHALL "[^\n]*pasta[^\n]*" hits "${symbols}")
+  if(hits)
+    message(FATAL_ERROR "PASTA_DISABLE left pasta symbols in ${obj}:\n${hits}")
+  endif()
+  message(STATUS "${obj}: no pasta symbols")
+endforeach()

@@ -1,0 +1,56 @@
+// Writes the small traces the pasta-trace command tests read: a whole one,
+// one cut off, and one with a flipped bit.
+#include <cstdio>
+#include <string>
+
+#include <pasta/core/detail/files.hpp>
+#include <pasta/trace/writer.hpp>
+
+using namespace pasta;
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s DIR\n", argv[0]);
+    return 2;
+  }
+  const std::string dir = argv[1];
+  if (auto why = detail::make_dirs(dir); !why.empty()) {
+    std::fprintf(stderr, "cannot create %s: %s\n", dir.c_str(), why.c_str());
+    return 1;
+  }
+  const std::string small = detail::join_path(dir, "small.pasta");
+  {
+    trace::TraceWriter w;
+    if (auto why = w.open(small, {{"command", "make_test_traces"}}); !why.empty()) {
+      std::fprintf(stderr, "%s\n", why.c_str());
+      return 1;
+    }
+    w.write(DeviceInfo{.device = 0,
+                       .name = intern("Test GPU"),
+                       .cc_major = 9,
+                       .sm_count = 4,
+                       .global_mem_bytes = 1ull << 30});
+    w.write(MemAlloc{.address = 0x1000, .bytes = 4096, .mem_kind = MemKind::device});
+    for (std::uint64_t i = 1; i <= 3; ++i) {
+      const NameId k = intern(i == 3 ? "scale" : "vecAdd");
+      w.write(KernelLaunch{.correlation = i, .name = k, .grid = {16, 1, 1}, .block = {256, 1, 1}});
+      w.write(KernelComplete{.correlation = i,
+                             .name = k,
+                             .grid = {16, 1, 1},
+                             .block = {256, 1, 1},
+                             .start_ns = 1000 * i,
+                             .end_ns = 1000 * i + 250});
+    }
+    w.write(MemAccess{.correlation = 1, .address = 0x1010, .bytes = 4, .flags = access::read});
+    w.write(MemFree{.address = 0x1000});
+  }
+  const std::string whole = detail::read_file(small);
+  std::string flipped = whole;
+  flipped[whole.size() - 40] ^= 1;  // inside the last data block's payload
+  if (!detail::write_file(detail::join_path(dir, "cut.pasta"), whole.substr(0, whole.size() - 16))
+           .empty() ||
+      !detail::write_file(detail::join_path(dir, "flipped.pasta"), flipped).empty())
+    return 1;
+  std::printf("wrote traces to %s\n", dir.c_str());
+  return 0;
+}

@@ -1,0 +1,91 @@
+// Many threads emitting at once, as CUDA callbacks do. Run under
+// ThreadSanitizer in CI; the counts must come out exact.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include <pasta/pasta.hpp>
+#include <pasta/trace.hpp>
+
+#include "../support.hpp"
+
+using namespace pasta;
+
+namespace {
+constexpr int threads = 16;
+constexpr std::uint64_t per_thread = 2000;
+
+Config quiet(const test::TempDir& dir) {
+  Config c;
+  c.output_dir = dir.path();
+  c.print = PrintTo::none;
+  c.read_env = false;
+  return c;
+}
+
+template <class Prof>
+void hammer(Prof& prof) {
+  std::vector<std::thread> pool;
+  std::atomic<bool> go{false};
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      while (!go.load()) std::this_thread::yield();
+      const std::string kernel = "kernel" + std::to_string(t % 4);
+      for (std::uint64_t i = 0; i < per_thread; ++i) {
+        const std::uint64_t corr = t * per_thread + i + 1;
+        const std::uint64_t base = 0x100000ull * (corr + 1);
+        PASTA_SCOPE("iteration");
+        prof.emit(MemAlloc{.address = base, .bytes = 256});
+        prof.emit(test::launch(corr, kernel));
+        prof.emit(MemAccess{
+            .correlation = corr, .address = base + 8, .bytes = 4, .flags = access::write});
+        prof.emit(test::complete(corr, 10, 20));
+        prof.emit(MemFree{.address = base});
+      }
+    });
+  go = true;
+  for (auto& th : pool) th.join();
+}
+}  // namespace
+
+TEST_CASE("16 threads emitting at once: every event counted exactly once") {
+  test::TempDir dir;
+  Profiler<Direct, proc::Cpu, tools::KernelFreq, tools::MemHotness, tools::ScopeTime,
+           tools::EventCount>
+      prof(quiet(dir));
+  hammer(prof);
+  const std::uint64_t total = threads * per_thread;
+  const auto& count = prof.tool<tools::EventCount>();
+  CHECK(count.count(EventKind::kernel_launch) == total);
+  CHECK(count.count(EventKind::kernel_complete) == total);
+  CHECK(count.count(EventKind::scope_begin) == total);
+  CHECK(count.count(EventKind::scope_end) == total);
+  for (int k = 0; k < 4; ++k) {
+    const auto* s = prof.tool<tools::KernelFreq>().stats("kernel" + std::to_string(k));
+    REQUIRE(s);
+    CHECK(s->calls() == total / 4);
+    CHECK(s->total_ns == 10 * total / 4);
+  }
+  const auto& hot = prof.tool<tools::MemHotness>();
+  CHECK(hot.objects().size() == total);
+  CHECK(hot.unattributed().accesses() == 0);
+  std::uint64_t writes = 0;
+  for (const auto& o : hot.objects()) writes += o.total.writes;
+  CHECK(writes == total);
+  CHECK(prof.tool<tools::ScopeTime>().stats("iteration")->calls == total);
+}
+
+TEST_CASE("recording from 16 threads gives a trace that replays to the same counts") {
+  test::TempDir dir;
+  Config c = quiet(dir);
+  c.trace_file = dir.file("mt.pasta");
+  {
+    Profiler<Direct, proc::Cpu, tools::Record> prof(c);
+    hammer(prof);
+  }
+  Profiler<Replay, proc::Cpu, tools::EventCount> replay(c);
+  CHECK(replay.handler().complete());
+  CHECK(replay.tool<tools::EventCount>().count(EventKind::mem_access) == threads * per_thread);
+}

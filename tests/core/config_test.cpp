@@ -1,0 +1,116 @@
+#include <doctest/doctest.h>
+
+#include <map>
+#include <string>
+
+#include <pasta/core/config.hpp>
+#include <pasta/core/profiler.hpp>
+
+using namespace pasta;
+
+namespace {
+struct FakeEnv {
+  std::map<std::string, std::string> vars;
+  const char* operator()(const char* name) const {
+    auto it = vars.find(name);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  }
+};
+}  // namespace
+
+TEST_CASE("no PASTA_* variables leave the configuration as the code set it") {
+  Config cfg;
+  cfg.top = 5;
+  CHECK(apply_env(cfg, FakeEnv{}).empty());
+  CHECK(cfg.top == 5);
+  CHECK(cfg.output_dir == "pasta-out");
+  CHECK(cfg.formats == format::all);
+}
+
+TEST_CASE("valid values override the code's configuration") {
+  Config cfg;
+  FakeEnv env{{{"PASTA_OUTPUT_DIR", "/tmp/out"},
+               {"PASTA_KERNEL_FILTER", "^gemm|conv"},
+               {"PASTA_LAUNCH_SKIP", "10"},
+               {"PASTA_LAUNCH_COUNT", "all"},
+               {"PASTA_REPORT", "json,csv"},
+               {"PASTA_PRINT", "none"},
+               {"PASTA_TOP", "3"},
+               {"PASTA_PAGE_BYTES", "2M"},
+               {"PASTA_TRACE", "run.pasta"}}};
+  cfg.launch_count = 7;
+  CHECK(apply_env(cfg, env).empty());
+  CHECK(cfg.output_dir == "/tmp/out");
+  CHECK(cfg.kernel_filter == "^gemm|conv");
+  CHECK(cfg.launch_skip == 10);
+  CHECK(cfg.launch_count == 0);
+  CHECK(cfg.formats == (format::json | format::csv));
+  CHECK(cfg.print == PrintTo::none);
+  CHECK(cfg.top == 3);
+  CHECK(cfg.page_bytes == 2u << 20);
+  CHECK(cfg.trace_file == "run.pasta");
+}
+
+TEST_CASE("each bad value gives one line naming the variable and what it accepts") {
+  Config cfg;
+  FakeEnv env{{{"PASTA_KERNEL_FILTER", "(unclosed"},
+               {"PASTA_LAUNCH_SKIP", "-1"},
+               {"PASTA_LAUNCH_COUNT", "ten"},
+               {"PASTA_REPORT", "xml"},
+               {"PASTA_PRINT", "printer"},
+               {"PASTA_TOP", "0"},
+               {"PASTA_PAGE_BYTES", "3000"}}};
+  const auto errors = apply_env(cfg, env);
+  REQUIRE(errors.size() == 7);
+  CHECK(
+      errors[0].starts_with("PASTA_KERNEL_FILTER=\"(unclosed\" is not accepted: expected a "
+                            "POSIX extended regular expression ("));
+  CHECK(errors[0].ends_with("); using every kernel"));
+  CHECK(errors[1] ==
+        "PASTA_LAUNCH_SKIP=\"-1\" is not accepted: expected a whole number >= 0; using 0");
+  CHECK(errors[2] ==
+        "PASTA_LAUNCH_COUNT=\"ten\" is not accepted: expected a whole number >= 0 "
+        "or \"all\" (0 = all); using all");
+  CHECK(errors[3] ==
+        "PASTA_REPORT=\"xml\" is not accepted: expected a comma-separated list of "
+        "text, json, csv, or \"none\"; using the previous formats");
+  CHECK(errors[4] ==
+        "PASTA_PRINT=\"printer\" is not accepted: expected stderr, stdout or none; "
+        "using the previous destination");
+  CHECK(errors[5] == "PASTA_TOP=\"0\" is not accepted: expected a whole number >= 1; using 20");
+  CHECK(errors[6] ==
+        "PASTA_PAGE_BYTES=\"3000\" is not accepted: expected a power of two from "
+        "256 to 1G (suffixes K, M, G); using 65536");
+  // Rejected values leave the defaults in place.
+  CHECK(cfg.kernel_filter.empty());
+  CHECK(cfg.launch_skip == 0);
+  CHECK(cfg.top == 20);
+  CHECK(cfg.page_bytes == 65536);
+  CHECK(cfg.formats == format::all);
+}
+
+TEST_CASE("byte sizes take K, M and G suffixes and reject overflow") {
+  CHECK(detail::parse_bytes("4096") == 4096u);
+  CHECK(detail::parse_bytes("64K") == 65536u);
+  CHECK(detail::parse_bytes("1g") == 1ull << 30);
+  CHECK_FALSE(detail::parse_bytes("K"));
+  CHECK_FALSE(detail::parse_bytes("12X"));
+  CHECK_FALSE(detail::parse_bytes("99999999999999999G"));
+  CHECK_FALSE(detail::parse_uint(""));
+  CHECK_FALSE(detail::parse_uint("1 "));
+}
+
+TEST_CASE("report formats parse as a comma list") {
+  CHECK(detail::parse_formats("text") == format::text);
+  CHECK(detail::parse_formats("csv,text") == (format::csv | format::text));
+  CHECK(detail::parse_formats("none") == 0u);
+  CHECK_FALSE(detail::parse_formats(""));
+  CHECK_FALSE(detail::parse_formats("text,"));
+  CHECK_FALSE(detail::parse_formats("text,,csv"));
+}
+
+TEST_CASE("unknown PASTA_* variables are found, known ones and others are not") {
+  char a[] = "PASTA_OUTPT_DIR=x", b[] = "PASTA_TOP=3", c[] = "HOME=/root", d[] = "PASTA_TOOLS=y";
+  char* env[] = {a, b, c, d, nullptr};
+  CHECK(detail::unknown_variables(env) == std::vector<std::string>{"PASTA_OUTPT_DIR"});
+}

@@ -1,0 +1,93 @@
+#include <doctest/doctest.h>
+
+#include <thread>
+
+#include <pasta/pasta.hpp>
+
+#include "../support.hpp"
+
+using namespace pasta;
+
+// Defined in scope_disabled.cpp, compiled with PASTA_DISABLE.
+void scopes_in_a_disabled_translation_unit();
+
+namespace {
+using ScopeProf = Profiler<Direct, proc::Cpu, test::Collect, tools::ScopeTime>;
+Config quiet(const test::TempDir& dir) {
+  Config c;
+  c.output_dir = dir.path();
+  c.print = PrintTo::none;
+  c.read_env = false;
+  return c;
+}
+}  // namespace
+
+TEST_CASE("PASTA_SCOPE and start/end nest, per thread, with depths") {
+  test::TempDir dir;
+  ScopeProf prof(quiet(dir));
+  {
+    PASTA_SCOPE("step");
+    pasta::start("forward");
+    pasta::end();
+    { PASTA_SCOPE("backward"); }
+  }
+  const auto begins = prof.tool<test::Collect>().of<ScopeBegin>();
+  const auto ends = prof.tool<test::Collect>().of<ScopeEnd>();
+  REQUIRE(begins.size() == 3);
+  REQUIRE(ends.size() == 3);
+  CHECK(name_of(begins[0].name) == "step");
+  CHECK(begins[0].depth == 0);
+  CHECK(name_of(begins[1].name) == "forward");
+  CHECK(begins[1].depth == 1);
+  CHECK(name_of(ends[0].name) == "forward");
+  CHECK(ends[0].depth == 1);
+  CHECK(name_of(ends[2].name) == "step");
+  CHECK(ends[2].depth == 0);
+  CHECK(begins[0].thread == ends[2].thread);
+  CHECK(ends[2].time_ns >= begins[0].time_ns);
+  const auto* step = prof.tool<tools::ScopeTime>().stats("step");
+  REQUIRE(step);
+  CHECK(step->calls == 1);
+  CHECK(prof.tool<tools::ScopeTime>().stats("forward")->calls == 1);
+}
+
+TEST_CASE("scopes on other threads carry their own thread id and depth") {
+  test::TempDir dir;
+  ScopeProf prof(quiet(dir));
+  std::thread t([] {
+    PASTA_SCOPE("worker");
+    PASTA_SCOPE("inner");
+  });
+  t.join();
+  const auto begins = prof.tool<test::Collect>().of<ScopeBegin>();
+  REQUIRE(begins.size() == 2);
+  CHECK(begins[1].depth == 1);
+  CHECK(begins[0].thread != detail::thread_id());
+  CHECK(prof.tool<tools::ScopeTime>().stats("inner")->calls == 1);
+}
+
+TEST_CASE("end() without start() is reported once and ignored") {
+  test::TempDir dir;
+  test::CapturedLog log;
+  ScopeProf prof(quiet(dir));
+  pasta::end();
+  pasta::end();
+  CHECK(prof.tool<test::Collect>().events.empty());
+  REQUIRE(log.lines().size() == 1);
+  CHECK(log.lines()[0] == "pasta::end() without a matching pasta::start(); ignored");
+}
+
+TEST_CASE("scopes reach no profiler after it is destroyed") {
+  test::TempDir dir;
+  { ScopeProf prof(quiet(dir)); }
+  PASTA_SCOPE("after");  // must not touch the dead profiler
+  CHECK(detail::scope_registry().empty());
+}
+
+TEST_CASE("with PASTA_DISABLE, scopes emit nothing") {
+  test::TempDir dir;
+  ScopeProf prof(quiet(dir));
+  scopes_in_a_disabled_translation_unit();
+  CHECK(prof.tool<test::Collect>().events.empty());
+  CHECK(prof.tool<tools::ScopeTime>().stats("disabled") == nullptr);
+}

@@ -1,0 +1,101 @@
+// Helpers shared by the tests: scratch directories, captured log lines, a
+// tool that keeps every event it sees, and small event builders.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <pasta/core/detail/files.hpp>
+#include <pasta/core/events.hpp>
+#include <pasta/core/log.hpp>
+#include <pasta/core/report.hpp>
+
+namespace pasta::test {
+
+// A fresh directory under $TMPDIR, removed at scope exit.
+class TempDir {
+ public:
+  TempDir() {
+    const char* base = std::getenv("TMPDIR");
+    std::string pattern = std::string(base && *base ? base : "/tmp") + "/pasta-test-XXXXXX";
+    if (!::mkdtemp(pattern.data())) FAIL("mkdtemp failed");
+    path_ = pattern;
+  }
+  ~TempDir() { std::system(("rm -rf '" + path_ + "'").c_str()); }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string file(std::string_view name) const { return detail::join_path(path_, name); }
+
+ private:
+  std::string path_;
+};
+
+// Collects pasta's log lines instead of printing them, while alive.
+class CapturedLog {
+ public:
+  CapturedLog() {
+    detail::set_log_capture(
+        [](std::string_view line, void* self) {
+          static_cast<CapturedLog*>(self)->lines_.emplace_back(line);
+        },
+        this);
+  }
+  ~CapturedLog() { detail::set_log_capture(nullptr, nullptr); }
+  CapturedLog(const CapturedLog&) = delete;
+  CapturedLog& operator=(const CapturedLog&) = delete;
+  const std::vector<std::string>& lines() const { return lines_; }
+  bool contains(std::string_view text) const {
+    for (const auto& l : lines_)
+      if (l.find(text) != std::string::npos) return true;
+    return false;
+  }
+
+ private:
+  std::vector<std::string> lines_;
+};
+
+using AnyEvent = std::variant<DeviceInfo, KernelLaunch, KernelComplete, MemAlloc, MemFree, Memcpy,
+                              Memset, Synchronize, ModuleLoad, MemAccess, AccessHistogram,
+                              ScopeBegin, ScopeEnd, OpBegin, OpEnd, TensorAlloc, TensorFree>;
+
+// A tool that keeps every event, in order.
+struct Collect {
+  static constexpr std::string_view name = "collect";
+  template <Event E>
+  void on(const E& e) {
+    events.emplace_back(e);
+  }
+  void report(Report& out) const { out.summary("events", events.size()); }
+  template <class E>
+  std::vector<E> of() const {
+    std::vector<E> out;
+    for (const auto& e : events)
+      if (auto* p = std::get_if<E>(&e)) out.push_back(*p);
+    return out;
+  }
+  std::vector<AnyEvent> events;
+};
+
+inline KernelLaunch launch(std::uint64_t correlation, std::string_view kernel,
+                           Dim3 grid = {1, 1, 1}, Dim3 block = {32, 1, 1}) {
+  return {.correlation = correlation,
+          .stream = 7,
+          .name = intern(kernel),
+          .grid = grid,
+          .block = block};
+}
+
+inline KernelComplete complete(std::uint64_t correlation, std::uint64_t start_ns,
+                               std::uint64_t end_ns) {
+  return {.correlation = correlation, .start_ns = start_ns, .end_ns = end_ns};
+}
+
+}  // namespace pasta::test
