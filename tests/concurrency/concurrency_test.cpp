@@ -72,7 +72,7 @@ TEST_CASE("16 threads emitting at once: every event counted exactly once") {
   CHECK(hot.objects().size() == total);
   CHECK(hot.unattributed().accesses() == 0);
   std::uint64_t writes = 0;
-  for (const auto& o : hot.objects()) writes += o.total.writes;
+  for (const auto& o : hot.objects()) writes += o.total().writes;
   CHECK(writes == total);
   CHECK(prof.tool<tools::ScopeTime>().stats("iteration")->calls == total);
 }

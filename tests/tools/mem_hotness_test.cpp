@@ -33,15 +33,16 @@ TEST_CASE("MemHotness counts accesses per allocation and page, reads and writes 
                        .write_bytes = 8});
 
   const auto& a = h.objects()[0];
-  CHECK(a.total.reads == 6);   // 5 reads + the atomic
-  CHECK(a.total.writes == 2);  // the write + the atomic
-  CHECK(a.total.read_bytes == 44);
-  CHECK(a.total.write_bytes == 8);
-  CHECK(a.total.accesses() == 8);
-  CHECK(a.pages.size() == 2);
-  CHECK(a.pages.at(0).reads == 5);
-  CHECK(a.pages.at(2).writes == 2);
-  CHECK(h.objects()[1].total.accesses() == 12);
+  CHECK(a.total().reads == 6);   // 5 reads + the atomic
+  CHECK(a.total().writes == 2);  // the write + the atomic
+  CHECK(a.total().read_bytes == 44);
+  CHECK(a.total().write_bytes == 8);
+  CHECK(a.total().accesses() == 8);
+  CHECK(a.pages.touched() == 2);
+  CHECK(a.pages.get(0).reads == 5);
+  CHECK(a.pages.get(1).accesses() == 0);
+  CHECK(a.pages.get(2).writes == 2);
+  CHECK(h.objects()[1].total().accesses() == 12);
   CHECK(h.unattributed().reads == 1);
 
   Report r("mem_hotness");
@@ -62,6 +63,17 @@ TEST_CASE("MemHotness counts accesses per allocation and page, reads and writes 
   CHECK(std::get<std::string>(pages.rows()[2][2]) == "0x12000");
 }
 
+TEST_CASE("allocations beyond the dense limit count their pages sparsely") {
+  tools::MemHotness h(pages_of(4096));
+  const std::uint64_t huge = (PageCounts::dense_limit + 1) * 4096;
+  h.on(MemAlloc{.address = 1ull << 40, .bytes = huge});
+  h.on(MemAccess{.address = (1ull << 40) + huge - 1, .alloc_base = 1ull << 40, .bytes = 1});
+  h.on(MemAccess{.address = (1ull << 40) + huge - 2, .alloc_base = 1ull << 40, .bytes = 1});
+  const auto& o = h.objects()[0];
+  CHECK(o.pages.touched() == 1);
+  CHECK(o.pages.get(PageCounts::dense_limit).reads == 2);
+}
+
 TEST_CASE("an address reused after a free starts a new object") {
   tools::MemHotness h(pages_of(4096));
   h.on(MemAlloc{.address = 0x1000, .bytes = 64});
@@ -72,8 +84,8 @@ TEST_CASE("an address reused after a free starts a new object") {
   h.on(MemAccess{.address = 0x1004, .alloc_base = 0x1000, .bytes = 4, .flags = access::write});
   REQUIRE(h.objects().size() == 2);
   CHECK(h.objects()[0].freed);
-  CHECK(h.objects()[0].total.reads == 1);
+  CHECK(h.objects()[0].total().reads == 1);
   CHECK(h.objects()[1].bytes == 128);
-  CHECK(h.objects()[1].total.writes == 2);
+  CHECK(h.objects()[1].total().writes == 2);
   CHECK_FALSE(h.objects()[1].freed);
 }

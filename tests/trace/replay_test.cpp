@@ -60,9 +60,9 @@ TEST_CASE("replaying a recorded run gives the tools exactly what the live run ga
   CHECK(f.stats("scale")->total_ns == 900);
   const auto& h = replay.tool<tools::MemHotness>();
   REQUIRE(h.objects().size() == 1);
-  CHECK(h.objects()[0].total.reads == 12);
-  CHECK(h.objects()[0].total.writes == 12);
-  CHECK(h.objects()[0].pages.size() == 1);  // 8 KiB fits one 64 KiB page
+  CHECK(h.objects()[0].total().reads == 12);
+  CHECK(h.objects()[0].total().writes == 12);
+  CHECK(h.objects()[0].pages.touched() == 1);  // 8 KiB fits one 64 KiB page
   CHECK(h.objects()[0].freed);
 }
 
@@ -80,7 +80,7 @@ TEST_CASE("replay honours the kernel filter like a live run") {
   Profiler<Replay, proc::Cpu, tools::KernelFreq, tools::MemHotness> replay(rep);
   CHECK(replay.tool<tools::KernelFreq>().stats("add") == nullptr);
   CHECK(replay.tool<tools::KernelFreq>().stats("scale")->calls() == 2);
-  CHECK(replay.tool<tools::MemHotness>().objects()[0].total.accesses() == 8);
+  CHECK(replay.tool<tools::MemHotness>().objects()[0].total().accesses() == 8);
 }
 
 TEST_CASE("a damaged trace is replayed up to the damage and the reports say partial") {

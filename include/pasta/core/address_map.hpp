@@ -1,9 +1,12 @@
 // Live allocations by address range: address -> the allocation holding it.
+// A sorted flat vector (Boost.Container): lookups, one per memory access,
+// far outnumber allocations and frees.
 #pragma once
+
+#include <boost/container/flat_map.hpp>
 
 #include <cstdint>
 #include <iterator>
-#include <map>
 #include <optional>
 
 #include <pasta/core/events.hpp>
@@ -57,7 +60,7 @@ class AddressMap {
   std::size_t size() const { return by_base_.size(); }
 
  private:
-  std::map<std::uint64_t, Allocation> by_base_;
+  boost::container::flat_map<std::uint64_t, Allocation> by_base_;
 };
 
 }  // namespace pasta

@@ -190,9 +190,16 @@ class Profiler {
     write_reports(config_.print != PrintTo::none);
   }
 
+  // Events the program gives directly (tests, device annotations, its own
+  // handlers): one lock per event, or one per batch.
   template <class E>
   void emit(const E& e) {
     if (pipeline_) pipeline_->emit(e);
+  }
+  // f(sink) runs under one lock; sink.emit(e) inside it dispatches directly.
+  template <class F>
+  void batch(F&& f) {
+    if (pipeline_) pipeline_->batch(std::forward<F>(f));
   }
 
   template <class T>

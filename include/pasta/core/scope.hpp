@@ -83,7 +83,14 @@ class ScopeRegistry {
 };
 
 inline ScopeRegistry& scope_registry() {
-  static ScopeRegistry* registry = new ScopeRegistry;  // used from static destructors
+  static ScopeRegistry* registry = [] {
+#ifdef PASTA_DETAIL_NVTX
+    // NVTX initialises itself on first use without a lock; doing it here,
+    // when the first profiler starts, keeps that out of the threads' way.
+    nvtxInitialize(nullptr);
+#endif
+    return new ScopeRegistry;  // never destroyed: used from static destructors
+  }();
   return *registry;
 }
 
@@ -98,6 +105,7 @@ namespace pasta {
 inline namespace scopes_enabled {
 
 inline void start(std::string_view name) {
+  auto& registry = detail::scope_registry();  // first: it initialises NVTX once
   auto& stack = detail::scope_stack();
   const NameId id = intern(name);
   const ScopeBegin e{.name = id,
@@ -108,7 +116,7 @@ inline void start(std::string_view name) {
 #ifdef PASTA_DETAIL_NVTX
   nvtxRangePushA(name_of(id).data());  // interned strings are NUL-terminated
 #endif
-  if (!detail::scope_registry().empty()) detail::scope_registry().emit(e);
+  if (!registry.empty()) registry.emit(e);
 }
 
 inline void end() {

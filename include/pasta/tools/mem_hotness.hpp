@@ -3,14 +3,17 @@
 // histograms reduced on the device. Answers "which objects are hot".
 #pragma once
 
+#include <boost/container/flat_map.hpp>
+
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include <fmt/core.h>
 
+#include <pasta/core/access_counts.hpp>
 #include <pasta/core/config.hpp>
 #include <pasta/core/events.hpp>
 #include <pasta/core/report.hpp>
@@ -21,60 +24,67 @@ class MemHotness {
  public:
   static constexpr std::string_view name = "mem_hotness";
 
-  struct Counts {
-    std::uint64_t reads = 0, writes = 0, read_bytes = 0, write_bytes = 0;
-    std::uint64_t accesses() const { return reads + writes; }
-    std::uint64_t bytes() const { return read_bytes + write_bytes; }
-    void add(const Counts& c) {
-      reads += c.reads;
-      writes += c.writes;
-      read_bytes += c.read_bytes;
-      write_bytes += c.write_bytes;
-    }
-  };
+  using Counts = AccessCounts;
+  using Pages = PageCounts;
+
   struct Object {
-    std::uint64_t base = 0, bytes = 0;
+    std::uint64_t base = 0, bytes = 0, page_count = 0;
     std::uint32_t device = 0;
     MemKind kind = MemKind::unknown;
     bool freed = false;
-    Counts total;
-    std::unordered_map<std::uint64_t, Counts> pages;  // page index -> counts
+    Pages pages;
+    // Summed from the pages when asked: one add per access, not two.
+    Counts total() const { return pages.sum(); }
   };
 
   MemHotness() = default;
-  explicit MemHotness(const Config& cfg) : page_bytes_(cfg.page_bytes) {}
+  // Config::page_bytes is a power of two (apply_env checks); a page index is
+  // a shift, not a division, on the per-access path.
+  explicit MemHotness(const Config& cfg)
+      : page_bytes_(std::bit_floor(std::max<std::uint64_t>(cfg.page_bytes, 1))),
+        page_shift_(std::countr_zero(page_bytes_)) {}
 
   void on(const MemAlloc& e) {
     live_[e.address] = objects_.size();
-    objects_.push_back(
-        {.base = e.address, .bytes = e.bytes, .device = e.device, .kind = e.mem_kind});
+    const std::uint64_t pages = (e.bytes + page_bytes_ - 1) >> page_shift_;
+    objects_.push_back({.base = e.address,
+                        .bytes = e.bytes,
+                        .page_count = pages,
+                        .device = e.device,
+                        .kind = e.mem_kind,
+                        .pages = Pages(pages)});
+    last_base_ = 0;
   }
 
   void on(const MemFree& e) {
     if (auto it = live_.find(e.address); it != live_.end()) {
       objects_[it->second].freed = true;
       live_.erase(it);
+      last_base_ = 0;
     }
   }
 
   // An access counts as a read and/or a write by its flags; an atomic is both.
   void on(const MemAccess& e) {
-    Counts c;
     const bool write = e.flags & (access::write | access::atomic);
     const bool read = (e.flags & (access::read | access::atomic)) || !write;
-    c.reads = read;
-    c.writes = write;
-    c.read_bytes = read ? e.bytes : 0;
-    c.write_bytes = write ? e.bytes : 0;
-    add(e.alloc_base, e.address, c);
+    if (Object* o = object(e.alloc_base)) {
+      o->pages.at((e.address - o->base) >> page_shift_).add(read, write, e.bytes);
+    } else {
+      unattributed_.add(read, write, e.bytes);
+    }
   }
 
   void on(const AccessHistogram& e) {
-    add(e.alloc_base, e.address,
-        {.reads = e.reads,
-         .writes = e.writes,
-         .read_bytes = e.read_bytes,
-         .write_bytes = e.write_bytes});
+    const Counts c{.reads = e.reads,
+                   .writes = e.writes,
+                   .read_bytes = e.read_bytes,
+                   .write_bytes = e.write_bytes};
+    if (Object* o = object(e.alloc_base)) {
+      o->pages.at((e.address - o->base) >> page_shift_).add(c);
+    } else {
+      unattributed_.add(c);
+    }
   }
 
   // Accesses that hit no known allocation.
@@ -84,15 +94,19 @@ class MemHotness {
 
   void report(Report& out) const {
     Counts all = unattributed_;
-    std::vector<const Object*> hot;
+    struct Hot {
+      const Object* o;
+      Counts total;
+    };
+    std::vector<Hot> hot;
     for (const Object& o : objects_) {
-      all.add(o.total);
-      if (o.total.accesses()) hot.push_back(&o);
+      const Counts total = o.total();
+      all.add(total);
+      if (total.accesses()) hot.push_back({&o, total});
     }
-    std::sort(hot.begin(), hot.end(), [](const Object* a, const Object* b) {
-      if (a->total.accesses() != b->total.accesses())
-        return a->total.accesses() > b->total.accesses();
-      return a->base < b->base;
+    std::sort(hot.begin(), hot.end(), [](const Hot& a, const Hot& b) {
+      if (a.total.accesses() != b.total.accesses()) return a.total.accesses() > b.total.accesses();
+      return a.o->base < b.o->base;
     });
     out.summary("allocations seen", objects_.size());
     out.summary("allocations accessed", hot.size());
@@ -115,17 +129,18 @@ class MemHotness {
     };
     std::vector<PageRow> page_rows;
     std::uint64_t rank = 0;
-    for (const Object* o : hot) {
+    for (const Hot& h : hot) {
+      const Object* o = h.o;  // a named variable: lambdas below capture it
+      const Counts& total = h.total;
       std::uint64_t hottest = 0, hottest_n = 0;
-      for (const auto& [page, c] : o->pages) {
+      o->pages.for_each([&](std::uint64_t page, const Counts& c) {
         page_rows.push_back({o, page, c});
         if (c.accesses() > hottest_n || (c.accesses() == hottest_n && page < hottest))
           hottest = page, hottest_n = c.accesses();
-      }
-      objects.row(++rank, hex(o->base), to_string(o->kind), o->device, o->bytes,
-                  o->total.accesses(), o->total.reads, o->total.writes, o->total.bytes(),
-                  o->pages.size(), (o->bytes + page_bytes_ - 1) / page_bytes_, hottest, hottest_n,
-                  o->freed);
+      });
+      objects.row(++rank, hex(o->base), to_string(o->kind), o->device, o->bytes, total.accesses(),
+                  total.reads, total.writes, total.bytes(), o->pages.touched(), o->page_count,
+                  hottest, hottest_n, o->freed);
     }
     std::sort(page_rows.begin(), page_rows.end(), [](const PageRow& a, const PageRow& b) {
       if (a.c.accesses() != b.c.accesses()) return a.c.accesses() > b.c.accesses();
@@ -139,21 +154,28 @@ class MemHotness {
  private:
   static std::string hex(std::uint64_t v) { return fmt::format("0x{:x}", v); }
 
-  void add(std::uint64_t alloc_base, std::uint64_t address, const Counts& c) {
+  // The live allocation at `alloc_base`; accesses come in runs on one
+  // allocation, so the last lookup is kept and the search stays out of line.
+  Object* object(std::uint64_t alloc_base) {
+    if (alloc_base == last_base_ && alloc_base != 0) [[likely]]
+      return &objects_[last_index_];
+    return find_object(alloc_base);
+  }
+  [[gnu::noinline]] Object* find_object(std::uint64_t alloc_base) {
     auto it = alloc_base ? live_.find(alloc_base) : live_.end();
-    if (it == live_.end()) {
-      unattributed_.add(c);
-      return;
-    }
-    Object& o = objects_[it->second];
-    o.total.add(c);
-    o.pages[(address - o.base) / page_bytes_].add(c);
+    if (it == live_.end()) return nullptr;
+    last_base_ = alloc_base;
+    last_index_ = it->second;
+    return &objects_[last_index_];
   }
 
   std::uint64_t page_bytes_ = 64 * 1024;
-  std::vector<Object> objects_;                          // every allocation, in order
-  std::unordered_map<std::uint64_t, std::size_t> live_;  // base -> index into objects_
+  int page_shift_ = 16;
+  std::vector<Object> objects_;                                  // every allocation, in order
+  boost::container::flat_map<std::uint64_t, std::size_t> live_;  // base -> index into objects_
   Counts unattributed_;
+  std::uint64_t last_base_ = 0;
+  std::size_t last_index_ = 0;
 };
 
 }  // namespace pasta::tools

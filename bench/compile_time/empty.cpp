@@ -1,0 +1,2 @@
+// Baseline: what the compiler costs with nothing in the translation unit.
+int main() { return 0; }
