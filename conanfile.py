@@ -1,0 +1,57 @@
+# Conan 2 recipe: pasta is header-only; the package carries the headers and
+# the CMake config files that the CMake install writes.
+from conan import ConanFile
+from conan.tools.build import check_min_cppstd
+from conan.tools.cmake import CMake, CMakeToolchain, cmake_layout
+from conan.tools.files import load
+import os
+import re
+
+
+class PastaConan(ConanFile):
+    name = "pasta"
+    description = "Compose GPU profilers at compile time: handlers, processors and tools"
+    license = "Apache-2.0"
+    topics = ("gpu", "profiling", "cuda", "header-only")
+    package_type = "header-library"
+    settings = "os", "arch", "compiler", "build_type"
+    exports_sources = "CMakeLists.txt", "cmake/*", "include/*"
+    no_copy_source = True
+
+    def set_version(self):
+        header = load(self, os.path.join(self.recipe_folder, "include", "pasta", "core", "version.hpp"))
+        self.version = re.search(r'PASTA_VERSION_STRING "([0-9.]+)"', header).group(1)
+
+    def requirements(self):
+        # On machines with no Conan remote, a profile may satisfy these from
+        # the system with [platform_requires] (see .ci/conan-profile).
+        self.requires("boost/[>=1.74 <2]")
+        self.requires("fmt/[>=9 <12]")
+        self.requires("nlohmann_json/[>=3.10 <4]")
+
+    def validate(self):
+        check_min_cppstd(self, 20)
+
+    def layout(self):
+        cmake_layout(self)
+
+    def generate(self):
+        tc = CMakeToolchain(self)
+        tc.cache_variables["PASTA_BUILD_TESTS"] = False
+        tc.cache_variables["PASTA_BUILD_BENCH"] = False
+        tc.cache_variables["PASTA_BUILD_CLI"] = False
+        tc.generate()
+
+    def package(self):
+        cmake = CMake(self)
+        cmake.configure()
+        cmake.install()
+
+    def package_id(self):
+        self.info.clear()
+
+    def package_info(self):
+        self.cpp_info.bindirs = []
+        self.cpp_info.libdirs = []
+        self.cpp_info.set_property("cmake_find_mode", "none")  # use the installed config
+        self.cpp_info.builddirs.append(os.path.join("lib", "cmake", "pasta"))

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs what building and testing pasta needs on Debian/Ubuntu: the
+# compiler toolchain, Boost (Hana, CRC, Container), fmt, nlohmann/json,
+# doctest, Google Benchmark, and from PyPI Conan and the Compute Sanitizer
+# API wheel. Does nothing for what is already there; safe to run again.
+set -euo pipefail
+
+need_apt=()
+have_header() { [ -e "/usr/include/$1" ] || [ -e "/usr/local/include/$1" ]; }
+command -v cmake >/dev/null || need_apt+=(cmake)
+command -v ninja >/dev/null || need_apt+=(ninja-build)
+command -v g++ >/dev/null || need_apt+=(g++)
+command -v bc >/dev/null || need_apt+=(bc)
+have_header boost/hana.hpp || need_apt+=(libboost-dev)
+have_header fmt/core.h || need_apt+=(libfmt-dev)
+have_header nlohmann/json.hpp || need_apt+=(nlohmann-json3-dev)
+have_header doctest/doctest.h || need_apt+=(doctest-dev)
+have_header benchmark/benchmark.h || need_apt+=(libbenchmark-dev)
+
+if [ ${#need_apt[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "install-deps: installing ${need_apt[*]}"
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${need_apt[@]}"
+fi
+
+if [ "${1:-}" = "--all" ]; then
+  py=$(command -v python3)
+  "$py" -m pip --version >/dev/null 2>&1 || { echo "install-deps: pip is missing"; exit 1; }
+  "$py" -m pip show conan >/dev/null 2>&1 || "$py" -m pip install -q "conan>=2,<3"
+  # The Sanitizer API headers and library for the nv::Sanitizer handler,
+  # matching nvcc 13.0.
+  "$py" -m pip show nvidia-cuda-sanitizer-api >/dev/null 2>&1 ||
+    "$py" -m pip install -q "nvidia-cuda-sanitizer-api==13.0.*"
+fi

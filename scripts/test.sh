@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Builds pasta and runs every test that needs no GPU (ctest -LE gpu).
+# Usage: scripts/test.sh [BUILD_DIR] [extra cmake arguments...]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+"$root/scripts/install-deps.sh"
+build=${1:-$root/build}
+shift || true
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@"
+cmake --build "$build" --parallel "$(nproc)"
+cd "$build"
+ctest --no-tests=error --output-on-failure --parallel "$(nproc)" -LE gpu
