@@ -37,7 +37,8 @@ TEST_CASE("valid values override the code's configuration") {
                {"PASTA_PRINT", "none"},
                {"PASTA_TOP", "3"},
                {"PASTA_PAGE_BYTES", "2M"},
-               {"PASTA_TRACE", "run.pasta"}}};
+               {"PASTA_TRACE", "run.pasta"},
+               {"PASTA_LAUNCH_CALLBACKS", "yes"}}};
   cfg.launch_count = 7;
   CHECK(apply_env(cfg, env).empty());
   CHECK(cfg.output_dir == "/tmp/out");
@@ -49,6 +50,7 @@ TEST_CASE("valid values override the code's configuration") {
   CHECK(cfg.top == 3);
   CHECK(cfg.page_bytes == 2u << 20);
   CHECK(cfg.trace_file == "run.pasta");
+  CHECK(cfg.launch_callbacks);
 }
 
 TEST_CASE("each bad value gives one line naming the variable and what it accepts") {
@@ -59,9 +61,10 @@ TEST_CASE("each bad value gives one line naming the variable and what it accepts
                {"PASTA_REPORT", "xml"},
                {"PASTA_PRINT", "printer"},
                {"PASTA_TOP", "0"},
-               {"PASTA_PAGE_BYTES", "3000"}}};
+               {"PASTA_PAGE_BYTES", "3000"},
+               {"PASTA_LAUNCH_CALLBACKS", "maybe"}}};
   const auto errors = apply_env(cfg, env);
-  REQUIRE(errors.size() == 7);
+  REQUIRE(errors.size() == 8);
   CHECK(
       errors[0].starts_with("PASTA_KERNEL_FILTER=\"(unclosed\" is not accepted: expected a "
                             "POSIX extended regular expression ("));

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <pasta/core/detail/demangle.hpp>
 #include <pasta/core/report_writer.hpp>
 
 #include "../support.hpp"
@@ -119,4 +120,32 @@ TEST_CASE("an unwritable output directory gives one log line and no files") {
   CHECK(
       log.lines()[0].ends_with("); set PASTA_OUTPUT_DIR to a writable directory. Text reports "
                                "still go to stderr"));
+}
+
+TEST_CASE("a files-only column is in CSV and JSON but not in the text table") {
+  Report r("hidden");
+  auto& t = r.table("t", "T", {"short", "long"});
+  t.files_only(1);
+  t.row("gemm", "void gemm<float>(float const*, int)");
+  const std::string text = detail::render_text(r, 20);
+  CHECK(text.find("gemm") != std::string::npos);
+  CHECK(text.find("float const*") == std::string::npos);
+  CHECK(detail::to_csv(r.tables()[0]).find("float const*") != std::string::npos);
+  CHECK(detail::to_json(r)["tables"]["t"][0]["long"] == "void gemm<float>(float const*, int)");
+}
+
+TEST_CASE("kernel names shorten to the function and its template arguments") {
+  CHECK(detail::short_kernel_name("void gemm<float, 128>(float const*, int)") ==
+        "gemm<float, 128>");
+  CHECK(detail::short_kernel_name("saxpy(float, float const*, float*, int)") == "saxpy");
+  CHECK(detail::short_kernel_name(
+            "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl<"
+            "at::native::FillFunctor<float> >(at::TensorIteratorBase&, "
+            "at::native::FillFunctor<float> const&)::{lambda(int)#1}>(int, "
+            "at::native::gpu_kernel_impl<at::native::FillFunctor<float> >(at::TensorIteratorBase&, "
+            "at::native::FillFunctor<float> const&)::{lambda(int)#1})") ==
+        "at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl<"
+        "at::native::FillFunctor<float> >(at::TensorIteratorBase&, "
+        "at::native::FillFunctor<float> const&)::{lambda(int)#1}>");
+  CHECK(detail::short_kernel_name("sm90_xmma_gemm_kernel") == "sm90_xmma_gemm_kernel");
 }

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include <fmt/core.h>
+#include <pasta/core/detail/fmt.hpp>
 
 #include <pasta/core/detail/regex.hpp>
 
@@ -35,6 +35,10 @@ struct Config {
   std::size_t top = 20;                  // PASTA_TOP: rows in text tables
   std::uint64_t page_bytes = 64 * 1024;  // PASTA_PAGE_BYTES: page size of hotness histograms
   std::string trace_file;                // PASTA_TRACE: trace to record to / replay from
+  bool launch_callbacks = false;         // PASTA_LAUNCH_CALLBACKS: host-side launch events
+  bool verbose = false;                  // PASTA_VERBOSE: handlers say what they enabled
+  std::uint64_t flush_ms = 1000;         // PASTA_FLUSH_MS: device-record flush period (0 = none)
+  bool flush_on_sync = true;             // PASTA_FLUSH_ON_SYNC: also flush after a device sync
   bool read_env = true;                  // false: ignore PASTA_* variables
 };
 
@@ -93,6 +97,12 @@ inline std::optional<unsigned> parse_formats(std::string_view s) {
   }
 }
 
+inline std::optional<bool> parse_bool(std::string_view s) {
+  if (s == "1" || s == "yes" || s == "on" || s == "true") return true;
+  if (s == "0" || s == "no" || s == "off" || s == "false") return false;
+  return std::nullopt;
+}
+
 // Empty when `pattern` compiles as a POSIX extended regex, else why not.
 inline std::string regex_error(const std::string& pattern) { return Regex(pattern).error(); }
 
@@ -100,9 +110,13 @@ inline std::string regex_error(const std::string& pattern) { return Regex(patter
 
 // The variables apply_env reads, for docs and for the unknown-variable check.
 inline constexpr std::string_view config_variables[] = {
-    "PASTA_OUTPUT_DIR",   "PASTA_KERNEL_FILTER", "PASTA_LAUNCH_SKIP",
-    "PASTA_LAUNCH_COUNT", "PASTA_REPORT",        "PASTA_PRINT",
-    "PASTA_TOP",          "PASTA_PAGE_BYTES",    "PASTA_TRACE"};
+    "PASTA_OUTPUT_DIR",   "PASTA_KERNEL_FILTER",
+    "PASTA_LAUNCH_SKIP",  "PASTA_LAUNCH_COUNT",
+    "PASTA_REPORT",       "PASTA_PRINT",
+    "PASTA_TOP",          "PASTA_PAGE_BYTES",
+    "PASTA_TRACE",        "PASTA_LAUNCH_CALLBACKS",
+    "PASTA_VERBOSE",      "PASTA_FLUSH_MS",
+    "PASTA_FLUSH_ON_SYNC"};
 
 // Applies the PASTA_* variables that `getenv(name)` returns (nullptr or ""
 // = unset) on top of `cfg`. Returns one line per rejected value.
@@ -175,6 +189,34 @@ std::vector<std::string> apply_env(Config& cfg, Getenv&& getenv) {
     else
       reject("PASTA_PAGE_BYTES", *v, "a power of two from 256 to 1G (suffixes K, M, G)",
              std::to_string(cfg.page_bytes));
+  }
+  if (auto v = value("PASTA_LAUNCH_CALLBACKS")) {
+    if (auto b = detail::parse_bool(*v))
+      cfg.launch_callbacks = *b;
+    else
+      reject("PASTA_LAUNCH_CALLBACKS", *v, "1, yes, on, true or 0, no, off, false",
+             cfg.launch_callbacks ? "on" : "off");
+  }
+  if (auto v = value("PASTA_FLUSH_MS")) {
+    if (auto n = detail::parse_uint(*v))
+      cfg.flush_ms = *n;
+    else
+      reject("PASTA_FLUSH_MS", *v, "a whole number of milliseconds (0 = no periodic flush)",
+             std::to_string(cfg.flush_ms));
+  }
+  if (auto v = value("PASTA_FLUSH_ON_SYNC")) {
+    if (auto b = detail::parse_bool(*v))
+      cfg.flush_on_sync = *b;
+    else
+      reject("PASTA_FLUSH_ON_SYNC", *v, "1, yes, on, true or 0, no, off, false",
+             cfg.flush_on_sync ? "on" : "off");
+  }
+  if (auto v = value("PASTA_VERBOSE")) {
+    if (auto b = detail::parse_bool(*v))
+      cfg.verbose = *b;
+    else
+      reject("PASTA_VERBOSE", *v, "1, yes, on, true or 0, no, off, false",
+             cfg.verbose ? "on" : "off");
   }
   return errors;
 }

@@ -10,7 +10,7 @@
 #include <type_traits>
 #include <utility>
 
-#include <fmt/core.h>
+#include <pasta/core/detail/fmt.hpp>
 
 #include <pasta/core/concepts.hpp>
 #include <pasta/core/config.hpp>

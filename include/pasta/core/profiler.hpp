@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include <fmt/core.h>
+#include <pasta/core/detail/fmt.hpp>
 
 #include <pasta/core/concepts.hpp>
 #include <pasta/core/config.hpp>
@@ -75,7 +75,8 @@ concept HasReport = requires(const T& t, Report& r) {
 
 // Variables that some part of pasta reads; the unknown-variable warning
 // leaves these alone. Handlers and launchers add theirs here.
-inline constexpr std::string_view other_known_variables[] = {"PASTA_TOOLS", "PASTA_HANDLER"};
+inline constexpr std::string_view other_known_variables[] = {"PASTA_TOOLS", "PASTA_HANDLER",
+                                                             "PASTA_CUPTI_SKIP"};
 
 // PASTA_* variables in `env` that nothing reads: most likely typos.
 inline std::vector<std::string> unknown_variables(char** env) {
@@ -138,15 +139,17 @@ class Profiler {
     names();  // constructed before us, so destroyed after our reports
     try {
       pipeline_.emplace(config_);
+      // The handler exists before the first scope: constructing it may set
+      // what NVTX reads when the scope registry initialises it.
+      if constexpr (std::constructible_from<HandlerSpec, const Config&>)
+        handler_.emplace(config_);
+      else
+        handler_.emplace();
       if constexpr (wants<ScopeBegin>() || wants<ScopeEnd>()) {
         detail::scope_registry().add(
             {this, &scope_trampoline<ScopeBegin>, &scope_trampoline<ScopeEnd>});
         scopes_registered_ = true;
       }
-      if constexpr (std::constructible_from<HandlerSpec, const Config&>)
-        handler_.emplace(config_);
-      else
-        handler_.emplace();
       handler_->start(*pipeline_);
     } catch (const std::exception& e) {
       detail::log(fmt::format("profiler not started: {}; the program runs unprofiled", e.what()));
@@ -177,6 +180,7 @@ class Profiler {
   void stop() noexcept {
     if (stopped_) return;
     stopped_ = true;
+    stop_began_ns_ = detail::steady_ns();
     if (scopes_registered_) detail::scope_registry().remove(this);
     try {
       if (handler_) handler_->stop();
@@ -252,7 +256,8 @@ class Profiler {
         detail::log(
             fmt::format("{} events raised by pasta's own device work were not analysed", n));
       if (announce && !files.empty())
-        detail::log(fmt::format("{} report files in {}/", files.size(), config_.output_dir));
+        detail::log(fmt::format("{} report files in {}/ (stopping took {:.1f} ms)", files.size(),
+                                config_.output_dir, (detail::steady_ns() - stop_began_ns_) / 1e6));
       files_ = std::move(files);
     } catch (const std::exception& e) {
       detail::log(fmt::format("writing reports failed: {}", e.what()));
@@ -266,6 +271,7 @@ class Profiler {
   std::optional<HandlerSpec> handler_;
   bool scopes_registered_ = false;
   bool stopped_ = false;
+  std::uint64_t stop_began_ns_ = 0;  // steady clock: the final flush, finish and reports
   std::vector<std::string> files_;
 };
 

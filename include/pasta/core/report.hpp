@@ -41,7 +41,8 @@ class Table {
       : name_(std::move(name)),
         title_(std::move(title)),
         columns_(std::move(columns)),
-        precision_(columns_.size(), 3) {}
+        precision_(columns_.size(), 3),
+        files_only_(columns_.size(), false) {}
 
   template <class... T>
   Table& row(T&&... cells) {
@@ -67,11 +68,18 @@ class Table {
   const std::vector<std::string>& columns() const { return columns_; }
   const std::vector<std::vector<Cell>>& rows() const { return rows_; }
   int precision_of(std::size_t column) const { return precision_[column]; }
+  // A column for the files only (JSON, CSV), left out of the text table.
+  Table& files_only(std::size_t column) {
+    if (column < files_only_.size()) files_only_[column] = true;
+    return *this;
+  }
+  bool in_text(std::size_t column) const { return !files_only_[column]; }
 
  private:
   std::string name_, title_;
   std::vector<std::string> columns_;
   std::vector<int> precision_;
+  std::vector<bool> files_only_;
   std::vector<std::vector<Cell>> rows_;
 };
 

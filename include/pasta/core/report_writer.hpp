@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include <fmt/core.h>
 #include <nlohmann/json.hpp>
+#include <pasta/core/detail/fmt.hpp>
 
 #include <pasta/core/config.hpp>
 #include <pasta/core/detail/files.hpp>
@@ -85,6 +85,7 @@ inline std::string render_text(const Report& r, std::size_t top) {
     auto line = [&](auto&& text_of, auto&& right_aligned) {
       std::string l = " ";
       for (std::size_t c = 0; c < width.size(); ++c) {
+        if (!t.in_text(c)) continue;
         l += right_aligned(c) ? fmt::format(" {:>{}}", text_of(c), width[c])
                               : fmt::format(" {:<{}}", text_of(c), width[c]);
       }

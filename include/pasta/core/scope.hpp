@@ -99,42 +99,71 @@ inline std::vector<NameId>& scope_stack() {
   return stack;
 }
 
+#ifdef PASTA_DETAIL_NVTX
+// pasta's own ranges go to an NVTX domain of their own, so that a handler
+// turning the program's NVTX ranges into scopes can tell the two apart.
+inline nvtxDomainHandle_t nvtx_domain() {
+  static const nvtxDomainHandle_t domain = nvtxDomainCreateA("pasta");
+  return domain;
+}
+#endif
+
+// Enters a scope on this thread: its scope stack, every live profiler and,
+// when `nvtx`, an NVTX range. Handlers that see the program's own NVTX
+// ranges enter them here with nvtx = false.
+inline void scope_enter(NameId id, bool nvtx) {
+  auto& registry = scope_registry();  // first: it initialises NVTX once
+  auto& stack = scope_stack();
+  const ScopeBegin e{.name = id,
+                     .thread = thread_id(),
+                     .depth = static_cast<std::uint32_t>(stack.size()),
+                     .time_ns = now_ns()};
+  stack.push_back(id);
+#ifdef PASTA_DETAIL_NVTX
+  if (nvtx) {
+    nvtxEventAttributes_t a{};
+    a.version = NVTX_VERSION;
+    a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+    a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+    a.message.ascii = name_of(id).data();  // interned strings are NUL-terminated
+    nvtxDomainRangePushEx(nvtx_domain(), &a);
+  }
+#else
+  (void)nvtx;
+#endif
+  if (!registry.empty()) registry.emit(e);
+}
+
+// Leaves the innermost scope of this thread; false if there is none.
+inline bool scope_exit(bool nvtx) {
+  auto& stack = scope_stack();
+  if (stack.empty()) return false;
+  const NameId id = stack.back();
+  stack.pop_back();
+#ifdef PASTA_DETAIL_NVTX
+  if (nvtx) nvtxDomainRangePop(nvtx_domain());
+#else
+  (void)nvtx;
+#endif
+  auto& registry = scope_registry();
+  if (!registry.empty())
+    registry.emit(ScopeEnd{.name = id,
+                           .thread = thread_id(),
+                           .depth = static_cast<std::uint32_t>(stack.size()),
+                           .time_ns = now_ns()});
+  return true;
+}
+
 }  // namespace pasta::detail
 
 namespace pasta {
 inline namespace scopes_enabled {
 
-inline void start(std::string_view name) {
-  auto& registry = detail::scope_registry();  // first: it initialises NVTX once
-  auto& stack = detail::scope_stack();
-  const NameId id = intern(name);
-  const ScopeBegin e{.name = id,
-                     .thread = detail::thread_id(),
-                     .depth = static_cast<std::uint32_t>(stack.size()),
-                     .time_ns = detail::now_ns()};
-  stack.push_back(id);
-#ifdef PASTA_DETAIL_NVTX
-  nvtxRangePushA(name_of(id).data());  // interned strings are NUL-terminated
-#endif
-  if (!registry.empty()) registry.emit(e);
-}
+inline void start(std::string_view name) { detail::scope_enter(intern(name), true); }
 
 inline void end() {
-  auto& stack = detail::scope_stack();
-  if (stack.empty()) {
+  if (!detail::scope_exit(true))
     detail::log_once("scope:unbalanced", "pasta::end() without a matching pasta::start(); ignored");
-    return;
-  }
-  const NameId id = stack.back();
-  stack.pop_back();
-#ifdef PASTA_DETAIL_NVTX
-  nvtxRangePop();
-#endif
-  if (!detail::scope_registry().empty())
-    detail::scope_registry().emit(ScopeEnd{.name = id,
-                                           .thread = detail::thread_id(),
-                                           .depth = static_cast<std::uint32_t>(stack.size()),
-                                           .time_ns = detail::now_ns()});
 }
 
 class Scope {

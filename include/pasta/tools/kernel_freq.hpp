@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include <fmt/core.h>
+#include <pasta/core/detail/fmt.hpp>
 
 #include <pasta/core/detail/demangle.hpp>
 #include <pasta/core/events.hpp>
@@ -84,21 +84,23 @@ class KernelFreq {
 
     auto& kernels = out.table("kernels", "Launches per kernel",
                               {"rank", "kernel", "launches", "timed", "total_ms", "mean_us",
-                               "min_us", "max_us", "time_pct", "shapes", "top_shape"});
+                               "min_us", "max_us", "time_pct", "shapes", "top_shape", "signature"});
+    kernels.files_only(11);
     kernels.precision(4, 3).precision(5, 2).precision(6, 2).precision(7, 2).precision(8, 1);
     auto& shapes = out.table("shapes", "Launches per kernel and shape",
                              {"kernel", "grid", "block", "launches"});
     std::uint64_t rank = 0;
     for (std::uint32_t i : order) {
       const Stats& s = by_name_[i];
-      const std::string kernel = detail::demangle(name_of(NameId{i}));
+      const std::string signature = detail::demangle(name_of(NameId{i}));
+      const std::string kernel = detail::short_kernel_name(signature);
       const auto top = std::max_element(s.shapes.begin(), s.shapes.end(),
                                         [](auto& a, auto& b) { return a.second < b.second; });
       const double us = 1e-3;
       kernels.row(++rank, kernel, s.calls(), s.timed, s.total_ns * 1e-6,
                   s.timed ? s.total_ns * us / s.timed : 0.0, s.timed ? s.min_ns * us : 0.0,
                   s.max_ns * us, total_ns ? 100.0 * s.total_ns / total_ns : 0.0, s.shapes.size(),
-                  top == s.shapes.end() ? std::string() : shape_text(top->first));
+                  top == s.shapes.end() ? std::string() : shape_text(top->first), signature);
       for (const auto& [shape, n] : s.shapes)
         shapes.row(kernel, dim_text(shape.grid), dim_text(shape.block), n);
     }

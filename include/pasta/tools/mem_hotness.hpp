@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include <fmt/core.h>
+#include <pasta/core/detail/fmt.hpp>
 
 #include <pasta/core/access_counts.hpp>
 #include <pasta/core/config.hpp>

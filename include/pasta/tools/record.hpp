@@ -11,7 +11,7 @@
 #include <string>
 #include <system_error>
 
-#include <fmt/core.h>
+#include <pasta/core/detail/fmt.hpp>
 
 #include <pasta/core/config.hpp>
 #include <pasta/core/detail/files.hpp>

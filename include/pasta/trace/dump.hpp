@@ -5,7 +5,7 @@
 #include <string>
 #include <type_traits>
 
-#include <fmt/core.h>
+#include <pasta/core/detail/fmt.hpp>
 
 #include <pasta/core/detail/reflect.hpp>
 #include <pasta/core/events.hpp>

@@ -13,8 +13,8 @@
 #include <type_traits>
 #include <vector>
 
-#include <fmt/core.h>
 #include <boost/crc.hpp>
+#include <pasta/core/detail/fmt.hpp>
 
 #include <pasta/core/detail/reflect.hpp>
 #include <pasta/core/events.hpp>

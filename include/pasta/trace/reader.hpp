@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include <fmt/core.h>
+#include <pasta/core/detail/fmt.hpp>
 
 #include <pasta/core/detail/reflect.hpp>
 #include <pasta/core/names.hpp>

@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include <fmt/core.h>
+#include <pasta/core/detail/fmt.hpp>
 
 #include <pasta/core/config.hpp>
 #include <pasta/core/detail/reflect.hpp>

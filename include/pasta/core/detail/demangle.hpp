@@ -21,4 +21,23 @@ inline std::string demangle(std::string_view mangled) {
   return status == 0 && out ? std::string(out.get()) : copy;
 }
 
+// A demangled kernel name without its parameter list and return type, for
+// tables: "void gemm<float, 128>(float const*, int)" -> "gemm<float, 128>".
+inline std::string short_kernel_name(std::string_view demangled) {
+  std::string_view s = demangled;
+  if (s.starts_with("void ")) s.remove_prefix(5);
+  if (!s.empty() && s.back() == ')') {
+    int depth = 0;
+    for (std::size_t i = s.size(); i-- > 0;) {
+      if (s[i] == ')')
+        ++depth;
+      else if (s[i] == '(' && --depth == 0) {
+        if (i > 0) s = s.substr(0, i);
+        break;
+      }
+    }
+  }
+  return std::string(s);
+}
+
 }  // namespace pasta::detail
