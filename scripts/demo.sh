@@ -1,24 +1,22 @@
 #!/usr/bin/env bash
 # The main job. On a machine with an NVIDIA GPU: builds the CUDA example and
-# profiles it. Without one: replays a trace recorded on a real GPU
-# (tests/data/), through the same tools, and says so.
+# profiles it, unmodified, with `pasta run`. Without one: replays a trace
+# recorded on an H100 (tests/data/) through the same analysis, and says so.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${PASTA_BUILD_DIR:-$root/build}
 out=${PASTA_OUTPUT_DIR:-$root/pasta-out}
 "$root/scripts/install-deps.sh"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" --parallel "$(nproc)" --target pasta-trace
 
-trace=$(ls "$root"/tests/data/*.pasta 2>/dev/null | head -1 || true)
-if [ -z "$trace" ]; then
-  echo "demo: no recorded trace in tests/data; writing a small synthetic one instead" >&2
-  cmake --build "$build" --target pasta_make_test_traces >/dev/null
-  "$build/tests/pasta_make_test_traces" "$build/demo-traces" >/dev/null
-  trace=$build/demo-traces/small.pasta
-  echo "demo: replaying $trace (SYNTHETIC: not recorded on a GPU)" >&2
+if nvidia-smi -L >/dev/null 2>&1 && command -v nvcc >/dev/null; then
+  cmake --build "$build" --parallel "$(nproc)" --target pasta-trace pasta_inject launches
+  echo "demo: GPU found: profiling examples/cuda/launches.cu with pasta run" >&2
+  PASTA_PRINT=stdout "$build/bin/pasta" run -o "$out" -- "$build/examples/launches" --threads 4
 else
-  echo "demo: no GPU profiling in this build; replaying $trace, recorded on a real GPU" >&2
-  echo "demo: (how it was recorded: $(dirname "$trace")/README.md)" >&2
+  cmake --build "$build" --parallel "$(nproc)" --target pasta-trace
+  trace=$root/tests/data/resnet18_step_h100.pasta
+  echo "demo: no GPU here: replaying $trace," >&2
+  echo "demo: a PyTorch ResNet-18 training step recorded on an NVIDIA H100 (tests/data/README.md)" >&2
+  PASTA_PRINT=stdout "$build/cli/pasta-trace" replay "$trace" -o "$out"
 fi
-PASTA_PRINT=stdout "$build/cli/pasta-trace" replay "$trace" -o "$out"

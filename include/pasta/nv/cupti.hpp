@@ -1,0 +1,670 @@
+// pasta::nv::Cupti: the NVIDIA handler most pipelines start with. Device
+// timestamps of kernels, copies, memsets, allocations and synchronisations
+// come from CUPTI activity records, processed in batches off the
+// application's threads; host-side launch callbacks are taken only when a
+// tool wants KernelLaunch and Config::launch_callbacks asks for them (they
+// cost about 5 us a launch). NVTX ranges of the program become scopes.
+// Everything is enabled only if some tool consumes it.
+#pragma once
+
+#include <dlfcn.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include <pasta/core/detail/fmt.hpp>
+
+#include <pasta/core/config.hpp>
+#include <pasta/core/detail/thread.hpp>
+#include <pasta/core/events.hpp>
+#include <pasta/core/log.hpp>
+#include <pasta/core/names.hpp>
+#include <pasta/core/pipeline.hpp>
+#include <pasta/core/scope.hpp>
+#include <pasta/nv/detail/activity.hpp>
+#include <pasta/nv/detail/cupti_api.hpp>
+
+namespace pasta::nv {
+
+class Cupti {
+ public:
+  static constexpr std::string_view name = "cupti";
+  static constexpr std::size_t buffer_bytes = 8u << 20;
+  static constexpr std::size_t max_buffers = 64;  // at most 512 MiB of records in flight
+  static constexpr auto min_flush_gap = std::chrono::milliseconds(100);
+
+  struct Stats {
+    std::atomic<std::uint64_t> records{0};    // activity records processed
+    std::atomic<std::uint64_t> dropped{0};    // records CUPTI reports it dropped
+    std::atomic<std::uint64_t> refused{0};    // buffers refused at the limit
+    std::atomic<std::uint64_t> buffers{0};    // buffers processed
+    std::atomic<std::uint64_t> callbacks{0};  // API callbacks handled
+    std::atomic<std::uint64_t> flushes{0};    // flushes pasta asked CUPTI for while running
+    std::atomic<std::uint64_t> flush_ns{0};   // time spent in them
+  };
+
+  explicit Cupti(const Config& cfg)
+      : launch_callbacks_(cfg.launch_callbacks),
+        verbose_(cfg.verbose),
+        flush_period_(cfg.flush_ms),
+        flush_on_sync_(cfg.flush_on_sync) {
+    // The program's NVTX ranges reach CUPTI only if NVTX loads CUPTI as its
+    // injection, and NVTX reads this when it initialises: set it now, before
+    // the profiler's first scope initialises NVTX.
+    parse_skip(std::getenv("PASTA_CUPTI_SKIP"));
+    if (!skipped(skip_nvtx) && !std::getenv("NVTX_INJECTION64_PATH")) {
+      Dl_info info{};
+      if (::dladdr(reinterpret_cast<void*>(&cuptiGetTimestamp), &info) && info.dli_fname)
+        ::setenv("NVTX_INJECTION64_PATH", info.dli_fname, 0);
+    }
+  }
+  ~Cupti() { stop(); }
+  Cupti(const Cupti&) = delete;
+  Cupti& operator=(const Cupti&) = delete;
+
+  template <class Sink>
+  void start(Sink& sink);
+  void stop();
+  // Every record CUPTI holds, processed before this returns.
+  void flush() {
+    if (!active_) return;
+    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    drain();
+  }
+
+  bool active() const { return active_; }
+  const Stats& stats() const { return stats_; }
+  // Why the reports may miss events; empty when nothing was lost.
+  std::string partial_reason() const {
+    if (!error_.empty()) return error_;
+    const auto dropped = stats_.dropped.load(), refused = stats_.refused.load();
+    if (!dropped && !refused) return {};
+    return fmt::format("CUPTI dropped {} activity records ({} buffers refused at the {} MiB limit)",
+                       dropped, refused, max_buffers * buffer_bytes >> 20);
+  }
+
+ private:
+  template <class Sink>
+  static void CUPTIAPI on_callback(void* user, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                   const void* data);
+  template <class Sink>
+  static void process_buffer(Cupti* self, std::uint8_t* buffer, std::size_t valid);
+  static void CUPTIAPI buffer_requested(std::uint8_t** buffer, std::size_t* size,
+                                        std::size_t* max_records);
+  static void CUPTIAPI buffer_completed(CUcontext ctx, std::uint32_t stream, std::uint8_t* buffer,
+                                        std::size_t size, std::size_t valid);
+  static std::uint64_t cupti_clock() {
+    std::uint64_t t = 0;
+    cuptiGetTimestamp(&t);
+    return t;
+  }
+  static std::atomic<Cupti*>& current() {
+    static std::atomic<Cupti*> c{nullptr};
+    return c;
+  }
+  static int& runtime_depth() {  // inside a runtime launch: skip the driver launch under it
+    thread_local int depth = 0;
+    return depth;
+  }
+
+  bool check(CUptiResult r, std::string_view what) {
+    if (r == CUPTI_SUCCESS) return true;
+    pasta::detail::log_once(fmt::format("cupti:{}", what),
+                            fmt::format("CUPTI: {} failed: {}", what, detail::cupti_error(r)));
+    return false;
+  }
+  void enable_activity(CUpti_ActivityKind kind, std::string_view what) {
+    if (check(cuptiActivityEnable(kind), fmt::format("enabling {} records", what)))
+      enabled_kinds_[enabled_count_++] = kind;
+  }
+  void request_flush() {
+    {
+      std::lock_guard lock(worker_mutex_);
+      flush_requested_ = true;
+    }
+    worker_cv_.notify_one();
+  }
+  // pasta's worker thread: processes the buffers CUPTI completed (outside
+  // CUPTI's own locks, so launches never wait for pasta's tools) and asks
+  // CUPTI for a flush after a synchronisation (at most every min_flush_gap)
+  // and every flush_period.
+  void worker_loop() {
+    using clock = std::chrono::steady_clock;
+    auto last_flush = clock::now();
+    std::unique_lock lock(worker_mutex_);
+    while (!stopping_) {
+      worker_cv_.wait_for(lock, min_flush_gap,  // wakes often enough for both periods
+                          [&] { return stopping_ || flush_requested_ || !filled_.empty(); });
+      if (stopping_) break;
+      std::vector<Filled> work;
+      work.swap(filled_);
+      const auto now = clock::now();
+      const bool flush = (flush_requested_ && now - last_flush >= min_flush_gap) ||
+                         (flush_period_.count() && now - last_flush >= flush_period_);
+      if (flush) flush_requested_ = false;
+      lock.unlock();
+      process_all(work);
+      if (flush) {
+        const auto t0 = clock::now();
+        cuptiActivityFlushAll(0);  // completed buffers come back through buffer_completed
+        last_flush = clock::now();
+        stats_.flushes.fetch_add(1, std::memory_order_relaxed);
+        stats_.flush_ns.fetch_add(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(last_flush - t0).count(),
+            std::memory_order_relaxed);
+      }
+      lock.lock();
+    }
+  }
+  struct Filled {
+    std::uint8_t* buffer;
+    std::size_t valid;
+  };
+  void drain() {
+    std::vector<Filled> work;
+    {
+      std::lock_guard lock(worker_mutex_);
+      work.swap(filled_);
+    }
+    process_all(work);
+  }
+  void process_all(std::vector<Filled>& work) {
+    for (const Filled& f : work) {
+      try {
+        if (f.valid) process_(this, f.buffer, f.valid);
+      } catch (...) {
+        pasta::detail::log_once("cupti:buffer", "processing a CUPTI activity buffer failed");
+      }
+      std::free(f.buffer);
+      outstanding_.fetch_sub(1);
+      stats_.buffers.fetch_add(1, std::memory_order_relaxed);
+    }
+    work.clear();
+  }
+  NameId kernel_name(const char* name) {
+    if (!name) return {};
+    auto [it, fresh] = kernel_names_.try_emplace(name);
+    if (fresh) it->second = intern(name);
+    return it->second;
+  }
+  std::uint32_t device_of_context(std::uint32_t context) const {
+    auto it = context_device_.find(context);
+    return it == context_device_.end() ? 0 : it->second;
+  }
+  template <class Sink>
+  void emit_launch(Sink& sink, const CUpti_CallbackData& cb, Dim3 grid, Dim3 block,
+                   std::uint32_t shared, CUstream stream);
+  template <class Sink>
+  void on_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData& d);
+  // pasta's own scopes reach the profiler directly; their NVTX ranges are
+  // for Nsight only.
+  static bool own_domain(nvtxDomainHandle_t domain) {
+#ifdef PASTA_DETAIL_NVTX
+    return domain == pasta::detail::nvtx_domain();
+#else
+    (void)domain;
+    return false;
+#endif
+  }
+
+  // PASTA_CUPTI_SKIP: record kinds to leave off even when a tool wants them,
+  // to trade detail for overhead (comma list of the names below).
+  enum Skip : unsigned {
+    skip_memcpy = 1,
+    skip_memset = 2,
+    skip_sync = 4,
+    skip_memory = 8,
+    skip_nvtx = 16,
+    skip_device = 32
+  };
+  void parse_skip(const char* list) {
+    if (!list || !*list) return;
+    std::string_view rest(list);
+    while (!rest.empty()) {
+      const auto comma = rest.find(',');
+      const std::string_view item = rest.substr(0, comma);
+      if (item == "memcpy")
+        skip_ |= skip_memcpy;
+      else if (item == "memset")
+        skip_ |= skip_memset;
+      else if (item == "sync")
+        skip_ |= skip_sync;
+      else if (item == "memory")
+        skip_ |= skip_memory;
+      else if (item == "nvtx")
+        skip_ |= skip_nvtx;
+      else if (item == "device")
+        skip_ |= skip_device;
+      else
+        pasta::detail::log(fmt::format(
+            "PASTA_CUPTI_SKIP: \"{}\" is not a record kind; expected a comma list of memcpy, "
+            "memset, sync, memory, nvtx, device; ignored",
+            item));
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
+    }
+  }
+  bool skipped(unsigned what) const { return (skip_ & what) != 0; }
+
+  unsigned skip_ = 0;
+  bool launch_callbacks_;
+  bool verbose_;
+  std::chrono::milliseconds flush_period_;  // 0: flush only when asked and at exit
+  bool flush_on_sync_;
+  bool host_launches_ = false;  // KernelLaunch comes from callbacks, not from records
+  bool active_ = false;
+  void* sink_ = nullptr;
+  void (*process_)(Cupti*, std::uint8_t*, std::size_t) = nullptr;
+  CUpti_SubscriberHandle subscriber_ = nullptr;
+  CUpti_ActivityKind enabled_kinds_[16] = {};
+  int enabled_count_ = 0;
+  std::atomic<std::size_t> outstanding_{0};
+  Stats stats_;
+  std::string error_;
+  // Touched only inside the sink's batch, which serialises buffer processing.
+  std::unordered_map<const char*, NameId> kernel_names_;
+  std::unordered_map<std::uint32_t, std::uint32_t> context_device_;
+  std::thread worker_;
+  std::mutex worker_mutex_;  // guards filled_, flush_requested_, stopping_
+  std::condition_variable worker_cv_;
+  std::vector<Filled> filled_;
+  bool flush_requested_ = false, stopping_ = false;
+};
+
+template <class Sink>
+void Cupti::start(Sink& sink) {
+  constexpr bool kernels =
+      Sink::template wants<KernelComplete>() || Sink::template wants<KernelLaunch>();
+  constexpr bool copies = Sink::template wants<Memcpy>();
+  constexpr bool sets = Sink::template wants<Memset>();
+  constexpr bool memory = Sink::template wants<MemAlloc>() || Sink::template wants<MemFree>();
+  constexpr bool syncs = Sink::template wants<Synchronize>();
+  constexpr bool devices = Sink::template wants<DeviceInfo>();
+  constexpr bool modules = Sink::template wants<ModuleLoad>();
+  constexpr bool scopes = Sink::template wants<ScopeBegin>() || Sink::template wants<ScopeEnd>();
+  constexpr bool activities = kernels || copies || sets || memory || syncs || devices;
+
+  Cupti* expected = nullptr;
+  if (!current().compare_exchange_strong(expected, this)) {
+    error_ = "a CUPTI handler is already active in this process; this one records nothing";
+    pasta::detail::log(error_);
+    return;
+  }
+  sink_ = &sink;
+  process_ = &process_buffer<Sink>;
+  const CUptiResult sub =
+      cuptiSubscribe(&subscriber_, reinterpret_cast<CUpti_CallbackFunc>(&on_callback<Sink>), this);
+  if (sub != CUPTI_SUCCESS) {
+    error_ = sub == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+                 ? "another CUPTI client (Nsight Systems, torch.profiler, compute-sanitizer, ...) "
+                   "is attached to this process, and CUPTI takes one: pasta records nothing"
+                 : fmt::format("CUPTI: subscribing failed: {}; pasta records nothing",
+                               detail::cupti_error(sub));
+    pasta::detail::log(error_);
+    current() = nullptr;
+    return;
+  }
+  // Synchronisations trigger a flush (on pasta's thread), so tools see the
+  // work the program just waited for.
+  if (activities && flush_on_sync_) {
+    check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API,
+                              CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020),
+          "the cudaDeviceSynchronize callback");
+    check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API,
+                              CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize),
+          "the cuCtxSynchronize callback");
+  }
+  if constexpr (Sink::template wants<KernelLaunch>()) {
+    host_launches_ = launch_callbacks_;
+    if (host_launches_) {
+      for (CUpti_CallbackId id : {CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000})
+        check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, id),
+              "a runtime launch callback");
+      for (CUpti_CallbackId id :
+           {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+            CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+            CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+            CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz})
+        check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id),
+              "a driver launch callback");
+    }
+  }
+  if constexpr (modules)
+    check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE,
+                              CUPTI_CBID_RESOURCE_MODULE_LOADED),
+          "the module-load callback");
+  if (scopes && !skipped(skip_nvtx))
+    check(cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_NVTX), "NVTX callbacks");
+
+  if constexpr (activities) {
+    check(cuptiActivityRegisterCallbacks(&buffer_requested, &buffer_completed),
+          "registering activity buffers");
+    if constexpr (kernels) enable_activity(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "kernel");
+    if (copies && !skipped(skip_memcpy)) {
+      enable_activity(CUPTI_ACTIVITY_KIND_MEMCPY, "memcpy");
+      enable_activity(CUPTI_ACTIVITY_KIND_MEMCPY2, "peer memcpy");
+    }
+    if (sets && !skipped(skip_memset)) enable_activity(CUPTI_ACTIVITY_KIND_MEMSET, "memset");
+    if (memory && !skipped(skip_memory)) enable_activity(CUPTI_ACTIVITY_KIND_MEMORY2, "allocation");
+    if (syncs && !skipped(skip_sync)) {
+      enable_activity(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "synchronization");
+      enable_activity(CUPTI_ACTIVITY_KIND_CONTEXT, "context");
+    }
+    if (devices && !skipped(skip_device)) enable_activity(CUPTI_ACTIVITY_KIND_DEVICE, "device");
+    worker_ = std::thread([this] { worker_loop(); });
+  }
+  // Host events (scopes) share CUPTI's clock, so timelines line up.
+  pasta::detail::set_clock(&cupti_clock);
+  active_ = true;
+  if (verbose_) {
+    Dl_info info{};
+    ::dladdr(reinterpret_cast<void*>(&cuptiGetTimestamp), &info);
+    pasta::detail::log(fmt::format(
+        "cupti handler: {} from {}; {} activity kinds; launch callbacks {}; NVTX {}; "
+        "NVTX_INJECTION64_PATH={}",
+        activities ? "activity records" : "no activity records",
+        info.dli_fname ? info.dli_fname : "?", enabled_count_, host_launches_ ? "on" : "off",
+        scopes ? "on" : "off",
+        std::getenv("NVTX_INJECTION64_PATH") ? std::getenv("NVTX_INJECTION64_PATH") : "unset"));
+  }
+}
+
+inline void Cupti::stop() {
+  if (!active_) return;
+  active_ = false;
+  if (worker_.joinable()) {
+    {
+      std::lock_guard lock(worker_mutex_);
+      stopping_ = true;
+    }
+    worker_cv_.notify_one();
+    worker_.join();
+  }
+  // The last records: CUPTI hands every buffer back, then this thread
+  // processes what the worker did not.
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  drain();
+  if (verbose_)
+    pasta::detail::log(fmt::format(
+        "cupti handler: {} records in {} buffers, {} dropped, {} buffers refused, {} callbacks, "
+        "{} flushes taking {:.1f} ms",
+        stats_.records.load(), stats_.buffers.load(), stats_.dropped.load(), stats_.refused.load(),
+        stats_.callbacks.load(), stats_.flushes.load(), stats_.flush_ns.load() / 1e6));
+  for (int i = 0; i < enabled_count_; ++i) cuptiActivityDisable(enabled_kinds_[i]);
+  enabled_count_ = 0;
+  cuptiUnsubscribe(subscriber_);
+  subscriber_ = nullptr;
+  pasta::detail::set_clock(nullptr);
+  current() = nullptr;
+}
+
+template <class Sink>
+void Cupti::emit_launch(Sink& sink, const CUpti_CallbackData& cb, Dim3 grid, Dim3 block,
+                        std::uint32_t shared, CUstream stream) {
+  std::uint32_t stream_id = 0, device = 0;
+  cuptiGetStreamId(cb.context, stream, &stream_id);
+  cuptiGetDeviceId(cb.context, &device);
+  sink.emit(KernelLaunch{.correlation = cb.correlationId,
+                         .context = cb.contextUid,
+                         .stream = stream_id,
+                         .device = device,
+                         .name = cb.symbolName ? intern(cb.symbolName) : NameId{},
+                         .grid = grid,
+                         .block = block,
+                         .shared_mem_bytes = shared,
+                         .thread = pasta::detail::thread_id(),
+                         .time_ns = cupti_clock()});
+}
+
+template <class Sink>
+void Cupti::on_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData& d) {
+  auto range_name = [](const nvtxEventAttributes_t* a) -> NameId {
+    if (a && a->messageType == NVTX_MESSAGE_TYPE_ASCII && a->message.ascii)
+      return intern(a->message.ascii);
+    return intern("(unnamed NVTX range)");
+  };
+  switch (cbid) {
+    case CUPTI_CBID_NVTX_nvtxRangePushA: {
+      const auto* p = static_cast<const nvtxRangePushA_params*>(d.functionParams);
+      pasta::detail::scope_enter(intern(p->message ? p->message : "(unnamed NVTX range)"), false);
+      break;
+    }
+    case CUPTI_CBID_NVTX_nvtxRangePushEx:
+      pasta::detail::scope_enter(
+          range_name(static_cast<const nvtxRangePushEx_params*>(d.functionParams)->eventAttrib),
+          false);
+      break;
+    case CUPTI_CBID_NVTX_nvtxRangePop:
+      pasta::detail::scope_exit(false);
+      break;
+    case CUPTI_CBID_NVTX_nvtxDomainRangePushEx: {
+      const auto* p = static_cast<const nvtxDomainRangePushEx_params*>(d.functionParams);
+      if (!own_domain(p->domain))
+        pasta::detail::scope_enter(range_name(p->core.eventAttrib), false);
+      break;
+    }
+    case CUPTI_CBID_NVTX_nvtxDomainRangePop: {
+      const auto* p = static_cast<const nvtxDomainRangePop_params*>(d.functionParams);
+      if (!own_domain(p->domain)) pasta::detail::scope_exit(false);
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+template <class Sink>
+void CUPTIAPI Cupti::on_callback(void* user, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                 const void* data) {
+  auto* self = static_cast<Cupti*>(user);
+  if (pasta::detail::inside_dispatch() || !self->active_) return;  // pasta's own device work
+  Sink& sink = *static_cast<Sink*>(self->sink_);
+  try {
+    self->stats_.callbacks.fetch_add(1, std::memory_order_relaxed);
+    if (domain == CUPTI_CB_DOMAIN_NVTX) {
+      self->on_nvtx<Sink>(cbid, *static_cast<const CUpti_NvtxData*>(data));
+      return;
+    }
+    if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+      if constexpr (Sink::template wants<ModuleLoad>()) {
+        const auto& r = *static_cast<const CUpti_ResourceData*>(data);
+        const auto* m = static_cast<const CUpti_ModuleResourceData*>(r.resourceDescriptor);
+        std::uint32_t device = 0;
+        cuptiGetDeviceId(r.context, &device);
+        sink.emit(ModuleLoad{.device = device,
+                             .module = m ? m->moduleId : 0,
+                             .image_bytes = m ? m->cubinSize : 0,
+                             .time_ns = cupti_clock()});
+      }
+      return;
+    }
+    const auto& cb = *static_cast<const CUpti_CallbackData*>(data);
+    const bool enter = cb.callbackSite == CUPTI_API_ENTER;
+    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+      if (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020) {
+        if (!enter && self->flush_on_sync_) self->request_flush();
+        return;
+      }
+      runtime_depth() += enter ? 1 : -1;
+      if (!enter) return;
+      if constexpr (Sink::template wants<KernelLaunch>()) {
+        switch (cbid) {
+          case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
+          case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
+          case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
+          case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000: {
+            // The cooperative launch's parameters have the same layout.
+            const auto* p = static_cast<const detail::RuntimeLaunchParams*>(cb.functionParams);
+            self->emit_launch(sink, cb, {p->gridDim.x, p->gridDim.y, p->gridDim.z},
+                              {p->blockDim.x, p->blockDim.y, p->blockDim.z},
+                              static_cast<std::uint32_t>(p->sharedMem),
+                              reinterpret_cast<CUstream>(p->stream));
+            break;
+          }
+          case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
+          case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060: {
+            const auto* c =
+                static_cast<const detail::RuntimeLaunchExParams*>(cb.functionParams)->config;
+            self->emit_launch(sink, cb, {c->gridDim.x, c->gridDim.y, c->gridDim.z},
+                              {c->blockDim.x, c->blockDim.y, c->blockDim.z},
+                              static_cast<std::uint32_t>(c->dynamicSmemBytes),
+                              reinterpret_cast<CUstream>(c->stream));
+            break;
+          }
+          default:
+            break;
+        }
+      }
+      return;
+    }
+    if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+      if (cbid == CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize) {
+        if (!enter && self->flush_on_sync_) self->request_flush();
+        return;
+      }
+      if (!enter || runtime_depth() > 0) return;  // the runtime launch was reported
+      if constexpr (Sink::template wants<KernelLaunch>()) {
+        switch (cbid) {
+          case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+          case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+          case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+          case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: {
+            const auto* p = static_cast<const detail::DriverLaunchParams*>(cb.functionParams);
+            self->emit_launch(sink, cb, {p->gridDimX, p->gridDimY, p->gridDimZ},
+                              {p->blockDimX, p->blockDimY, p->blockDimZ}, p->sharedMemBytes,
+                              p->hStream);
+            break;
+          }
+          case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+          case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
+            const auto* c =
+                static_cast<const detail::DriverLaunchExParams*>(cb.functionParams)->config;
+            self->emit_launch(sink, cb, {c->gridDimX, c->gridDimY, c->gridDimZ},
+                              {c->blockDimX, c->blockDimY, c->blockDimZ}, c->sharedMemBytes,
+                              c->hStream);
+            break;
+          }
+          default:
+            break;
+        }
+      }
+    }
+  } catch (const std::exception& e) {
+    pasta::detail::log_once("cupti:callback", fmt::format("a CUPTI callback failed: {}", e.what()));
+  } catch (...) {
+  }
+}
+
+template <class Sink>
+void Cupti::process_buffer(Cupti* self, std::uint8_t* buffer, std::size_t valid) {
+  Sink& sink = *static_cast<Sink*>(self->sink_);
+  sink.batch([&](auto& s) {
+    CUpti_Activity* record = nullptr;
+    std::uint64_t n = 0;
+    while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
+      ++n;
+      switch (record->kind) {
+        case CUPTI_ACTIVITY_KIND_KERNEL:
+        case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+          const auto& k = *reinterpret_cast<const CUpti_ActivityKernel10*>(record);
+          const NameId name = self->kernel_name(k.name);
+          self->context_device_[k.contextId] = k.deviceId;
+          if constexpr (Sink::template wants<KernelLaunch>())
+            if (!self->host_launches_) s.emit(detail::kernel_launch(k, name));
+          if constexpr (Sink::template wants<KernelComplete>())
+            s.emit(detail::kernel_complete(k, name));
+          break;
+        }
+        case CUPTI_ACTIVITY_KIND_MEMCPY:
+          if constexpr (Sink::template wants<Memcpy>())
+            s.emit(detail::memcpy_of(*reinterpret_cast<const CUpti_ActivityMemcpy6*>(record)));
+          break;
+        case CUPTI_ACTIVITY_KIND_MEMCPY2:
+          if constexpr (Sink::template wants<Memcpy>())
+            s.emit(detail::memcpy_of(*reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(record)));
+          break;
+        case CUPTI_ACTIVITY_KIND_MEMSET:
+          if constexpr (Sink::template wants<Memset>())
+            s.emit(detail::memset_of(*reinterpret_cast<const CUpti_ActivityMemset4*>(record)));
+          break;
+        case CUPTI_ACTIVITY_KIND_MEMORY2: {
+          const auto& m = *reinterpret_cast<const CUpti_ActivityMemory4*>(record);
+          if (detail::is_allocation(m)) {
+            if constexpr (Sink::template wants<MemAlloc>()) s.emit(detail::mem_alloc(m));
+          } else {
+            if constexpr (Sink::template wants<MemFree>()) s.emit(detail::mem_free(m));
+          }
+          break;
+        }
+        case CUPTI_ACTIVITY_KIND_CONTEXT: {
+          const auto& c = *reinterpret_cast<const CUpti_ActivityContext3*>(record);
+          self->context_device_[c.contextId] = c.deviceId;
+          break;
+        }
+        case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
+          if constexpr (Sink::template wants<Synchronize>()) {
+            const auto& y = *reinterpret_cast<const CUpti_ActivitySynchronization2*>(record);
+            s.emit(detail::synchronize_of(y, self->device_of_context(y.contextId)));
+          }
+          break;
+        case CUPTI_ACTIVITY_KIND_DEVICE:
+          if constexpr (Sink::template wants<DeviceInfo>()) {
+            const auto& d = *reinterpret_cast<const CUpti_ActivityDevice5*>(record);
+            s.emit(detail::device_info(d, intern(d.name ? d.name : "")));
+          }
+          break;
+        default:
+          break;
+      }
+    }
+    self->stats_.records.fetch_add(n, std::memory_order_relaxed);
+  });
+}
+
+inline void CUPTIAPI Cupti::buffer_requested(std::uint8_t** buffer, std::size_t* size,
+                                             std::size_t* max_records) {
+  *max_records = 0;
+  Cupti* self = current().load();
+  if (!self || self->outstanding_.load() >= max_buffers) {
+    *buffer = nullptr;
+    *size = 0;
+    if (self) self->stats_.refused.fetch_add(1);
+    return;
+  }
+  *buffer = static_cast<std::uint8_t*>(std::aligned_alloc(8, buffer_bytes));
+  *size = *buffer ? buffer_bytes : 0;
+  if (*buffer) self->outstanding_.fetch_add(1);
+}
+
+inline void CUPTIAPI Cupti::buffer_completed(CUcontext ctx, std::uint32_t stream,
+                                             std::uint8_t* buffer, std::size_t, std::size_t valid) {
+  Cupti* self = current().load();
+  if (!self || !buffer) {
+    std::free(buffer);
+    return;
+  }
+  std::size_t dropped = 0;
+  if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped)
+    self->stats_.dropped.fetch_add(dropped);
+  // Queued, not processed here: CUPTI may hold its locks while it calls us.
+  {
+    std::lock_guard lock(self->worker_mutex_);
+    self->filled_.push_back({buffer, valid});
+  }
+  self->worker_cv_.notify_one();
+}
+
+}  // namespace pasta::nv

@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""GPU tests: run the examples on the GPU and check what pasta reports.
+
+    check.py CASE BUILD_DIR [OUT_DIR]
+
+Exits 0 on success, 1 on a failed check, 77 (ctest's skip code) when the
+machine has no GPU, or fewer GPUs than the case needs. Ground truth comes
+from the programs themselves: examples/cuda/launches.cu launches a known
+number of times per kernel.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+SKIP = 77
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def gpus():
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, check=False)
+    except OSError:
+        return 0
+    return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
+
+
+def run(cmd, env=None, check=True):
+    full = dict(os.environ)
+    full.update(env or {})
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=full, check=False)
+    if check and proc.returncode != 0:
+        print(f"FAILED ({proc.returncode}): {' '.join(cmd)}\n{proc.stdout}\n{proc.stderr}")
+        sys.exit(1)
+    for line in proc.stderr.splitlines():  # what pasta said about the run
+        if line.startswith("pasta: ") and "report files in" not in line:
+            print("  " + line)
+    return proc
+
+
+def kernel_counts(out_dir):
+    """Launches per kernel from kernel_freq.json, keyed by the name before '('."""
+    with open(os.path.join(out_dir, "kernel_freq.json")) as f:
+        rows = json.load(f)["tables"]["kernels"]
+    return {r["kernel"].split("(")[0].replace("void ", ""): r["launches"] for r in rows}
+
+
+def timeline(out_dir):
+    with open(os.path.join(out_dir, "timeline.trace.json")) as f:
+        return [e for e in json.load(f) if e]
+
+
+def expect(what, got, want):
+    ok = got == want
+    print(f"{'ok  ' if ok else 'FAIL'} {what}: {got}" + ("" if ok else f" (expected {want})"))
+    return ok
+
+
+def expect_counts(out_dir, want):
+    got = kernel_counts(out_dir)
+    ok = all(expect(f"launches of {k}", got.get(k), v) for k, v in want.items())
+    return expect("kernels reported", sorted(got), sorted(want)) and ok
+
+
+def profiled_env(out_dir, **extra):
+    env = {"PASTA_OUTPUT_DIR": out_dir, "PASTA_PRINT": "none"}
+    env.update(extra)
+    return env
+
+
+def sequence_counts(devices=1, threads=0, per_thread=0):
+    return {"fill": devices + threads, "saxpy": 100 * devices + threads * per_thread,
+            "scale": 50 * devices, "reduce": 10 * devices}
+
+
+# --- cases ----------------------------------------------------------------------
+
+def case_in_binary(build, out):
+    """Exact launch counts, a timeline with every kernel, and the main scope."""
+    run([f"{build}/examples/launches_pasta"], profiled_env(out))
+    ok = expect_counts(out, sequence_counts())
+    kernels = [e for e in timeline(out) if e.get("cat") == "kernel"]
+    ok &= expect("kernels on the timeline", len(kernels), 161)
+    ok &= expect("every kernel has a duration", all(e["dur"] > 0 for e in kernels), True)
+    with open(os.path.join(out, "scope_time.json")) as f:
+        scopes = {r["scope"]: r["calls"] for r in json.load(f)["tables"]["scopes"]}
+    ok &= expect("PASTA_SCOPE(\"main\") calls", scopes.get("main"), 1)
+    return ok
+
+
+def case_threads(build, out):
+    """16 host threads launching at once, each on its own stream."""
+    run([f"{build}/examples/launches_pasta", "--threads", "16", "--per-thread", "200"],
+        profiled_env(out))
+    ok = expect_counts(out, sequence_counts(threads=16, per_thread=200))
+    streams = {e["tid"] for e in timeline(out) if e.get("cat") == "kernel"}
+    return expect("streams with kernels", len(streams), 17) and ok
+
+
+def case_outputs_unchanged(build, out):
+    """The programs print the same results with and without pasta."""
+    ok = True
+    for plain, profiled, args in [("launches", "launches_pasta", ["--threads", "16"]),
+                                  ("conv", "conv_pasta", [])]:
+        if not os.path.exists(f"{build}/examples/{plain}"):
+            print(f"skip {plain}: not built")
+            continue
+        a = run([f"{build}/examples/{plain}"] + args).stdout
+        b = run([f"{build}/examples/{profiled}"] + args, profiled_env(out)).stdout
+        c = run([f"{build}/bin/pasta", "run", "-o", out + "/inj", "--",
+                 f"{build}/examples/{plain}"] + args).stdout
+        ok &= expect(f"{plain}: output with the in-binary profiler", b, a)
+        ok &= expect(f"{plain}: output under pasta run", c, a)
+    return ok
+
+
+def case_injection(build, out):
+    """An unmodified binary profiled through CUDA_INJECTION64_PATH."""
+    run([f"{build}/bin/pasta", "run", "-o", out, "--", f"{build}/examples/launches",
+         "--threads", "16", "--per-thread", "200"], {"PASTA_PRINT": "none"})
+    return expect_counts(out, sequence_counts(threads=16, per_thread=200))
+
+
+def case_launch_callbacks(build, out):
+    """With PASTA_LAUNCH_CALLBACKS, launches come from host callbacks, one each."""
+    run([f"{build}/bin/pasta", "run", "--launch-callbacks", "-o", out, "--",
+         f"{build}/examples/launches", "--threads", "16", "--per-thread", "200"],
+        {"PASTA_PRINT": "none"})
+    want = sequence_counts(threads=16, per_thread=200)
+    ok = expect_counts(out, want)
+    with open(os.path.join(out, "event_count.json")) as f:
+        events = {r["event"]: r["count"] for r in json.load(f)["tables"]["events"]}
+    total = sum(want.values())
+    ok &= expect("KernelLaunch events (host callbacks)", events.get("KernelLaunch"), total)
+    return expect("KernelComplete events (device records)", events.get("KernelComplete"),
+                  total) and ok
+
+
+def case_cudnn(build, out):
+    """cuDNN convolution forward and backward, profiled in-binary."""
+    if not os.path.exists(f"{build}/examples/conv_pasta"):
+        print("cuDNN example not built")
+        return SKIP
+    run([f"{build}/examples/conv_pasta"], profiled_env(out))
+    got = kernel_counts(out)
+    print("cuDNN kernels:", json.dumps(got, indent=1))
+    ok = expect("init kernel launches", got.get("init"), 3)
+    ok &= expect("cuDNN launched kernels beyond init", sum(got.values()) > 3 + 15, True)
+    kernels = [e for e in timeline(out) if e.get("cat") == "kernel"]
+    return expect("timeline kernels = reported launches", len(kernels), sum(got.values())) and ok
+
+
+def kernels_per_scope(out_dir, prefix):
+    """Kernels whose device start lies inside each host scope named prefix*."""
+    events = timeline(out_dir)
+    windows, open_ = [], {}
+    for e in events:
+        if e.get("cat") == "scope" and e["name"].startswith(prefix):
+            if e["ph"] == "B":
+                open_[e["name"]] = e["ts"]
+            elif e["name"] in open_:
+                windows.append((e["name"], open_.pop(e["name"]), e["ts"]))
+    starts = sorted(e["ts"] for e in events if e.get("cat") == "kernel")
+    return {name: sum(1 for t in starts if b <= t <= end) for name, b, end in windows}
+
+
+def case_pytorch(build, out):
+    """Kernels of one ResNet-18 training step: pasta (by injection) vs torch.profiler."""
+    script = os.path.join(ROOT, "examples", "pytorch", "resnet18_step.py")
+    run([f"{build}/bin/pasta", "run", "-o", out, "--", sys.executable, script, "--nvtx",
+         "--warmup", "4", "--steps", "2"], {"PASTA_PRINT": "none", "PASTA_VERBOSE": "1"})
+    steps = kernels_per_scope(out, "step ")
+    print("pasta: kernels per step (NVTX ranges):", steps)
+    ref = json.loads(run([sys.executable, script, "--warmup", "4", "--steps", "1",
+                          "--torch-profiler", "--trace", os.path.join(out, "torch.json")]
+                         ).stdout.strip().splitlines()[-1])
+    ok = expect("steps seen as NVTX scopes", len(steps), 6)
+    return expect("kernels in step 4, pasta vs torch.profiler's step after 4 warm-ups",
+                  steps.get("step 4"), ref["kernels_in_one_step"]) and ok
+
+
+def case_multi_gpu(build, out):
+    """One process drives two GPUs: per-device counts and per-device timelines."""
+    if gpus() < 2:
+        print("fewer than 2 GPUs")
+        return SKIP
+    run([f"{build}/examples/launches_pasta", "--devices", "2"], profiled_env(out))
+    ok = expect_counts(out, sequence_counts(devices=2))
+    per_pid = {}
+    names = {}
+    for e in timeline(out):
+        if e.get("cat") == "kernel":
+            per_pid[e["pid"]] = per_pid.get(e["pid"], 0) + 1
+        if e.get("ph") == "M" and e.get("name") == "process_name":
+            names[e["pid"]] = e["args"]["name"]
+    print("timeline processes:", names)
+    return expect("kernels per GPU on the timeline", per_pid, {1: 161, 2: 161}) and ok
+
+
+def case_record(build, out):
+    """pasta run --record writes a trace that pasta-trace reads whole."""
+    run([f"{build}/bin/pasta", "run", "--record", "-o", out, "--",
+         f"{build}/examples/launches", "--threads", "4", "--per-thread", "10"],
+        {"PASTA_PRINT": "none"})
+    info = run([f"{build}/cli/pasta-trace", "info", os.path.join(out, "trace.pasta")]).stdout
+    print(info)
+    want = sum(sequence_counts(threads=4, per_thread=10).values())
+    lines = dict(l.split()[:2] for l in info.splitlines() if l.startswith("  Kernel"))
+    ok = expect("KernelComplete records", int(lines.get("KernelComplete", 0)), want)
+    return expect("KernelLaunch records", int(lines.get("KernelLaunch", 0)), want) and ok
+
+
+CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
+
+
+def main(argv):
+    if len(argv) < 3 or argv[1] not in CASES:
+        print(f"usage: check.py {{{'|'.join(CASES)}}} BUILD_DIR [OUT_DIR]")
+        return 2
+    if gpus() == 0:
+        print("no GPU on this machine: skipped")
+        return SKIP
+    build = os.path.abspath(argv[2])
+    out = argv[3] if len(argv) > 3 else tempfile.mkdtemp(prefix=f"pasta-gpu-{argv[1]}-")
+    if os.path.exists(out):
+        shutil.rmtree(out)
+    os.makedirs(out, exist_ok=True)
+    result = CASES[argv[1]](build, os.path.abspath(out))
+    if result == SKIP:
+        return SKIP
+    print("PASSED" if result else "FAILED")
+    return 0 if result else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The one script for the GPU machine: builds from a clean tree, runs the GPU
+# tests (ctest -L gpu), the overhead benchmark, records the traces that
+# tests/data keeps, and prints a short table. Logs go to $OUT (or ./gpu-out).
+#   tests/gpu/run.sh [tests|bench|record|all]   (default all)
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+out=${OUT:-$root/gpu-out}
+what=${1:-all}
+mkdir -p "$out"
+build=/tmp/pasta-gpu-build
+work=/tmp/pasta-gpu-work  # scratch: only a few files may come back from $OUT
+rm -rf "$work" && mkdir -p "$work"
+cd "$root"
+
+echo "== machine"; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+echo "== build"
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPASTA_BUILD_BENCH=OFF \
+  -DCMAKE_CUDA_ARCHITECTURES=90 >"$work/configure.log" 2>&1 || { tail -30 "$work/configure.log"; exit 1; }
+cmake --build "$build" --parallel "$(nproc)" >"$work/build.log" 2>&1 ||
+  { grep -E "error|Error" "$work/build.log" | head -60 | tee "$out/build-errors.log"; exit 1; }
+
+status=0
+if [ "$what" = all ] || [ "$what" = tests ]; then
+  echo "== GPU tests"
+  (cd "$build" && ctest -L gpu -V) 2>&1 | tee "$out/gpu-tests.log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
+if [ "$what" = all ] || [ "$what" = record ]; then
+  echo "== record traces for tests/data"
+  "$build/bin/pasta" run --record -o "$work/rec-launches" -- "$build/examples/launches" \
+    --threads 4 --per-thread 10 >"$work/record.log" 2>&1 &&
+    cp "$work/rec-launches/trace.pasta" "$out/launches.pasta"
+  "$build/bin/pasta" run --record -o "$work/rec-resnet" -- python3 examples/pytorch/resnet18_step.py \
+    --warmup 1 --steps 1 >>"$work/record.log" 2>&1 &&
+    cp "$work/rec-resnet/trace.pasta" "$out/resnet18_step.pasta"
+  tail -4 "$work/record.log"
+  ls -la "$out"/*.pasta 2>/dev/null
+fi
+if [ "$what" = all ] || [ "$what" = bench ]; then
+  echo "== overhead benchmark"
+  python3 bench/gpu/overhead.py "$build" "$work/bench" 2>&1 | tee "$out/bench.log"
+  cp "$work/bench/overhead.csv" "$out/overhead.csv" 2>/dev/null
+fi
+echo "== summary"
+grep -E "^ *[0-9]+/[0-9]+ Test|tests passed|tests failed" "$out/gpu-tests.log" 2>/dev/null
+exit $status

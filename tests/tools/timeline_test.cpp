@@ -1,0 +1,100 @@
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <pasta/tools/timeline.hpp>
+
+#include "../support.hpp"
+
+using namespace pasta;
+
+namespace {
+nlohmann::json load(const std::string& path) {
+  return nlohmann::json::parse(detail::read_file(path));
+}
+std::vector<nlohmann::json> of_cat(const nlohmann::json& trace, const std::string& cat) {
+  std::vector<nlohmann::json> out;
+  for (const auto& e : trace)
+    if (e.contains("cat") && e["cat"] == cat) out.push_back(e);
+  return out;
+}
+}  // namespace
+
+TEST_CASE("Timeline writes kernels, copies and scopes as a Chrome trace in microseconds") {
+  test::TempDir dir;
+  Config cfg;
+  cfg.output_dir = dir.path();
+  {
+    tools::Timeline t(cfg);
+    t.on(DeviceInfo{.device = 0, .name = intern("NVIDIA H100 80GB HBM3")});
+    t.on(ScopeBegin{.name = intern("step \"1\""), .thread = 42, .time_ns = 1'000'000});
+    KernelComplete k{.correlation = 7,
+                     .stream = 13,
+                     .device = 0,
+                     .name = intern("_Z6kernelPf"),
+                     .grid = {4, 2, 1},
+                     .block = {128, 1, 1},
+                     .start_ns = 1'000'500,
+                     .end_ns = 1'003'000};
+    t.on(k);
+    t.on(Memcpy{.correlation = 8,
+                .stream = 13,
+                .device = 0,
+                .copy_kind = CopyKind::d2h,
+                .bytes = 3 << 20,
+                .start_ns = 1'004'000,
+                .end_ns = 1'006'000});
+    t.on(ScopeEnd{.name = intern("step \"1\""), .thread = 42, .time_ns = 1'010'000});
+    t.on(KernelComplete{.name = intern("no_times")});  // no timestamps: left out
+    CHECK(t.events() == 6);  // 2 process names, scope begin/end, kernel, memcpy
+  }
+  const auto trace = load(dir.file("timeline.trace.json"));
+  const auto kernels = of_cat(trace, "kernel");
+  REQUIRE(kernels.size() == 1);
+  CHECK(kernels[0]["name"] == "kernel(float*)");
+  CHECK(kernels[0]["ph"] == "X");
+  CHECK(kernels[0]["pid"] == 1);  // GPU 0
+  CHECK(kernels[0]["tid"] == 13);
+  CHECK(kernels[0]["ts"] == 0.5);  // microseconds after the first event
+  CHECK(kernels[0]["dur"] == 2.5);
+  CHECK(kernels[0]["args"]["grid"] == "(4,2,1)");
+  CHECK(kernels[0]["args"]["correlation"] == 7);
+  const auto copies = of_cat(trace, "memcpy");
+  REQUIRE(copies.size() == 1);
+  CHECK(copies[0]["name"] == "memcpy d2h 3.0 MB");
+  const auto scopes = of_cat(trace, "scope");
+  REQUIRE(scopes.size() == 2);
+  CHECK(scopes[0]["name"] == "step \"1\"");
+  CHECK(scopes[0]["ph"] == "B");
+  CHECK(scopes[1]["ts"] == 10.0);
+  bool named_gpu = false;
+  for (const auto& e : trace)
+    named_gpu |=
+        e.contains("ph") && e["ph"] == "M" && e["args"]["name"] == "GPU 0: NVIDIA H100 80GB HBM3";
+  CHECK(named_gpu);
+}
+
+TEST_CASE("a timeline cut off before it is closed still parses once closed by hand") {
+  test::TempDir dir;
+  Config cfg;
+  cfg.output_dir = dir.path();
+  tools::Timeline t(cfg);
+  t.on(KernelComplete{.name = intern("k"), .start_ns = 10, .end_ns = 20});
+  t.flush();
+  // The JSON array format allows a missing closing bracket; trace viewers
+  // accept the file as it is. Closing it here checks every line before.
+  std::string text = detail::read_file(dir.file("timeline.trace.json"));
+  text.resize(text.size() - 2);  // the trailing ",\n"
+  CHECK(nlohmann::json::parse(text + "]").size() == 2);
+}
+
+TEST_CASE("a timeline that cannot be written says so once") {
+  test::CapturedLog log;
+  Config cfg;
+  cfg.output_dir = "/proc/no-such-dir";
+  tools::Timeline t(cfg);
+  t.on(KernelComplete{.name = intern("k"), .start_ns = 10, .end_ns = 20});
+  CHECK(t.events() == 0);
+  REQUIRE(log.lines().size() == 1);
+  CHECK(log.lines()[0].starts_with("cannot write /proc/no-such-dir/timeline.trace.json: "));
+}
