@@ -2,7 +2,9 @@
 # The one script for the GPU machine: builds from a clean tree, runs the GPU
 # tests (ctest -L gpu), the overhead benchmark, records the traces that
 # tests/data keeps, and prints a short table. Logs go to $OUT (or ./gpu-out).
-#   tests/gpu/run.sh [tests|bench|record|all]   (default all)
+#   tests/gpu/run.sh [tests|bench|record|all|multi]   (default all)
+# `multi` builds only the CUDA example and runs the tests that need it (the
+# several-GPU test among them), for a machine with two GPUs.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-$root/gpu-out}
@@ -17,10 +19,17 @@ echo "== machine"; nvidia-smi --query-gpu=name,driver_version --format=csv,nohea
 echo "== build"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPASTA_BUILD_BENCH=OFF \
   -DCMAKE_CUDA_ARCHITECTURES=90 >"$work/configure.log" 2>&1 || { tail -30 "$work/configure.log"; exit 1; }
-cmake --build "$build" --parallel "$(nproc)" >"$work/build.log" 2>&1 ||
+targets=()
+[ "$what" = multi ] && targets=(--target launches_pasta)
+cmake --build "$build" --parallel "$(nproc)" "${targets[@]}" >"$work/build.log" 2>&1 ||
   { grep -E "error|Error" "$work/build.log" | head -60 | tee "$out/build-errors.log"; exit 1; }
 
 status=0
+if [ "$what" = multi ]; then
+  echo "== GPU tests on $(nvidia-smi -L | wc -l) GPUs"
+  (cd "$build" && ctest -R "gpu: (multi_gpu|in_binary|threads)" -V) 2>&1 | tee "$out/gpu-tests-multi.log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
 if [ "$what" = all ] || [ "$what" = tests ]; then
   echo "== GPU tests"
   (cd "$build" && ctest -L gpu -V) 2>&1 | tee "$out/gpu-tests.log"
