@@ -5,7 +5,8 @@
 //   reduce  10 launches
 // With --threads T, T host threads each launch `saxpy` per_thread times on
 // a stream of their own, all at once. With --devices D, the main sequence
-// runs on each of D devices. Prints a checksum that must not change under
+// runs on each of D devices. With --graph G, a CUDA graph of 5 `scale`
+// kernels is captured once and launched G times (5 G more `scale` kernels). Prints a checksum that must not change under
 // profiling. Built twice: plain, and with -DPASTA_PROFILE, which puts a
 // pasta profiler in main.
 #include <cuda_runtime.h>
@@ -124,6 +125,33 @@ double run_threads(int threads, int per_thread) {
   return total;
 }
 
+// A graph of 5 scale kernels, captured from a stream, launched `launches` times.
+double run_graph(int launches) {
+  CHECK(cudaSetDevice(0));
+  cudaStream_t s;
+  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  float* y;
+  CHECK(cudaMalloc(&y, n * sizeof(float)));
+  fill<<<grid, block, 0, s>>>(y, 2.0f, n);
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < 5; ++i) scale<<<grid, block, 0, s>>>(y, 0.99f, n);
+  CHECK(cudaStreamEndCapture(s, &graph));
+  CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  for (int i = 0; i < launches; ++i) CHECK(cudaGraphLaunch(exec, s));
+  std::vector<float> h(n);
+  CHECK(cudaMemcpyAsync(h.data(), y, n * sizeof(float), cudaMemcpyDeviceToHost, s));
+  CHECK(cudaStreamSynchronize(s));
+  CHECK(cudaGraphExecDestroy(exec));
+  CHECK(cudaGraphDestroy(graph));
+  CHECK(cudaFree(y));
+  CHECK(cudaStreamDestroy(s));
+  double sum = 0;
+  for (float v : h) sum += v;
+  return sum;
+}
+
 int arg(int argc, char** argv, const char* name, int fallback) {
   for (int i = 1; i + 1 < argc; ++i)
     if (std::strcmp(argv[i], name) == 0) return std::atoi(argv[i + 1]);
@@ -143,6 +171,7 @@ int main(int argc, char** argv) {
   const int devices = arg(argc, argv, "--devices", 1);
   const int threads = arg(argc, argv, "--threads", 0);
   const int per_thread = arg(argc, argv, "--per-thread", 100);
+  const int graphs = arg(argc, argv, "--graph", 0);
   int available = 0;
   CHECK(cudaGetDeviceCount(&available));
   if (devices > available) {
@@ -153,6 +182,7 @@ int main(int argc, char** argv) {
   if (threads > 0)
     std::printf("threads %d x %d checksum %.6f\n", threads, per_thread,
                 run_threads(threads, per_thread));
+  if (graphs > 0) std::printf("graph x %d checksum %.6f\n", graphs, run_graph(graphs));
   CHECK(cudaDeviceSynchronize());
   return 0;
 }

@@ -138,6 +138,27 @@ def case_launch_callbacks(build, out):
                   total) and ok
 
 
+def case_graph(build, out):
+    """Kernels launched from a CUDA graph count like any others. With launch
+    callbacks, the 5 launches made while the graph was captured are host
+    launches, and the 20 kernels the graph runs have no callback of their own:
+    KernelFreq counts those from their device records."""
+    want = sequence_counts()
+    want["fill"] += 1
+    want["scale"] += 5 * 4
+    run([f"{build}/examples/launches_pasta", "--graph", "4"], profiled_env(out))
+    ok = expect_counts(out, want)
+    run([f"{build}/bin/pasta", "run", "--launch-callbacks", "-o", out + "/cb", "--",
+         f"{build}/examples/launches", "--graph", "4"], {"PASTA_PRINT": "none"})
+    ok &= expect_counts(out + "/cb", want)
+    with open(os.path.join(out, "cb", "event_count.json")) as f:
+        events = {r["event"]: r["count"] for r in json.load(f)["tables"]["events"]}
+    total = sum(want.values())
+    ok &= expect("KernelComplete events", events.get("KernelComplete"), total)
+    return expect("KernelLaunch callbacks (5 captured, none for graph kernels)",
+                  events.get("KernelLaunch"), total - 20 + 5) and ok
+
+
 def case_cudnn(build, out):
     """cuDNN convolution forward and backward, profiled in-binary."""
     if not os.path.exists(f"{build}/examples/conv_pasta"):
