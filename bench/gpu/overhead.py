@@ -49,6 +49,11 @@ def main(argv):
         i = argv.index("--rounds")
         rounds = int(argv[i + 1])
         del argv[i:i + 2]
+    only = None  # --only "label|label": a subset of the ResNet variants (native always)
+    if "--only" in argv:
+        i = argv.index("--only")
+        only = set(argv[i + 1].split("|"))
+        del argv[i:i + 2]
     build = os.path.abspath(argv[1])
     out = os.path.abspath(argv[2] if len(argv) > 2 else "overhead-out")
     os.makedirs(out, exist_ok=True)
@@ -64,8 +69,14 @@ def main(argv):
         ("pasta KernelFreq+Timeline", pasta() + script, {"PASTA_INJECT_LIB": kt}),
         ("  same, without sync records", pasta() + script,
          {"PASTA_INJECT_LIB": kt, "PASTA_CUPTI_SKIP": "sync"}),
+        ("  same, kernel records only", pasta() + script,
+         {"PASTA_INJECT_LIB": kt, "PASTA_CUPTI_SKIP": "memcpy,memset,sync,memory,nvtx,device"}),
+        ("  same, reports on tmpfs", [f"{build}/bin/pasta", "run", "-o", "/dev/shm/pasta-bench",
+                                      "--"] + script, {"PASTA_INJECT_LIB": kt}),
         ("pasta run (default pipeline)", pasta() + script, {}),
     ]
+    if only is not None:
+        resnet = [v for v in resnet if v[0] == "native" or v[0].strip() in only]
     results = {label: [] for label, _, _ in resnet}
     for r in range(rounds):
         for label, cmd, env in resnet:
@@ -90,16 +101,20 @@ def main(argv):
                      statistics.median(x[1] for x in results[label]),
                      max(extras) if extras else None))
 
+    if only is not None and "empty" not in only:
+        rounds_empty = 0
+    else:
+        rounds_empty = rounds
     empty = [f"{build}/examples/empty_kernels", "100000"]
     launch = {"native": [], "pasta run": [], "pasta run --launch-callbacks": []}
-    for _ in range(rounds):
+    for _ in range(rounds_empty):
         launch["native"].append(last_json(run(empty)[0].stdout)["us_per_launch"])
         p, _ = run(pasta() + empty)
         launch["pasta run"].append(last_json(p.stdout)["us_per_launch"])
         p, _ = run(pasta(["--launch-callbacks"]) + empty)
         launch["pasta run --launch-callbacks"].append(last_json(p.stdout)["us_per_launch"])
-    nb = statistics.median(launch["native"])
-    for label, values in launch.items():
+    nb = statistics.median(launch["native"]) if rounds_empty else 1.0
+    for label, values in (launch.items() if rounds_empty else []):
         med = statistics.median(values)
         rows.append(("100k empty kernels", label, med, med / nb, min(values), max(values),
                      None, None))
