@@ -40,6 +40,8 @@ class PastaConan(ConanFile):
         tc.cache_variables["PASTA_BUILD_TESTS"] = False
         tc.cache_variables["PASTA_BUILD_BENCH"] = False
         tc.cache_variables["PASTA_BUILD_CLI"] = False
+        tc.cache_variables["PASTA_BUILD_INJECTION"] = False
+        tc.cache_variables["PASTA_BUILD_EXAMPLES"] = False
         tc.generate()
 
     def package(self):

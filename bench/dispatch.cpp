@@ -53,8 +53,9 @@ Prof& prepared() {
 
 // Handlers deliver events in buffers (CUPTI activity buffers, trace blocks):
 // one lock per 4096 events.
-void pasta_batched(benchmark::State& state) {
-  auto& prof = prepared<Pipeline>();
+template <class Prof>
+void batched(benchmark::State& state) {
+  auto& prof = prepared<Prof>();
   const auto& events = stream();
   for (auto _ : state) {
     for (std::size_t i = 0; i < events.size(); i += 4096) {
@@ -69,6 +70,8 @@ void pasta_batched(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * events.size());
 }
+
+void pasta_batched(benchmark::State& state) { batched<Pipeline>(state); }
 
 // Callback-style handlers deliver one event per call: one lock per event.
 void pasta_per_event(benchmark::State& state) {
@@ -83,22 +86,7 @@ void pasta_per_event(benchmark::State& state) {
 // completion) on top of dispatch.
 using Correlating = Profiler<Direct, proc::Cpu, tools::KernelFreq, tools::MemHotness,
                              tools::EventCount, tools::ScopeTime>;
-void pasta_with_correlation(benchmark::State& state) {
-  auto& prof = prepared<Correlating>();
-  const auto& events = stream();
-  for (auto _ : state) {
-    for (std::size_t i = 0; i < events.size(); i += 4096) {
-      // Pointers, not events[k]: the loop must not differ from (c)'s range-for.
-      const AnyEvent* first = events.data() + i;
-      const AnyEvent* last = events.data() + std::min(events.size(), i + 4096);
-      prof.batch([first, last](auto& sink) {
-        for (const AnyEvent* ev = first; ev != last; ++ev)
-          std::visit([&](const auto& e) { sink.emit(e); }, *ev);
-      });
-    }
-  }
-  state.SetItemsProcessed(state.iterations() * events.size());
-}
+void pasta_with_correlation(benchmark::State& state) { batched<Correlating>(state); }
 
 // --- (b) virtual interface, shared_ptr per event ----------------------------------
 struct VEvent {

@@ -12,6 +12,7 @@
 #include <variant>
 #include <vector>
 
+#include <pasta/core/config.hpp>
 #include <pasta/core/detail/files.hpp>
 #include <pasta/core/events.hpp>
 #include <pasta/core/log.hpp>
@@ -61,6 +62,16 @@ class CapturedLog {
  private:
   std::vector<std::string> lines_;
 };
+
+// A configuration for tests: reports into `dir`, nothing printed, and no
+// PASTA_* variable from the environment.
+inline Config quiet(const TempDir& dir) {
+  Config c;
+  c.output_dir = dir.path();
+  c.print = PrintTo::none;
+  c.read_env = false;
+  return c;
+}
 
 using AnyEvent = std::variant<DeviceInfo, KernelLaunch, KernelComplete, MemAlloc, MemFree, Memcpy,
                               Memset, Synchronize, ModuleLoad, MemAccess, AccessHistogram,

@@ -17,14 +17,6 @@ namespace {
 constexpr int threads = 16;
 constexpr std::uint64_t per_thread = 2000;
 
-Config quiet(const test::TempDir& dir) {
-  Config c;
-  c.output_dir = dir.path();
-  c.print = PrintTo::none;
-  c.read_env = false;
-  return c;
-}
-
 template <class Prof>
 void hammer(Prof& prof) {
   std::vector<std::thread> pool;
@@ -54,7 +46,7 @@ TEST_CASE("16 threads emitting at once: every event counted exactly once") {
   test::TempDir dir;
   Profiler<Direct, proc::Cpu, tools::KernelFreq, tools::MemHotness, tools::ScopeTime,
            tools::EventCount>
-      prof(quiet(dir));
+      prof(test::quiet(dir));
   hammer(prof);
   const std::uint64_t total = threads * per_thread;
   const auto& count = prof.tool<tools::EventCount>();
@@ -79,7 +71,7 @@ TEST_CASE("16 threads emitting at once: every event counted exactly once") {
 
 TEST_CASE("recording from 16 threads gives a trace that replays to the same counts") {
   test::TempDir dir;
-  Config c = quiet(dir);
+  Config c = test::quiet(dir);
   c.trace_file = dir.file("mt.pasta");
   {
     Profiler<Direct, proc::Cpu, tools::Record> prof(c);

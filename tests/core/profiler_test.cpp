@@ -59,14 +59,6 @@ struct Logger {
   void flush() { calls.push_back("flush " + std::to_string(N)); }
 };
 
-Config quiet(const test::TempDir& dir) {
-  Config c;
-  c.output_dir = dir.path();
-  c.print = PrintTo::none;
-  c.read_env = false;
-  return c;
-}
-
 }  // namespace
 
 // --- composition, checked at compile time -----------------------------------
@@ -109,7 +101,7 @@ static_assert(!Tool<NoEvents> && !ToolHandlesSomeEvent<NoEvents>);
 TEST_CASE("events reach every tool that has an overload for them, in the order named") {
   test::TempDir dir;
   calls.clear();
-  Profiler<Direct, proc::Cpu, LaunchCounter, AllocWatcher> prof(quiet(dir));
+  Profiler<Direct, proc::Cpu, LaunchCounter, AllocWatcher> prof(test::quiet(dir));
   prof.emit(test::launch(1, "k"));
   prof.emit(MemAlloc{.address = 0x1000, .bytes = 64});
   prof.emit(test::launch(2, "k"));
@@ -121,7 +113,7 @@ TEST_CASE("events reach every tool that has an overload for them, in the order n
 
 TEST_CASE("tools that take a Config get the profiler's, after the environment") {
   test::TempDir dir;
-  Config c = quiet(dir);
+  Config c = test::quiet(dir);
   c.top = 7;
   Profiler<Direct, proc::Cpu, AllocWatcher> prof(c);
   CHECK(prof.tool<AllocWatcher>().top == 7);
@@ -131,7 +123,7 @@ TEST_CASE("tools that take a Config get the profiler's, after the environment") 
 TEST_CASE("a tool that throws is reported once and the program goes on") {
   test::TempDir dir;
   test::CapturedLog log;
-  Profiler<Direct, proc::Cpu, Thrower, LaunchCounter> prof(quiet(dir));
+  Profiler<Direct, proc::Cpu, Thrower, LaunchCounter> prof(test::quiet(dir));
   for (std::uint64_t i = 1; i <= 3; ++i) prof.emit(test::launch(i, "k"));
   prof.emit(test::launch(2, "k"));
   CHECK(prof.tool<Thrower>().seen == 4);
@@ -152,9 +144,9 @@ struct Reenter {
 
 TEST_CASE("an event raised from inside dispatch is dropped and counted, not deadlocked") {
   test::TempDir dir;
-  Profiler<Direct, proc::Cpu, LaunchCounter> target(quiet(dir));
+  Profiler<Direct, proc::Cpu, LaunchCounter> target(test::quiet(dir));
   reentry_target = &target;
-  Profiler<Direct, proc::Cpu, Reenter> outer(quiet(dir));
+  Profiler<Direct, proc::Cpu, Reenter> outer(test::quiet(dir));
   outer.emit(test::launch(1, "outer"));
   CHECK(target.tool<LaunchCounter>().launches == 0);
 }
@@ -163,7 +155,7 @@ TEST_CASE("several handlers start in order and stop in reverse") {
   test::TempDir dir;
   calls.clear();
   {
-    Profiler<Handlers<Logger<1>, Logger<2>>, proc::Cpu, LaunchCounter> prof(quiet(dir));
+    Profiler<Handlers<Logger<1>, Logger<2>>, proc::Cpu, LaunchCounter> prof(test::quiet(dir));
     prof.flush();
   }
   CHECK(calls ==
@@ -173,7 +165,7 @@ TEST_CASE("several handlers start in order and stop in reverse") {
 TEST_CASE("flush and destruction write every tool's report, processor included") {
   test::TempDir dir;
   {
-    Profiler<Direct, proc::Cpu, LaunchCounter> prof(quiet(dir));
+    Profiler<Direct, proc::Cpu, LaunchCounter> prof(test::quiet(dir));
     prof.emit(test::launch(1, "k"));
     prof.flush();
     // text and JSON for the processor and the tool; neither has a table for CSV
@@ -212,7 +204,7 @@ TEST_CASE("a misspelt PASTA_ variable is named once") {
   test::TempDir dir;
   test::CapturedLog log;
   ::setenv("PASTA_OUTPUTDIR", "x", 1);
-  Config c = quiet(dir);
+  Config c = test::quiet(dir);
   c.read_env = true;
   { Profiler<Direct, proc::Cpu, LaunchCounter> prof(c); }
   ::unsetenv("PASTA_OUTPUTDIR");
@@ -225,7 +217,7 @@ TEST_CASE("a misspelt PASTA_ variable is named once") {
 TEST_CASE("a kernel filter set in code that does not compile is reported and dropped") {
   test::TempDir dir;
   test::CapturedLog log;
-  Config c = quiet(dir);
+  Config c = test::quiet(dir);
   c.kernel_filter = "[";
   Profiler<Direct, proc::Cpu, LaunchCounter> prof(c);
   prof.emit(test::launch(1, "k"));

@@ -13,18 +13,11 @@ void scopes_in_a_disabled_translation_unit();
 
 namespace {
 using ScopeProf = Profiler<Direct, proc::Cpu, test::Collect, tools::ScopeTime>;
-Config quiet(const test::TempDir& dir) {
-  Config c;
-  c.output_dir = dir.path();
-  c.print = PrintTo::none;
-  c.read_env = false;
-  return c;
-}
 }  // namespace
 
 TEST_CASE("PASTA_SCOPE and start/end nest, per thread, with depths") {
   test::TempDir dir;
-  ScopeProf prof(quiet(dir));
+  ScopeProf prof(test::quiet(dir));
   {
     PASTA_SCOPE("step");
     pasta::start("forward");
@@ -53,7 +46,7 @@ TEST_CASE("PASTA_SCOPE and start/end nest, per thread, with depths") {
 
 TEST_CASE("scopes on other threads carry their own thread id and depth") {
   test::TempDir dir;
-  ScopeProf prof(quiet(dir));
+  ScopeProf prof(test::quiet(dir));
   std::thread t([] {
     PASTA_SCOPE("worker");
     PASTA_SCOPE("inner");
@@ -69,7 +62,7 @@ TEST_CASE("scopes on other threads carry their own thread id and depth") {
 TEST_CASE("end() without start() is reported once and ignored") {
   test::TempDir dir;
   test::CapturedLog log;
-  ScopeProf prof(quiet(dir));
+  ScopeProf prof(test::quiet(dir));
   pasta::end();
   pasta::end();
   CHECK(prof.tool<test::Collect>().events.empty());
@@ -79,14 +72,14 @@ TEST_CASE("end() without start() is reported once and ignored") {
 
 TEST_CASE("scopes reach no profiler after it is destroyed") {
   test::TempDir dir;
-  { ScopeProf prof(quiet(dir)); }
+  { ScopeProf prof(test::quiet(dir)); }
   PASTA_SCOPE("after");  // must not touch the dead profiler
   CHECK(detail::scope_registry().empty());
 }
 
 TEST_CASE("with PASTA_DISABLE, scopes emit nothing") {
   test::TempDir dir;
-  ScopeProf prof(quiet(dir));
+  ScopeProf prof(test::quiet(dir));
   scopes_in_a_disabled_translation_unit();
   CHECK(prof.tool<test::Collect>().events.empty());
   CHECK(prof.tool<tools::ScopeTime>().stats("disabled") == nullptr);

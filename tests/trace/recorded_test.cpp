@@ -13,10 +13,7 @@ namespace {
 std::string data(std::string_view file) { return detail::join_path(PASTA_TEST_DATA_DIR, file); }
 
 Config replaying(const test::TempDir& dir, std::string_view file) {
-  Config c;
-  c.output_dir = dir.path();
-  c.print = PrintTo::none;
-  c.read_env = false;
+  Config c = test::quiet(dir);
   c.trace_file = data(file);
   return c;
 }

@@ -8,13 +8,6 @@
 using namespace pasta;
 
 namespace {
-Config quiet(const test::TempDir& dir) {
-  Config c;
-  c.output_dir = dir.path();
-  c.print = PrintTo::none;
-  c.read_env = false;
-  return c;
-}
 
 // A small program's worth of events: two kernels, an allocation, accesses.
 template <class Prof>
@@ -36,7 +29,7 @@ void run_program(Prof& prof) {
 
 TEST_CASE("replaying a recorded run gives the tools exactly what the live run gave them") {
   test::TempDir dir;
-  Config rec = quiet(dir);
+  Config rec = test::quiet(dir);
   rec.trace_file = dir.file("run.pasta");
   using Live = Profiler<Direct, proc::Cpu, tools::KernelFreq, tools::MemHotness, tools::Record>;
   std::uint64_t live_add = 0, live_scale_ns = 0;
@@ -49,7 +42,7 @@ TEST_CASE("replaying a recorded run gives the tools exactly what the live run ga
   CHECK(live_add == 4);
   CHECK(live_scale_ns == 900);
 
-  Config rep = quiet(dir);
+  Config rep = test::quiet(dir);
   rep.trace_file = dir.file("run.pasta");
   Profiler<Replay, proc::Cpu, tools::KernelFreq, tools::MemHotness> replay(rep);
   CHECK(replay.handler().complete());
@@ -68,13 +61,13 @@ TEST_CASE("replaying a recorded run gives the tools exactly what the live run ga
 
 TEST_CASE("replay honours the kernel filter like a live run") {
   test::TempDir dir;
-  Config rec = quiet(dir);
+  Config rec = test::quiet(dir);
   rec.trace_file = dir.file("run.pasta");
   {
     Profiler<Direct, proc::Cpu, tools::Record> live(rec);
     run_program(live);
   }
-  Config rep = quiet(dir);
+  Config rep = test::quiet(dir);
   rep.trace_file = dir.file("run.pasta");
   rep.kernel_filter = "^scale$";
   Profiler<Replay, proc::Cpu, tools::KernelFreq, tools::MemHotness> replay(rep);
@@ -85,7 +78,7 @@ TEST_CASE("replay honours the kernel filter like a live run") {
 
 TEST_CASE("a damaged trace is replayed up to the damage and the reports say partial") {
   test::TempDir dir;
-  Config rec = quiet(dir);
+  Config rec = test::quiet(dir);
   rec.trace_file = dir.file("run.pasta");
   {
     Profiler<Direct, proc::Cpu, tools::Record> live(rec);
@@ -95,7 +88,7 @@ TEST_CASE("a damaged trace is replayed up to the damage and the reports say part
   REQUIRE(detail::write_file(dir.file("cut.pasta"), whole.substr(0, whole.size() / 2)).empty());
 
   test::CapturedLog log;
-  Config rep = quiet(dir);
+  Config rep = test::quiet(dir);
   rep.trace_file = dir.file("cut.pasta");
   {
     Profiler<Replay, proc::Cpu, tools::KernelFreq> replay(rep);
@@ -115,7 +108,7 @@ TEST_CASE("a damaged trace is replayed up to the damage and the reports say part
 TEST_CASE("replay without a trace file says how to give one") {
   test::TempDir dir;
   test::CapturedLog log;
-  Profiler<Replay, proc::Cpu, tools::KernelFreq> replay(quiet(dir));
+  Profiler<Replay, proc::Cpu, tools::KernelFreq> replay(test::quiet(dir));
   CHECK_FALSE(replay.handler().complete());
   REQUIRE_FALSE(log.lines().empty());
   CHECK(log.lines()[0] == "no trace to replay: set PASTA_TRACE or Config::trace_file");
@@ -123,7 +116,7 @@ TEST_CASE("replay without a trace file says how to give one") {
 
 TEST_CASE("Record writes to <output_dir>/trace.pasta by default and reports what it wrote") {
   test::TempDir dir;
-  Config c = quiet(dir);
+  Config c = test::quiet(dir);
   c.output_dir = dir.file("out");
   {
     Profiler<Direct, proc::Cpu, tools::Record> prof(c);
@@ -147,7 +140,7 @@ TEST_CASE("Record writes to <output_dir>/trace.pasta by default and reports what
 TEST_CASE("Record on a full disk loses events, says so once, and the program goes on") {
   test::TempDir dir;
   test::CapturedLog log;
-  Config c = quiet(dir);
+  Config c = test::quiet(dir);
   c.trace_file = "/dev/full";
   {
     Profiler<Direct, proc::Cpu, tools::Record, tools::EventCount> prof(c);

@@ -190,33 +190,23 @@ std::vector<std::string> apply_env(Config& cfg, Getenv&& getenv) {
       reject("PASTA_PAGE_BYTES", *v, "a power of two from 256 to 1G (suffixes K, M, G)",
              std::to_string(cfg.page_bytes));
   }
-  if (auto v = value("PASTA_LAUNCH_CALLBACKS")) {
-    if (auto b = detail::parse_bool(*v))
-      cfg.launch_callbacks = *b;
-    else
-      reject("PASTA_LAUNCH_CALLBACKS", *v, "1, yes, on, true or 0, no, off, false",
-             cfg.launch_callbacks ? "on" : "off");
-  }
+  auto boolean = [&](const char* name, bool& field) {
+    if (auto v = value(name)) {
+      if (auto b = detail::parse_bool(*v))
+        field = *b;
+      else
+        reject(name, *v, "1, yes, on, true or 0, no, off, false", field ? "on" : "off");
+    }
+  };
+  boolean("PASTA_LAUNCH_CALLBACKS", cfg.launch_callbacks);
+  boolean("PASTA_FLUSH_ON_SYNC", cfg.flush_on_sync);
+  boolean("PASTA_VERBOSE", cfg.verbose);
   if (auto v = value("PASTA_FLUSH_MS")) {
     if (auto n = detail::parse_uint(*v))
       cfg.flush_ms = *n;
     else
       reject("PASTA_FLUSH_MS", *v, "a whole number of milliseconds (0 = no periodic flush)",
              std::to_string(cfg.flush_ms));
-  }
-  if (auto v = value("PASTA_FLUSH_ON_SYNC")) {
-    if (auto b = detail::parse_bool(*v))
-      cfg.flush_on_sync = *b;
-    else
-      reject("PASTA_FLUSH_ON_SYNC", *v, "1, yes, on, true or 0, no, off, false",
-             cfg.flush_on_sync ? "on" : "off");
-  }
-  if (auto v = value("PASTA_VERBOSE")) {
-    if (auto b = detail::parse_bool(*v))
-      cfg.verbose = *b;
-    else
-      reject("PASTA_VERBOSE", *v, "1, yes, on, true or 0, no, off, false",
-             cfg.verbose ? "on" : "off");
   }
   return errors;
 }
