@@ -11,6 +11,7 @@
 #include <pasta/core/scope.hpp>
 #include <pasta/core/version.hpp>
 #include <pasta/proc/cpu.hpp>
+#include <pasta/proc/gpu_bucketing.hpp>
 #include <pasta/proc/pass_through.hpp>
 #include <pasta/tools/event_count.hpp>
 #include <pasta/tools/kernel_freq.hpp>

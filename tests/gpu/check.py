@@ -233,6 +233,134 @@ def case_record(build, out):
     return expect("KernelLaunch records", int(lines.get("KernelLaunch", 0)), want) and ok
 
 
+# --- memory accesses (examples/cuda/access_pattern.cu) ---------------------------
+
+N, REPS, PAGE = 1 << 20, 100, 64 * 1024
+
+
+def access_truth(only=None):
+    """Accesses per buffer the program makes: (reads, writes), 4 bytes each.
+    An atomic counts as a read and a write. `only` keeps one kernel's."""
+    per_kernel = {
+        "init": {"a": (0, N)},
+        "copy_half": {"a": (N // 2, 0), "b": (0, N // 2)},
+        "hot_page": {"a": (256 * REPS, 0), "out": (0, 256)},
+        "count": {"c": (N, N)},
+    }
+    total = {}
+    for kernel, buffers in per_kernel.items():
+        if only and kernel != only:
+            continue
+        for name, (r, w) in buffers.items():
+            tr, tw = total.get(name, (0, 0))
+            total[name] = (tr + r, tw + w)
+    return total
+
+
+def run_access(build, variant, out, **env):
+    """Runs access_pattern[_pasta|_cpu]; returns (stdout, buffers {name: address})."""
+    proc = run([f"{build}/examples/access_pattern{variant}"], profiled_env(out, **env))
+    buffers = {}
+    for line in proc.stdout.splitlines():
+        parts = line.split()
+        if parts and parts[0] == "buffer":
+            buffers[parts[1]] = int(parts[2], 16)
+    return proc.stdout, buffers
+
+
+def hotness(out_dir):
+    with open(os.path.join(out_dir, "mem_hotness.json")) as f:
+        report = json.load(f)
+    objects = {int(r["address"], 16): r for r in report["tables"]["objects"]}
+    pages = {(int(r["address"], 16), r["page"]): (r["reads"], r["writes"], r["bytes"])
+             for r in report["tables"]["pages"]}
+    return report, objects, pages
+
+
+def expect_access_counts(out_dir, buffers, truth):
+    _, objects, _ = hotness(out_dir)
+    ok = True
+    for name, address in buffers.items():
+        row = objects.get(address, {})
+        reads, writes = truth.get(name, (0, 0))
+        ok &= expect(f"{name}: reads, writes, bytes",
+                     (row.get("reads", 0), row.get("writes", 0), row.get("bytes", 0)),
+                     (reads, writes, 4 * (reads + writes)))
+    return ok
+
+
+def case_access_exact(build, out):
+    """GpuBucketing counts every access of a known pattern exactly, per buffer and page."""
+    _, buffers = run_access(build, "_pasta", out)
+    ok = expect_access_counts(out, buffers, access_truth())
+    _, objects, pages = hotness(out)
+    a = buffers["a"]
+    per_page = N * 4 // PAGE
+    ok &= expect("a: pages touched", objects[a]["pages_touched"], per_page)
+    floats = PAGE // 4
+    ok &= expect("a: page 0 (reads, writes, bytes)", pages.get((a, 0)),
+                 (floats + 256 * REPS, floats, 4 * (2 * floats + 256 * REPS)))
+    ok &= expect("a: last page (reads, writes, bytes)", pages.get((a, per_page - 1)),
+                 (0, floats, 4 * floats))
+    ok &= expect("b: pages touched", objects[buffers["b"]]["pages_touched"], per_page // 2)
+    with open(os.path.join(out, "sanitizer.json")) as f:
+        summary = json.load(f)["summary"]
+    ok &= expect("launches instrumented", summary.get("launches instrumented"), 4)
+    return ok
+
+
+def case_access_cpu_equal(build, out):
+    """proc::Cpu (raw records reduced on the host) gives the same histograms."""
+    _, gpu_buffers = run_access(build, "_pasta", out + "/gpu")
+    _, cpu_buffers = run_access(build, "_cpu", out + "/cpu")
+    ok = expect_access_counts(out + "/cpu", cpu_buffers, access_truth())
+    # Addresses can differ between runs: compare per buffer and page.
+    def by_buffer(out_dir, buffers):
+        _, _, pages = hotness(out_dir)
+        names = {addr: name for name, addr in buffers.items()}
+        return {(names.get(a, hex(a)), p): v for (a, p), v in pages.items()}
+    g, c = by_buffer(out + "/gpu", gpu_buffers), by_buffer(out + "/cpu", cpu_buffers)
+    ok &= expect("pages with accesses (GpuBucketing, Cpu)", (len(g), len(c)), (len(g), len(g)))
+    return expect("every page's counts equal", g == c, True) and ok
+
+
+def case_access_outputs(build, out):
+    """The program prints the same with and without memory instrumentation."""
+    plain = run([f"{build}/examples/access_pattern"]).stdout
+    strip = lambda text: [l for l in text.splitlines() if l.startswith("checksum")]
+    ok = expect("checksum printed", len(strip(plain)), 1)
+    for variant in ("_pasta", "_cpu"):
+        got, _ = run_access(build, variant, f"{out}/{variant}")
+        ok &= expect(f"output of access_pattern{variant}", strip(got), strip(plain))
+    return ok
+
+
+def case_access_overflow(build, out):
+    """A trace buffer too small for the kernel: lost records counted and reported, never
+    corrupt. With 1 MiB (65536 records), init, copy_half and count (2^20 records each)
+    each lose 2^20 - 65536; hot_page (25856) fits."""
+    _, buffers = run_access(build, "_cpu", out, PASTA_TRACE_BUFFER="1M")
+    report, objects, _ = hotness(out)
+    with open(os.path.join(out, "sanitizer.json")) as f:
+        summary = json.load(f)["summary"]
+    lost = 3 * (N - 65536)
+    ok = expect("records lost", summary.get("access records lost (buffer full)"), lost)
+    ok &= expect("records kept", summary.get("access records"), 3 * 65536 + 256 * REPS + 256)
+    ok &= expect("report marked partial", "trace buffer" in report.get("partial", ""), True)
+    ok &= expect("hot_page's out buffer still exact (writes)",
+                 objects.get(buffers["out"], {}).get("writes"), 256)
+    return ok
+
+
+def case_access_filter(build, out):
+    """PASTA_KERNEL_FILTER instruments only the kernels it selects."""
+    _, buffers = run_access(build, "_pasta", out, PASTA_KERNEL_FILTER="copy_half")
+    ok = expect_access_counts(out, buffers, access_truth(only="copy_half"))
+    with open(os.path.join(out, "sanitizer.json")) as f:
+        summary = json.load(f)["summary"]
+    return expect("launches instrumented", summary.get("launches instrumented"), 1) and ok
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 

@@ -2,7 +2,7 @@
 # The one script for the GPU machine: builds from a clean tree, runs the GPU
 # tests (ctest -L gpu), the overhead benchmark, records the traces that
 # tests/data keeps, and prints a short table. Logs go to $OUT (or ./gpu-out).
-#   tests/gpu/run.sh [tests|bench|record|all|multi]   (default all)
+#   tests/gpu/run.sh [tests|bench|record|all|multi|memory]   (default all)
 # `multi` builds only the CUDA example and runs the tests that need it (the
 # several-GPU test among them), for a machine with two GPUs.
 set -uo pipefail
@@ -21,6 +21,7 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPASTA_BUILD_BENCH=O
   -DCMAKE_CUDA_ARCHITECTURES=90 >"$work/configure.log" 2>&1 || { tail -30 "$work/configure.log"; exit 1; }
 targets=()
 [ "$what" = multi ] && targets=(--target launches_pasta)
+[ "$what" = memory ] && targets=(--target access_pattern access_pattern_pasta access_pattern_cpu)
 cmake --build "$build" --parallel "$(nproc)" "${targets[@]}" >"$work/build.log" 2>&1 ||
   { grep -E "error|Error" "$work/build.log" | head -60 | tee "$out/build-errors.log"; exit 1; }
 
@@ -28,6 +29,11 @@ status=0
 if [ "$what" = multi ]; then
   echo "== GPU tests on $(nvidia-smi -L | wc -l) GPUs"
   (cd "$build" && ctest -R "gpu: (multi_gpu|in_binary|threads)" -V) 2>&1 | tee "$out/gpu-tests-multi.log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
+if [ "$what" = memory ]; then
+  echo "== memory-access GPU tests"
+  (cd "$build" && ctest -R "gpu: access" -V) 2>&1 | tee "$out/gpu-tests-memory.log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
 if [ "$what" = all ] || [ "$what" = tests ]; then
@@ -52,5 +58,5 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
   cp "$work/bench/overhead.csv" "$out/overhead.csv" 2>/dev/null
 fi
 echo "== summary"
-grep -E "^ *[0-9]+/[0-9]+ Test|tests passed|tests failed" "$out/gpu-tests.log" 2>/dev/null
+grep -hE "^ *[0-9]+/[0-9]+ Test|tests passed|tests failed" "$out"/gpu-tests*.log 2>/dev/null
 exit $status

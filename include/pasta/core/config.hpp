@@ -25,6 +25,18 @@ inline constexpr unsigned all = text | json | csv;
 
 enum class PrintTo : std::uint8_t { stderr_, stdout_, none };
 
+// Which device patch instruments memory accesses. `automatic` follows the
+// pipeline: device histograms for proc::GpuBucketing, raw records for
+// proc::Cpu. The others are for measuring: `noop` (the cost of the patch
+// call alone; counts nothing) and `atomic` (one atomic per access instead
+// of one per warp and key; histogram pipelines only).
+enum class AccessPatch : std::uint8_t { automatic, noop, atomic };
+
+// Bits of Config::access_spaces.
+namespace space {
+inline constexpr unsigned global = 1, shared = 2, local = 4;
+}  // namespace space
+
 struct Config {
   std::string output_dir = "pasta-out";  // PASTA_OUTPUT_DIR: where reports go
   std::string kernel_filter;             // PASTA_KERNEL_FILTER: POSIX ERE searched in kernel names
@@ -39,6 +51,9 @@ struct Config {
   bool verbose = false;                  // PASTA_VERBOSE: handlers say what they enabled
   std::uint64_t flush_ms = 1000;         // PASTA_FLUSH_MS: device-record flush period (0 = none)
   bool flush_on_sync = true;             // PASTA_FLUSH_ON_SYNC: also flush after a device sync
+  AccessPatch access_patch = AccessPatch::automatic;  // PASTA_ACCESS_PATCH: auto, noop, atomic
+  unsigned access_spaces = space::global;  // PASTA_ACCESS_SPACES: global,shared,local
+  std::uint64_t trace_buffer_bytes = 256ull << 20;  // PASTA_TRACE_BUFFER: device access records
   bool read_env = true;                  // false: ignore PASTA_* variables
 };
 
@@ -97,6 +112,24 @@ inline std::optional<unsigned> parse_formats(std::string_view s) {
   }
 }
 
+inline std::optional<unsigned> parse_spaces(std::string_view s) {
+  unsigned out = 0;
+  for (;;) {
+    const auto comma = s.find(',');
+    const std::string_view item = s.substr(0, comma);
+    if (item == "global")
+      out |= space::global;
+    else if (item == "shared")
+      out |= space::shared;
+    else if (item == "local")
+      out |= space::local;
+    else
+      return std::nullopt;
+    if (comma == std::string_view::npos) return out;
+    s.remove_prefix(comma + 1);
+  }
+}
+
 inline std::optional<bool> parse_bool(std::string_view s) {
   if (s == "1" || s == "yes" || s == "on" || s == "true") return true;
   if (s == "0" || s == "no" || s == "off" || s == "false") return false;
@@ -116,7 +149,8 @@ inline constexpr std::string_view config_variables[] = {
     "PASTA_TOP",          "PASTA_PAGE_BYTES",
     "PASTA_TRACE",        "PASTA_LAUNCH_CALLBACKS",
     "PASTA_VERBOSE",      "PASTA_FLUSH_MS",
-    "PASTA_FLUSH_ON_SYNC"};
+    "PASTA_FLUSH_ON_SYNC", "PASTA_ACCESS_PATCH",
+    "PASTA_ACCESS_SPACES", "PASTA_TRACE_BUFFER"};
 
 // Applies the PASTA_* variables that `getenv(name)` returns (nullptr or ""
 // = unset) on top of `cfg`. Returns one line per rejected value.
@@ -207,6 +241,31 @@ std::vector<std::string> apply_env(Config& cfg, Getenv&& getenv) {
     else
       reject("PASTA_FLUSH_MS", *v, "a whole number of milliseconds (0 = no periodic flush)",
              std::to_string(cfg.flush_ms));
+  }
+  if (auto v = value("PASTA_ACCESS_PATCH")) {
+    if (*v == "auto")
+      cfg.access_patch = AccessPatch::automatic;
+    else if (*v == "noop")
+      cfg.access_patch = AccessPatch::noop;
+    else if (*v == "atomic")
+      cfg.access_patch = AccessPatch::atomic;
+    else
+      reject("PASTA_ACCESS_PATCH", *v, "auto, noop or atomic", "the previous patch");
+  }
+  if (auto v = value("PASTA_ACCESS_SPACES")) {
+    if (auto sp = detail::parse_spaces(*v))
+      cfg.access_spaces = *sp;
+    else
+      reject("PASTA_ACCESS_SPACES", *v, "a comma-separated list of global, shared, local",
+             "the previous spaces");
+  }
+  if (auto v = value("PASTA_TRACE_BUFFER")) {
+    auto n = detail::parse_bytes(*v);
+    if (n && *n >= (1ull << 20) && *n <= (64ull << 30))
+      cfg.trace_buffer_bytes = *n;
+    else
+      reject("PASTA_TRACE_BUFFER", *v, "a size from 1M to 64G (suffixes K, M, G)",
+             std::to_string(cfg.trace_buffer_bytes));
   }
   return errors;
 }

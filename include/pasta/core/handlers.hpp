@@ -21,6 +21,13 @@ struct Direct {
 };
 
 namespace detail {
+// CUDA lets one tools library subscribe per process: CUPTI refuses a second
+// subscriber, and the Sanitizer API goes silent after CUPTI.
+template <class H>
+concept CudaToolsSubscriber = requires {
+  { H::cuda_tools_subscriber } -> std::convertible_to<std::string_view>;
+};
+
 template <class Seq, class... Hs>
 class HandlersImpl;
 
@@ -73,6 +80,10 @@ template <class... Hs>
 class Handlers : public detail::HandlersImpl<std::index_sequence_for<Hs...>, Hs...> {
   static_assert(sizeof...(Hs) > 0, "pasta::Handlers needs at least one handler");
   static_assert(detail::all_distinct<Hs...>, "pasta::Handlers names a handler twice");
+  static_assert((0 + ... + int(detail::CudaToolsSubscriber<Hs>)) <= 1,
+                "pasta::Handlers: nv::Cupti and nv::Sanitizer cannot share a process: CUDA "
+                "takes one tools subscriber (CUPTI refuses a second one, and the Sanitizer API "
+                "delivers nothing after CUPTI); profile them in two runs");
 
  public:
   static constexpr std::string_view name = "handlers";

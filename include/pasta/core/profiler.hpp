@@ -252,6 +252,8 @@ class Profiler {
         }
       };
       call_on_parts(write);
+      if constexpr (detail::HasReport<HandlerSpec>)  // what the handler itself did
+        if (handler_) write(*handler_);
       if (auto n = pipeline_->reentrant_events())
         detail::log(
             fmt::format("{} events raised by pasta's own device work were not analysed", n));

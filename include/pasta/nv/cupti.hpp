@@ -37,6 +37,8 @@ namespace pasta::nv {
 class Cupti {
  public:
   static constexpr std::string_view name = "cupti";
+  // CUDA allows one tools subscriber per process; core/handlers.hpp checks it.
+  static constexpr std::string_view cuda_tools_subscriber = "CUPTI";
   static constexpr std::size_t buffer_bytes = 8u << 20;
   static constexpr std::size_t max_buffers = 64;  // at most 512 MiB of records in flight
   static constexpr auto min_flush_gap = std::chrono::milliseconds(100);

@@ -102,7 +102,8 @@ class Cpu {
     if constexpr (Next::template wants<MemAccess>()) {
       if (!launch_selected(e.correlation)) return;
       MemAccess out = e;
-      out.alloc_base = allocation_of(e.address);
+      // Shared and local addresses are offsets in their own windows.
+      out.alloc_base = e.space == MemSpace::global ? allocation_of(e.address) : 0;
       next.emit(out);
     }
   }
@@ -112,7 +113,7 @@ class Cpu {
     if constexpr (Next::template wants<AccessHistogram>()) {
       if (!launch_selected(e.correlation)) return;
       AccessHistogram out = e;
-      if (!out.alloc_base) out.alloc_base = allocation_of(e.address);
+      if (!out.alloc_base && out.address) out.alloc_base = allocation_of(e.address);
       next.emit(out);
     }
   }

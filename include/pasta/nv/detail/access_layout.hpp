@@ -1,0 +1,58 @@
+// The memory layout shared by the device patches (kernels/), the post-pass
+// kernel and the host side of nv::Sanitizer. Plain structs, no library
+// headers: nvcc compiles this for the device, the host compiler for the host.
+#pragma once
+
+#include <stdint.h>
+
+namespace pasta::nv::device {
+
+// One live allocation in the device-side lookup table, sorted by base.
+// Its pages are counted in slots first_slot .. first_slot + pages - 1.
+struct AllocRange {
+  uint64_t base;
+  uint64_t end;  // one past the last byte
+  uint64_t first_slot;
+};
+
+// Counters of one page (or of one catch-all bucket).
+struct Slot {
+  unsigned long long reads, writes, read_bytes, write_bytes;
+};
+
+// A compacted, non-empty slot, as the post-pass hands it to the host.
+struct Bin {
+  uint64_t slot;
+  Slot counts;
+};
+
+// One access, as the conventional trace records it: 16 bytes.
+struct TraceRecord {
+  uint64_t address;
+  uint32_t pc;  // offset within the function
+  uint16_t bytes;
+  uint8_t flags;  // pasta::access bits
+  uint8_t space;  // pasta::MemSpace
+};
+
+// The last slots count what no allocation owns: global accesses outside
+// every known allocation, then shared and local accesses.
+inline constexpr uint64_t catch_all_slots = 3;
+
+// What a patched launch reads through its callback data pointer.
+struct Params {
+  const AllocRange* ranges;
+  uint32_t range_count;
+  uint32_t page_shift;
+  Slot* slots;
+  uint64_t slot_count;  // including the catch_all_slots
+  TraceRecord* records;
+  uint64_t capacity;                  // records that fit
+  unsigned long long* record_count;   // records written or attempted; above capacity = lost
+  uint64_t function_pc;               // start of the launched function
+};
+
+// The post-pass kernel's launch shape.
+inline constexpr unsigned compact_block = 256;
+
+}  // namespace pasta::nv::device

@@ -1,0 +1,109 @@
+// The device side of nv::Sanitizer for one CUDA context: the patch image
+// added once, the post-pass module, and the buffers the patches write
+// (lookup table, page counters, trace records), all allocated with the
+// Sanitizer API so the program never sees them.
+#pragma once
+
+#include <cuda.h>
+#include <sanitizer.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <pasta/core/detail/fmt.hpp>
+
+#include <pasta/nv/detail/access_layout.hpp>
+#include <pasta/nv/generated/access_kernels.hpp>
+
+namespace pasta::nv::detail {
+
+inline std::string sanitizer_error(SanitizerResult r) {
+  const char* s = nullptr;
+  sanitizerGetResultString(r, &s);
+  return fmt::format("{} ({})", s ? s : "unknown error", static_cast<int>(r));
+}
+
+inline std::string driver_error(CUresult r) {
+  const char* s = nullptr;
+  cuGetErrorString(r, &s);
+  return fmt::format("{} ({})", s ? s : "unknown error", static_cast<int>(r));
+}
+
+// Thrown by the device side; the handler turns it into one log line and
+// stops instrumenting, the program runs on.
+struct DeviceError {
+  std::string what;
+};
+
+inline void check(SanitizerResult r, std::string_view what) {
+  if (r != SANITIZER_SUCCESS) throw DeviceError{fmt::format("{}: {}", what, sanitizer_error(r))};
+}
+inline void check(CUresult r, std::string_view what) {
+  if (r != CUDA_SUCCESS) throw DeviceError{fmt::format("{}: {}", what, driver_error(r))};
+}
+
+// A device buffer from sanitizerAlloc that grows (contents dropped) on demand.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  // At least `bytes`; true if it was (re)allocated.
+  bool reserve(CUcontext ctx, std::size_t bytes, std::string_view what) {
+    if (bytes <= bytes_ && ptr_) return false;
+    release();
+    const std::size_t want = std::max<std::size_t>(bytes, 256);
+    check(sanitizerAlloc(ctx, &ptr_, want),
+          fmt::format("allocating {} bytes of device memory for {}", want, what));
+    ctx_ = ctx;
+    bytes_ = want;
+    return true;
+  }
+  void release() {
+    if (ptr_) sanitizerFree(ctx_, ptr_);
+    ptr_ = nullptr;
+    bytes_ = 0;
+  }
+  template <class T = void>
+  T* get() const {
+    return static_cast<T*>(ptr_);
+  }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  CUcontext ctx_ = nullptr;
+  void* ptr_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+struct ContextState {
+  CUcontext ctx = nullptr;
+  bool patches_added = false;
+  CUmodule post_module = nullptr;
+  CUfunction compact = nullptr;
+  DeviceBuffer params, ranges, slots, bins, counters, records;
+  std::uint64_t table_version = ~0ull;  // of the table the device holds
+  std::uint64_t slot_count = 0;         // in use, catch-all slots included
+  std::vector<device::AllocRange> host_ranges;  // the table the device holds
+  std::vector<std::uint64_t> range_device;      // device of each range's allocation
+
+  ~ContextState() {
+    for (DeviceBuffer* b : {&params, &ranges, &slots, &bins, &counters, &records}) b->release();
+    // The post-pass module goes with the context.
+  }
+};
+
+// The post-pass kernel, loaded into the launch's context on first use.
+inline void load_post_pass(ContextState& c) {
+  if (c.compact) return;
+  check(cuModuleLoadData(&c.post_module, generated::compact_kernel),
+        "loading pasta's post-pass kernel");
+  check(cuModuleGetFunction(&c.compact, c.post_module, "pasta_compact_slots"),
+        "finding pasta_compact_slots");
+}
+
+}  // namespace pasta::nv::detail

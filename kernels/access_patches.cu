@@ -1,0 +1,137 @@
+// Device patches for nv::Sanitizer, called at every instrumented memory
+// access. Built by CMake with --compile-as-tools-patch into a fatbin that is
+// embedded in a generated header; the handler picks one family per run:
+//   pasta_bucket_*  GpuBucketing: look the address up in the table of live
+//                   allocations, count per page with one atomic per distinct
+//                   (page, kind, size) in the warp (__match_any_sync)
+//   pasta_atomic_*  the baseline: the same lookup, atomics per access
+//   pasta_trace_*   the conventional trace: append a 16-byte record
+//   pasta_noop_*    the floor: the cost of the patch call alone
+// Callback data is a device::Params, or null for a launch nobody selected.
+#include <sanitizer_patching.h>
+
+#include <pasta/nv/detail/access_layout.hpp>
+
+using pasta::nv::device::AllocRange;
+using pasta::nv::device::Params;
+using pasta::nv::device::Slot;
+using pasta::nv::device::TraceRecord;
+
+namespace {
+
+enum Space : unsigned { global = 0, shared = 1, local = 2 };
+
+__device__ __forceinline__ unsigned lane_id() {
+  unsigned lane;
+  asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
+  return lane;
+}
+
+// read = 1, write = 2 (an atomic is both); an access with neither counts as a read.
+__device__ __forceinline__ unsigned kind_of(uint32_t flags) {
+  const unsigned k = flags & (SANITIZER_MEMORY_DEVICE_FLAG_READ | SANITIZER_MEMORY_DEVICE_FLAG_WRITE);
+  return k ? k : 1u;
+}
+
+template <unsigned S>
+__device__ __forceinline__ uint64_t slot_of(const Params& p, uint64_t address) {
+  if (S != global) return p.slot_count - 3 + S;
+  uint32_t lo = 0, hi = p.range_count;  // first range with base > address
+  while (lo < hi) {
+    const uint32_t mid = (lo + hi) >> 1;
+    if (p.ranges[mid].base <= address)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo) {
+    const AllocRange& r = p.ranges[lo - 1];
+    if (address < r.end) return r.first_slot + ((address - r.base) >> p.page_shift);
+  }
+  return p.slot_count - 3;
+}
+
+__device__ __forceinline__ void add(Slot& s, unsigned kind, unsigned long long n,
+                                    unsigned long long bytes) {
+  if (kind & 1u) {
+    atomicAdd(&s.reads, n);
+    atomicAdd(&s.read_bytes, bytes);
+  }
+  if (kind & 2u) {
+    atomicAdd(&s.writes, n);
+    atomicAdd(&s.write_bytes, bytes);
+  }
+}
+
+template <unsigned S>
+__device__ __forceinline__ SanitizerPatchResult bucket(void* userdata, void* ptr, uint32_t size,
+                                                       uint32_t flags) {
+  const auto* p = static_cast<const Params*>(userdata);
+  if (!p) return SANITIZER_PATCH_SUCCESS;
+  const uint64_t slot = slot_of<S>(*p, reinterpret_cast<uint64_t>(ptr));
+  const unsigned kind = kind_of(flags);
+  const unsigned long long key =
+      (static_cast<unsigned long long>(slot) << 16) | ((size & 0x3fffu) << 2) | kind;
+  const unsigned peers = __match_any_sync(__activemask(), key);
+  if (lane_id() == static_cast<unsigned>(__ffs(peers) - 1)) {
+    const unsigned long long n = __popc(peers);
+    add(p->slots[slot], kind, n, n * size);
+  }
+  return SANITIZER_PATCH_SUCCESS;
+}
+
+template <unsigned S>
+__device__ __forceinline__ SanitizerPatchResult per_access(void* userdata, void* ptr,
+                                                           uint32_t size, uint32_t flags) {
+  const auto* p = static_cast<const Params*>(userdata);
+  if (!p) return SANITIZER_PATCH_SUCCESS;
+  add(p->slots[slot_of<S>(*p, reinterpret_cast<uint64_t>(ptr))], kind_of(flags), 1, size);
+  return SANITIZER_PATCH_SUCCESS;
+}
+
+template <unsigned S>
+__device__ __forceinline__ SanitizerPatchResult trace(void* userdata, uint64_t pc, void* ptr,
+                                                      uint32_t size, uint32_t flags) {
+  const auto* p = static_cast<const Params*>(userdata);
+  if (!p) return SANITIZER_PATCH_SUCCESS;
+  // One atomic per warp reserves the records of every active lane.
+  const unsigned active = __activemask();
+  const unsigned lane = lane_id();
+  const unsigned leader = __ffs(active) - 1;
+  unsigned long long base = 0;
+  if (lane == leader) base = atomicAdd(p->record_count, static_cast<unsigned long long>(__popc(active)));
+  base = __shfl_sync(active, base, leader);
+  const unsigned long long index = base + __popc(active & ((1u << lane) - 1u));
+  if (index < p->capacity) {
+    unsigned f = flags & 3u;
+    if (f == 3u) f |= 4u;  // read and write: an atomic
+    p->records[index] = TraceRecord{reinterpret_cast<uint64_t>(ptr),
+                                    static_cast<uint32_t>(pc - p->function_pc),
+                                    static_cast<uint16_t>(size > 0xffffu ? 0xffffu : size),
+                                    static_cast<uint8_t>(f), static_cast<uint8_t>(S)};
+  }
+  return SANITIZER_PATCH_SUCCESS;
+}
+
+}  // namespace
+
+#define PASTA_PATCH(family, space, S, body)                                                \
+  extern "C" __device__ __noinline__ SanitizerPatchResult pasta_##family##_##space(        \
+      void* userdata, uint64_t pc, void* ptr, uint32_t size, uint32_t flags, const void*) { \
+    (void)pc;                                                                              \
+    return body;                                                                           \
+  }
+#define PASTA_PATCH_SPACES(family, body_of)         \
+  PASTA_PATCH(family, global, global, body_of(global)) \
+  PASTA_PATCH(family, shared, shared, body_of(shared)) \
+  PASTA_PATCH(family, local, local, body_of(local))
+
+#define PASTA_BUCKET(S) bucket<S>(userdata, ptr, size, flags)
+#define PASTA_ATOMIC(S) per_access<S>(userdata, ptr, size, flags)
+#define PASTA_TRACE(S) trace<S>(userdata, pc, ptr, size, flags)
+#define PASTA_NOOP(S) ((void)userdata, (void)ptr, (void)size, (void)flags, SANITIZER_PATCH_SUCCESS)
+
+PASTA_PATCH_SPACES(bucket, PASTA_BUCKET)
+PASTA_PATCH_SPACES(atomic, PASTA_ATOMIC)
+PASTA_PATCH_SPACES(trace, PASTA_TRACE)
+PASTA_PATCH_SPACES(noop, PASTA_NOOP)
