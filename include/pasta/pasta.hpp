@@ -17,3 +17,4 @@
 #include <pasta/tools/kernel_freq.hpp>
 #include <pasta/tools/mem_hotness.hpp>
 #include <pasta/tools/scope_time.hpp>
+#include <pasta/tools/uvm_hotness.hpp>

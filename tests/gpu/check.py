@@ -52,6 +52,10 @@ def timeline(out_dir):
         return [e for e in json.load(f) if e]
 
 
+def last_json(text):
+    return json.loads([l for l in text.splitlines() if l.startswith("{")][-1])
+
+
 def expect(what, got, want):
     ok = got == want
     print(f"{'ok  ' if ok else 'FAIL'} {what}: {got}" + ("" if ok else f" (expected {want})"))
@@ -359,6 +363,68 @@ def case_access_filter(build, out):
     with open(os.path.join(out, "sanitizer.json")) as f:
         summary = json.load(f)["summary"]
     return expect("launches instrumented", summary.get("launches instrumented"), 1) and ok
+
+
+def case_access_injection(build, out):
+    """`pasta run --memory` profiles the unmodified program exactly (library preloaded)."""
+    proc = run([f"{build}/bin/pasta", "run", "--memory", "-o", out, "--",
+                f"{build}/examples/access_pattern"])
+    buffers = {l.split()[1]: int(l.split()[2], 16) for l in proc.stdout.splitlines()
+               if l.startswith("buffer ")}
+    ok = expect_access_counts(out, buffers, access_truth())
+    ok &= expect("kernels counted", sorted(kernel_counts(out)),
+                 ["count", "copy_half", "hot_page", "init"])
+    # For the docs: whether CUDA_INJECTION64_PATH alone (no preload) reaches the Sanitizer API.
+    inj = run([f"{build}/examples/access_pattern"],
+              profiled_env(out + "/inj", CUDA_INJECTION64_PATH=f"{build}/inject/libpasta_memory.so"),
+              check=False)
+    try:
+        _, objects, _ = hotness(out + "/inj")
+        seen = sum(r["accesses"] for r in objects.values())
+    except OSError:
+        seen = "no report"
+    print(f"info CUDA_INJECTION64_PATH without preload: accesses seen = {seen} (exit {inj.returncode})")
+    return ok
+
+
+def case_uvm_advice(build, out):
+    """UvmHotness on managed memory first touched on the GPU: pages per allocation and
+    kernel, and the advice (preferred location, prefetch before `init`); results unchanged
+    with the advice applied and under the profiler."""
+    mb, ok = 64, True
+    plain = last_json(run([f"{build}/examples/uvm_advice", "--mb", str(mb)]).stdout)
+    advised = last_json(run([f"{build}/examples/uvm_advice", "--mb", str(mb), "--advise"]).stdout)
+    proc = run([f"{build}/examples/uvm_advice_pasta", "--mb", str(mb)], profiled_env(out))
+    profiled = last_json(proc.stdout)
+    ok &= expect("checksum with the advice applied", advised["checksum"], plain["checksum"])
+    ok &= expect("checksum under the profiler", profiled["checksum"], plain["checksum"])
+    buffers = {l.split()[1]: int(l.split()[2], 16) for l in proc.stdout.splitlines()
+               if l.startswith("buffer ")}
+    with open(os.path.join(out, "uvm_hotness.json")) as f:
+        report = json.load(f)
+    allocs = {int(r["address"], 16): r for r in report["tables"]["allocations"]}
+    n, pages = (mb << 20) // 4, (mb << 20) // PAGE
+    for name, accesses in (("x", 4 * n), ("y", 7 * n)):
+        row = allocs.get(buffers[name], {})
+        ok &= expect(f"{name}: pages touched of pages", (row.get("pages_touched"), row.get("pages")),
+                     (pages, pages))
+        ok &= expect(f"{name}: accesses", row.get("accesses"), accesses)
+        ok &= expect(f"{name}: first touched by", (row.get("first_kernel", "").split("(")[0],
+                                                   row.get("first_launch")), ("init", 1))
+        calls = [r["call"] for r in report["tables"]["advice"]
+                 if int(r["address"], 16) == buffers[name]]
+        want = [f"cudaMemAdvise({hex(buffers[name])}, {mb << 20}, "
+                "cudaMemAdviseSetPreferredLocation, {cudaMemLocationTypeDevice, 0})",
+                f"cudaMemPrefetchAsync({hex(buffers[name])}, {mb << 20}, "
+                "{cudaMemLocationTypeDevice, 0}, 0, stream) before launch 1 (init(float*, "
+                "float*, unsigned long))"]
+        ok &= expect(f"{name}: advice", calls, want)
+    kernels = {r["kernel"].split("(")[0]: r["pages_touched"] for r in report["tables"]["kernels"]}
+    ok &= expect("managed pages per kernel", kernels, {"init": 2 * pages, "axpy": 3 * 2 * pages})
+    summary = dict(report["summary"])
+    ok &= expect("largest working set (bytes)",
+                 summary.get("largest working set of one launch (bytes)"), 2 * (mb << 20))
+    return ok
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}

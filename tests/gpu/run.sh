@@ -21,7 +21,8 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPASTA_BUILD_BENCH=O
   -DCMAKE_CUDA_ARCHITECTURES=90 >"$work/configure.log" 2>&1 || { tail -30 "$work/configure.log"; exit 1; }
 targets=()
 [ "$what" = multi ] && targets=(--target launches_pasta)
-[ "$what" = memory ] && targets=(--target access_pattern access_pattern_pasta access_pattern_cpu)
+[ "$what" = memory ] && targets=(--target access_pattern access_pattern_pasta access_pattern_cpu
+  pasta_memory pasta_memory_cpu memory_workloads uvm_advice)
 cmake --build "$build" --parallel "$(nproc)" "${targets[@]}" >"$work/build.log" 2>&1 ||
   { grep -E "error|Error" "$work/build.log" | head -60 | tee "$out/build-errors.log"; exit 1; }
 
@@ -33,8 +34,12 @@ if [ "$what" = multi ]; then
 fi
 if [ "$what" = memory ]; then
   echo "== memory-access GPU tests"
-  (cd "$build" && ctest -R "gpu: access" -V) 2>&1 | tee "$out/gpu-tests-memory.log"
+  (cd "$build" && ctest -R "gpu: (access|uvm)" -V) 2>&1 | tee "$out/gpu-tests-memory.log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  echo "== memory-access benchmark"
+  python3 bench/gpu/memory.py "$build" "$work/memory" ${MEMORY_BENCH_ONLY:+--only $MEMORY_BENCH_ONLY} \
+    2>&1 | tee "$out/memory-bench.log"
+  cp "$work/memory/memory.csv" "$out/memory.csv" 2>/dev/null
 fi
 if [ "$what" = all ] || [ "$what" = tests ]; then
   echo "== GPU tests"

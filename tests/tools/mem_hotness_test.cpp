@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <pasta/core/detail/files.hpp>
 #include <pasta/tools/mem_hotness.hpp>
 
 #include "../support.hpp"
@@ -88,4 +89,46 @@ TEST_CASE("an address reused after a free starts a new object") {
   CHECK(h.objects()[1].bytes == 128);
   CHECK(h.objects()[1].total().writes == 2);
   CHECK_FALSE(h.objects()[1].freed);
+}
+
+TEST_CASE("MemHotness draws page hotness over launches as an SVG, one cell per launch and page") {
+  test::TempDir dir;
+  Config cfg = test::quiet(dir);
+  cfg.page_bytes = 4096;
+  tools::MemHotness h(cfg);
+  h.on(MemAlloc{.address = 0x10000, .bytes = 4 * 4096, .mem_kind = MemKind::device});
+  // Launch 1 touches pages 0 and 1; launch 2 page 3 (twice); launch 3 page 0.
+  h.on(MemAccess{.correlation = 1, .address = 0x10000, .alloc_base = 0x10000, .bytes = 4});
+  h.on(MemAccess{.correlation = 1, .address = 0x11000, .alloc_base = 0x10000, .bytes = 4});
+  h.on(AccessHistogram{.correlation = 2, .address = 0x13000, .alloc_base = 0x10000,
+                       .bin_bytes = 4096, .reads = 2, .read_bytes = 8});
+  h.on(MemAccess{.correlation = 3, .address = 0x10010, .alloc_base = 0x10000, .bytes = 4});
+  Report r("mem_hotness");
+  h.report(r);
+  const std::string svg = detail::read_file(dir.file("mem_hotness.svg"));
+  auto count = [&](std::string_view what) {
+    std::size_t n = 0;
+    for (auto at = svg.find(what); at != std::string::npos; at = svg.find(what, at + 1)) ++n;
+    return n;
+  };
+  CHECK(count("class=\"panel\"") == 1);
+  CHECK(count("class=\"cell\"") == 4);
+  CHECK(count("launches 1-1, pages 3-3: 2 accesses") == 1);
+  CHECK(count("launches 2-2, pages 0-0: 1 accesses") == 1);
+  CHECK(svg.rfind("</svg>") != std::string::npos);
+}
+
+TEST_CASE("The heatmap merges neighbouring launches and pages beyond its grid") {
+  detail::Heatmap m(1000);  // 1000 pages: 16 pages per row, 63 rows
+  CHECK(m.rows() == 63);
+  CHECK(m.pages_per_row() == 16);
+  for (std::uint64_t launch = 0; launch < 600; ++launch) {
+    m.add(launch % 1000, 1);
+    m.close(launch);
+  }
+  CHECK(m.launches_per_column() == 4);  // 600 launches in at most 256 columns
+  std::uint64_t total = 0;
+  for (const auto& [cell, n] : m.cells()) total += n;
+  CHECK(total == 600);
+  CHECK(m.cells().at({0, 0}) == 4);  // launches 0-3 touched pages 0-3: row 0
 }

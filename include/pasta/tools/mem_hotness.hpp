@@ -1,6 +1,8 @@
 // Which memory the kernels touch: per allocation and per page, accesses,
 // bytes and the read/write split, from raw access records or from
-// histograms reduced on the device. Answers "which objects are hot".
+// histograms reduced on the device. Answers "which objects are hot", and
+// draws when: mem_hotness.svg, page hotness of the hottest allocations over
+// kernel launches.
 #pragma once
 
 #include <boost/container/flat_map.hpp>
@@ -16,7 +18,10 @@
 #include <pasta/core/access_counts.hpp>
 #include <pasta/core/config.hpp>
 #include <pasta/core/events.hpp>
+#include <pasta/core/detail/files.hpp>
+#include <pasta/core/log.hpp>
 #include <pasta/core/report.hpp>
+#include <pasta/tools/detail/heatmap.hpp>
 
 namespace pasta::tools {
 
@@ -33,6 +38,8 @@ class MemHotness {
     MemKind kind = MemKind::unknown;
     bool freed = false;
     Pages pages;
+    mutable detail::Heatmap heat;                 // pages over launches, for the picture
+    mutable std::uint64_t heat_launch = ~0ull;    // the launch its heat row array holds
     // Summed from the pages when asked: one add per access, not two.
     Counts total() const { return pages.sum(); }
   };
@@ -42,7 +49,10 @@ class MemHotness {
   // a shift, not a division, on the per-access path.
   explicit MemHotness(const Config& cfg)
       : page_bytes_(std::bit_floor(std::max<std::uint64_t>(cfg.page_bytes, 1))),
-        page_shift_(std::countr_zero(page_bytes_)) {}
+        page_shift_(std::countr_zero(page_bytes_)),
+        output_dir_(cfg.output_dir) {}
+
+  static constexpr std::size_t heatmap_panels = 8;
 
   void on(const MemAlloc& e) {
     live_[e.address] = objects_.size();
@@ -52,7 +62,8 @@ class MemHotness {
                         .page_count = pages,
                         .device = e.device,
                         .kind = e.mem_kind,
-                        .pages = Pages(pages)});
+                        .pages = Pages(pages),
+                        .heat = detail::Heatmap(pages)});
     last_base_ = 0;
   }
 
@@ -68,8 +79,12 @@ class MemHotness {
   void on(const MemAccess& e) {
     const bool write = e.flags & (access::write | access::atomic);
     const bool read = (e.flags & (access::read | access::atomic)) || !write;
+    if (e.correlation != launch_correlation_) [[unlikely]]
+      next_launch(e.correlation);
     if (Object* o = object(e.alloc_base)) {
-      o->pages.at((e.address - o->base) >> page_shift_).add(read, write, e.bytes);
+      const std::uint64_t page = (e.address - o->base) >> page_shift_;
+      o->pages.at(page).add(read, write, e.bytes);
+      heat(*o, page, 1);
     } else {
       unattributed_.add(read, write, e.bytes);
     }
@@ -80,8 +95,11 @@ class MemHotness {
                    .writes = e.writes,
                    .read_bytes = e.read_bytes,
                    .write_bytes = e.write_bytes};
+    if (e.correlation != launch_correlation_) next_launch(e.correlation);
     if (Object* o = object(e.alloc_base)) {
-      o->pages.at((e.address - o->base) >> page_shift_).add(c);
+      const std::uint64_t page = (e.address - o->base) >> page_shift_;
+      o->pages.at(page).add(c);
+      heat(*o, page, c.accesses());
     } else {
       unattributed_.add(c);
     }
@@ -149,6 +167,30 @@ class MemHotness {
     for (const auto& r : page_rows)
       pages.row(hex(r.o->base), r.page, hex(r.o->base + r.page * page_bytes_), r.c.accesses(),
                 r.c.reads, r.c.writes, r.c.bytes());
+
+    if (!output_dir_.empty() && !hot.empty()) {
+      std::vector<detail::HeatmapPanel> panels;
+      for (const Hot& h : hot) {
+        if (panels.size() == heatmap_panels) break;
+        if (h.o->heat_launch != ~0ull) h.o->heat.close(h.o->heat_launch);
+        h.o->heat_launch = ~0ull;
+        if (!h.o->heat.empty())
+          panels.push_back({fmt::format("{} ({}, {} bytes, {} accesses)", hex(h.o->base),
+                                        to_string(h.o->kind), h.o->bytes, h.total.accesses()),
+                            &h.o->heat});
+      }
+      if (!panels.empty()) {
+        const std::string path = pasta::detail::join_path(output_dir_, "mem_hotness.svg");
+        const auto columns = (launches_ + panels.front().map->launches_per_column() - 1) /
+                             panels.front().map->launches_per_column();
+        std::string why = pasta::detail::make_dirs(output_dir_);
+        if (why.empty()) why = pasta::detail::write_file(path, detail::heatmap_svg(panels, columns));
+        if (why.empty())
+          out.summary("heatmap", path);
+        else
+          pasta::detail::log_once("mem_hotness:svg", "mem_hotness.svg not written: " + why);
+      }
+    }
   }
 
  private:
@@ -169,8 +211,23 @@ class MemHotness {
     return &objects_[last_index_];
   }
 
+  // Accesses arrive launch by launch; the heatmap keeps a column per launch.
+  void next_launch(std::uint64_t correlation) {
+    launch_correlation_ = correlation;
+    ordinal_ = launches_++;
+  }
+  void heat(const Object& o, std::uint64_t page, std::uint64_t n) {
+    if (o.heat_launch != ordinal_) {
+      if (o.heat_launch != ~0ull) o.heat.close(o.heat_launch);
+      o.heat_launch = ordinal_;
+    }
+    o.heat.add(page, n);
+  }
+
   std::uint64_t page_bytes_ = 64 * 1024;
   int page_shift_ = 16;
+  std::string output_dir_;  // where mem_hotness.svg goes; empty: no picture
+  std::uint64_t launch_correlation_ = ~0ull, ordinal_ = 0, launches_ = 0;
   std::vector<Object> objects_;                                  // every allocation, in order
   boost::container::flat_map<std::uint64_t, std::size_t> live_;  // base -> index into objects_
   Counts unattributed_;
