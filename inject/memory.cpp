@@ -17,4 +17,3 @@ using MemoryProfiler = pasta::Profiler<pasta::nv::Sanitizer, Processor, pasta::t
                                        pasta::tools::KernelFreq>;
 
 PASTA_INJECT(MemoryProfiler)
-PASTA_PRELOAD(MemoryProfiler)

@@ -4,7 +4,10 @@
 //   pasta_bucket_*  GpuBucketing: look the address up in the table of live
 //                   allocations, count per page with one atomic per distinct
 //                   (page, kind, size) in the warp (__match_any_sync)
-//   pasta_atomic_*  the baseline: the same lookup, atomics per access
+//   pasta_atomic_*  a baseline: the same lookup and counters, atomics per access
+//   pasta_object_atomic_*  the baseline of AccelProf-style GPU analysis: the
+//                   lookup, then atomics per access on the allocation's
+//                   counters (everything lands in its first page's slot)
 //   pasta_trace_*   the conventional trace: append a 16-byte record
 //   pasta_noop_*    the floor: the cost of the patch call alone
 // Callback data is a device::Params, or null for a launch nobody selected.
@@ -33,7 +36,11 @@ __device__ __forceinline__ unsigned kind_of(uint32_t flags) {
   return k ? k : 1u;
 }
 
-template <unsigned S>
+// Granularity of a slot: a page of an allocation, or (the per-object
+// baseline) the whole allocation, counted in its first page's slot.
+enum Grain : unsigned { page = 0, object = 1 };
+
+template <unsigned S, unsigned G = page>
 __device__ __forceinline__ uint64_t slot_of(const Params& p, uint64_t address) {
   if (S != global) return p.slot_count - 3 + S;
   uint32_t lo = 0, hi = p.range_count;  // first range with base > address
@@ -46,20 +53,25 @@ __device__ __forceinline__ uint64_t slot_of(const Params& p, uint64_t address) {
   }
   if (lo) {
     const AllocRange& r = p.ranges[lo - 1];
-    if (address < r.end) return r.first_slot + ((address - r.base) >> p.page_shift);
+    if (address < r.end)
+      return G == object ? r.first_slot : r.first_slot + ((address - r.base) >> p.page_shift);
   }
   return p.slot_count - 3;
 }
 
-__device__ __forceinline__ void add(Slot& s, unsigned kind, unsigned long long n,
-                                    unsigned long long bytes) {
+// n accesses of `size` bytes. Most accesses are 4 bytes: the byte counters
+// hold only the excess over 4 per access (mod 2^64, so 1- and 2-byte accesses
+// subtract), which spares the second atomic for them; the post-pass adds
+// 4 x count back (device::Slot documents it).
+__device__ __forceinline__ void add(Slot& s, unsigned kind, unsigned long long n, uint32_t size) {
+  const unsigned long long excess = n * size - 4ull * n;
   if (kind & 1u) {
     atomicAdd(&s.reads, n);
-    atomicAdd(&s.read_bytes, bytes);
+    if (size != 4) atomicAdd(&s.read_bytes, excess);
   }
   if (kind & 2u) {
     atomicAdd(&s.writes, n);
-    atomicAdd(&s.write_bytes, bytes);
+    if (size != 4) atomicAdd(&s.write_bytes, excess);
   }
 }
 
@@ -75,17 +87,17 @@ __device__ __forceinline__ SanitizerPatchResult bucket(void* userdata, void* ptr
   const unsigned peers = __match_any_sync(__activemask(), key);
   if (lane_id() == static_cast<unsigned>(__ffs(peers) - 1)) {
     const unsigned long long n = __popc(peers);
-    add(p->slots[slot], kind, n, n * size);
+    add(p->slots[slot], kind, n, size);
   }
   return SANITIZER_PATCH_SUCCESS;
 }
 
-template <unsigned S>
+template <unsigned S, unsigned G>
 __device__ __forceinline__ SanitizerPatchResult per_access(void* userdata, void* ptr,
                                                            uint32_t size, uint32_t flags) {
   const auto* p = static_cast<const Params*>(userdata);
   if (!p) return SANITIZER_PATCH_SUCCESS;
-  add(p->slots[slot_of<S>(*p, reinterpret_cast<uint64_t>(ptr))], kind_of(flags), 1, size);
+  add(p->slots[slot_of<S, G>(*p, reinterpret_cast<uint64_t>(ptr))], kind_of(flags), 1, size);
   return SANITIZER_PATCH_SUCCESS;
 }
 
@@ -127,11 +139,13 @@ __device__ __forceinline__ SanitizerPatchResult trace(void* userdata, uint64_t p
   PASTA_PATCH(family, local, local, body_of(local))
 
 #define PASTA_BUCKET(S) bucket<S>(userdata, ptr, size, flags)
-#define PASTA_ATOMIC(S) per_access<S>(userdata, ptr, size, flags)
+#define PASTA_ATOMIC(S) per_access<S, page>(userdata, ptr, size, flags)
+#define PASTA_OBJECT_ATOMIC(S) per_access<S, object>(userdata, ptr, size, flags)
 #define PASTA_TRACE(S) trace<S>(userdata, pc, ptr, size, flags)
 #define PASTA_NOOP(S) ((void)userdata, (void)ptr, (void)size, (void)flags, SANITIZER_PATCH_SUCCESS)
 
 PASTA_PATCH_SPACES(bucket, PASTA_BUCKET)
 PASTA_PATCH_SPACES(atomic, PASTA_ATOMIC)
+PASTA_PATCH_SPACES(object_atomic, PASTA_OBJECT_ATOMIC)
 PASTA_PATCH_SPACES(trace, PASTA_TRACE)
 PASTA_PATCH_SPACES(noop, PASTA_NOOP)

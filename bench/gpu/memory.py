@@ -2,10 +2,12 @@
 """Memory-access instrumentation on the GPU: every variant measured in this
 one run, on the same GPU, as slowdown against the uninstrumented program.
 
-Variants (all through `pasta run --memory`'s library, except memcheck):
+Variants (all through `pasta run --memory`'s injection library, except memcheck):
   floor      the no-op patch on every global access (PASTA_ACCESS_PATCH=noop)
-  atomic     lookup + one atomic per access, no warp aggregation: how
-             AccelProf's GPU-side analysis counts (PASTA_ACCESS_PATCH=atomic)
+  atomic     lookup + atomics per access on the same page counters, no warp
+             aggregation (PASTA_ACCESS_PATCH=atomic)
+  object atomic  lookup + atomics per access on the allocation's counters: how
+             AccelProf's GPU-side analysis counts (PASTA_ACCESS_PATCH=object_atomic)
   bucketing  proc::GpuBucketing: warp-aggregated counters + CUB post-pass
   cpu        proc::Cpu: every access as a 16-byte record, reduced on the host
   memcheck   compute-sanitizer --tool memcheck
@@ -75,7 +77,7 @@ def main(argv):
     out = os.path.abspath(argv[2] if len(argv) > 2 else "memory-out")
     os.makedirs(out, exist_ok=True)
     lib = lambda name: f"{build}/inject/lib{name}.so"
-    pre = lambda name, **extra: dict({"LD_PRELOAD": lib(name), "PASTA_PRELOAD": "1"}, **extra)
+    pre = lambda name, **extra: dict({"CUDA_INJECTION64_PATH": lib(name)}, **extra)
     memcheck = memcheck_tool()
     gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
                          capture_output=True, text=True).stdout.strip().splitlines()[0]
@@ -98,6 +100,8 @@ def main(argv):
         variants = [("native", cmd, {}),
                     ("floor", cmd, pre("pasta_memory", PASTA_ACCESS_PATCH="noop")),
                     ("atomic", cmd, pre("pasta_memory", PASTA_ACCESS_PATCH="atomic")),
+                    ("object atomic", cmd, pre("pasta_memory",
+                                               PASTA_ACCESS_PATCH="object_atomic")),
                     ("bucketing", cmd, pre("pasta_memory"))]
         if name == "resnet":
             variants += [("bucketing, filter", cmd,
@@ -144,6 +148,7 @@ def main(argv):
             x, y = get(a), get(b)
             return f"{x[key] / y[key]:.1f}x" if x and y else "n/a"
         print(f"  ratios: atomic/bucketing {ratio('atomic', 'bucketing')}, "
+              f"object atomic/bucketing {ratio('object atomic', 'bucketing')}, "
               f"cpu/bucketing {ratio('cpu', 'bucketing') if name != 'resnet' else ratio('cpu, filter', 'bucketing, filter')}, "
               f"memcheck/bucketing {ratio('memcheck', 'bucketing')}")
     if not only or "uvm" in only:

@@ -22,7 +22,7 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPASTA_BUILD_BENCH=O
 targets=()
 [ "$what" = multi ] && targets=(--target launches_pasta)
 [ "$what" = memory ] && targets=(--target access_pattern access_pattern_pasta access_pattern_cpu
-  pasta_memory pasta_memory_cpu memory_workloads uvm_advice)
+  pasta_memory pasta_memory_cpu memory_workloads uvm_advice uvm_advice_pasta)
 cmake --build "$build" --parallel "$(nproc)" "${targets[@]}" >"$work/build.log" 2>&1 ||
   { grep -E "error|Error" "$work/build.log" | head -60 | tee "$out/build-errors.log"; exit 1; }
 

@@ -29,8 +29,10 @@ enum class PrintTo : std::uint8_t { stderr_, stdout_, none };
 // pipeline: device histograms for proc::GpuBucketing, raw records for
 // proc::Cpu. The others are for measuring: `noop` (the cost of the patch
 // call alone; counts nothing) and `atomic` (one atomic per access instead
-// of one per warp and key; histogram pipelines only).
-enum class AccessPatch : std::uint8_t { automatic, noop, atomic };
+// of one per warp and key; histogram pipelines only), `object_atomic` (the
+// per-access atomics of AccelProf-style GPU analysis: one counter set per
+// allocation, so every access lands on page 0 of its allocation).
+enum class AccessPatch : std::uint8_t { automatic, noop, atomic, object_atomic };
 
 // Bits of Config::access_spaces.
 namespace space {
@@ -51,7 +53,7 @@ struct Config {
   bool verbose = false;                  // PASTA_VERBOSE: handlers say what they enabled
   std::uint64_t flush_ms = 1000;         // PASTA_FLUSH_MS: device-record flush period (0 = none)
   bool flush_on_sync = true;             // PASTA_FLUSH_ON_SYNC: also flush after a device sync
-  AccessPatch access_patch = AccessPatch::automatic;  // PASTA_ACCESS_PATCH: auto, noop, atomic
+  AccessPatch access_patch = AccessPatch::automatic;  // PASTA_ACCESS_PATCH (benchmarks)
   unsigned access_spaces = space::global;  // PASTA_ACCESS_SPACES: global,shared,local
   std::uint64_t trace_buffer_bytes = 256ull << 20;  // PASTA_TRACE_BUFFER: device access records
   bool read_env = true;                  // false: ignore PASTA_* variables
@@ -249,8 +251,11 @@ std::vector<std::string> apply_env(Config& cfg, Getenv&& getenv) {
       cfg.access_patch = AccessPatch::noop;
     else if (*v == "atomic")
       cfg.access_patch = AccessPatch::atomic;
+    else if (*v == "object_atomic")
+      cfg.access_patch = AccessPatch::object_atomic;
     else
-      reject("PASTA_ACCESS_PATCH", *v, "auto, noop or atomic", "the previous patch");
+      reject("PASTA_ACCESS_PATCH", *v, "auto, noop, atomic or object_atomic",
+             "the previous patch");
   }
   if (auto v = value("PASTA_ACCESS_SPACES")) {
     if (auto sp = detail::parse_spaces(*v))

@@ -37,15 +37,6 @@ int initialize_injection() noexcept {
 
 }  // namespace pasta::nv::detail
 
-// PASTA_PRELOAD(ProfilerType): the same for LD_PRELOAD, when PASTA_PRELOAD=1
-// is set: the profiler starts as the library loads, before main and before
-// the program's first CUDA call (the Compute Sanitizer API needs that).
-#define PASTA_PRELOAD(...)                                                  \
-  __attribute__((constructor)) static void pasta_preload_initialize() {     \
-    if (const char* on = std::getenv("PASTA_PRELOAD"); on && *on == '1')    \
-      ::pasta::nv::detail::initialize_injection<__VA_ARGS__>();             \
-  }
-
 #define PASTA_INJECT(...)                                                           \
   extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) { \
     return ::pasta::nv::detail::initialize_injection<__VA_ARGS__>();                \

@@ -156,14 +156,17 @@ class Sanitizer {
   }
   std::string_view patch_name() const {
     if (mode_ == Mode::none) return "none (no tool consumes memory accesses)";
-    if (cfg_.access_patch == AccessPatch::noop) return "noop";
-    if (mode_ == Mode::trace) return "trace";
-    return cfg_.access_patch == AccessPatch::atomic ? "atomic" : "bucket";
+    return patch_family();
   }
+  // The patch functions' prefix in kernels/access_patches.cu.
   std::string_view patch_family() const {
-    if (cfg_.access_patch == AccessPatch::noop) return "noop";
-    if (mode_ == Mode::trace) return "trace";
-    return cfg_.access_patch == AccessPatch::atomic ? "atomic" : "bucket";
+    switch (cfg_.access_patch) {
+      case AccessPatch::noop: return "noop";
+      case AccessPatch::atomic: return "atomic";
+      case AccessPatch::object_atomic: return "object_atomic";
+      case AccessPatch::automatic: break;
+    }
+    return mode_ == Mode::trace ? "trace" : "bucket";
   }
   void fail(std::string why) {
     if (error_.empty()) {
@@ -217,10 +220,11 @@ void Sanitizer::start(Sink& sink) {
       Sink::template wants<KernelLaunch>() || Sink::template wants<KernelComplete>();
   constexpr bool memory = Sink::template wants<MemAlloc>() || Sink::template wants<MemFree>();
   mode_ = raw ? Mode::trace : histograms ? Mode::histogram : Mode::none;
-  if (mode_ == Mode::trace && cfg_.access_patch == AccessPatch::atomic) {
+  if (mode_ == Mode::trace && (cfg_.access_patch == AccessPatch::atomic ||
+                               cfg_.access_patch == AccessPatch::object_atomic)) {
     pasta::detail::log(
-        "PASTA_ACCESS_PATCH=atomic counts into device histograms, but this pipeline reduces raw "
-        "access records on the host (proc::Cpu); using the trace patch");
+        "PASTA_ACCESS_PATCH: the atomic patches count into device histograms, but this pipeline "
+        "reduces raw access records on the host (proc::Cpu); using the trace patch");
     cfg_.access_patch = AccessPatch::automatic;
   }
   sink_ = &sink;

@@ -53,11 +53,13 @@ class UvmHotness {
     if (e.mem_kind != MemKind::managed) return;
     const std::uint64_t pages = (e.bytes + page_bytes_ - 1) >> page_shift_;
     live_[e.address] = managed_.size();
-    managed_.push_back({.base = e.address,
-                        .bytes = e.bytes,
-                        .page_count = pages,
-                        .alloc_device = e.device,
-                        .last_touch = std::vector<std::uint64_t>(pages, 0)});
+    Managed m;
+    m.base = e.address;
+    m.bytes = e.bytes;
+    m.page_count = pages;
+    m.alloc_device = e.device;
+    m.last_touch.assign(pages, 0);
+    managed_.push_back(std::move(m));
   }
   void on(const MemFree& e) {
     if (auto it = live_.find(e.address); it != live_.end()) {
