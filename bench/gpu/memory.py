@@ -29,7 +29,7 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TIMEOUT = 300
+TIMEOUT = 180
 
 
 def memcheck_tool():
@@ -85,7 +85,7 @@ def main(argv):
 
     wl = f"{build}/examples/memory_workloads"
     resnet = ["python3", f"{ROOT}/examples/pytorch/resnet18_step.py", "--warmup", "2",
-              "--steps", "5"]
+              "--steps", "3"]
     resnet_filter = "batch_norm"
     workloads = {
         "vecadd": ([wl, "vecadd", "--iters", "10"], "median_ms", 1 << 30),
