@@ -25,8 +25,6 @@ extern "C" __global__ void __launch_bounds__(compact_block)
     if (i < slot_count) {
       s = slots[i];
       keep = (s.reads | s.writes) != 0;
-      s.read_bytes += 4 * s.reads;  // the patches count bytes beyond 4 per access
-      s.write_bytes += 4 * s.writes;
     }
     unsigned position, total;
     Scan(scan).ExclusiveSum(keep, position, total);

@@ -15,9 +15,7 @@ struct AllocRange {
   uint64_t first_slot;
 };
 
-// Counters of one page (or of one catch-all bucket). On the device the byte
-// counters hold the bytes beyond 4 per access (modulo 2^64); the post-pass
-// turns them into bytes before they leave the device.
+// Counters of one page (or of one catch-all bucket).
 struct Slot {
   unsigned long long reads, writes, read_bytes, write_bytes;
 };
