@@ -117,3 +117,30 @@ TEST_CASE("unknown PASTA_* variables are found, known ones and others are not") 
   char* env[] = {a, b, c, d, nullptr};
   CHECK(detail::unknown_variables(env) == std::vector<std::string>{"PASTA_OUTPT_DIR"});
 }
+
+TEST_CASE("memory-access settings: patch, spaces, trace buffer") {
+  Config cfg;
+  FakeEnv good{{{"PASTA_ACCESS_PATCH", "object_atomic"},
+                {"PASTA_ACCESS_SPACES", "global,local"},
+                {"PASTA_TRACE_BUFFER", "2G"}}};
+  CHECK(apply_env(cfg, good).empty());
+  CHECK(cfg.access_patch == AccessPatch::object_atomic);
+  CHECK(cfg.access_spaces == (space::global | space::local));
+  CHECK(cfg.trace_buffer_bytes == (2ull << 30));
+
+  FakeEnv bad{{{"PASTA_ACCESS_PATCH", "fast"},
+               {"PASTA_ACCESS_SPACES", "global,texture"},
+               {"PASTA_TRACE_BUFFER", "512K"}}};
+  const auto errors = apply_env(cfg, bad);
+  REQUIRE(errors.size() == 3);
+  CHECK(errors[0] ==
+        "PASTA_ACCESS_PATCH=\"fast\" is not accepted: expected auto, noop, atomic or "
+        "object_atomic; using the previous patch");
+  CHECK(errors[1] ==
+        "PASTA_ACCESS_SPACES=\"global,texture\" is not accepted: expected a comma-separated "
+        "list of global, shared, local; using the previous spaces");
+  CHECK(errors[2] ==
+        "PASTA_TRACE_BUFFER=\"512K\" is not accepted: expected a size from 1M to 64G "
+        "(suffixes K, M, G); using 2147483648");
+  CHECK(cfg.access_patch == AccessPatch::object_atomic);  // kept
+}
