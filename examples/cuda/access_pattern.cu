@@ -6,6 +6,11 @@
 //                                               256 reps reads of a (its first
 //                                               256 floats), 256 writes to out
 //   count       n threads atomicAdd c[i % 16]   n atomics on c
+//   stage       256 threads: write shared s[t], 64 writes to a local array,
+//               read s[255 - t] and 64 local reads, write out[t]
+//                                               256 writes to out; with shared
+//                                               and local instrumented, 256 + 256
+//                                               shared and 16384 + 16384 local
 // Every access is 4 bytes. It prints each buffer's address and a checksum
 // that must not change under profiling. Built plain, and with -DPASTA_PROFILE
 // (nv::Sanitizer + proc::GpuBucketing + MemHotness in main) or
@@ -55,6 +60,18 @@ __global__ void count(unsigned* c, unsigned* last, int n) {
   }
 }
 
+__global__ void stage(float* out) {
+  __shared__ float s[256];
+  volatile float a[64];  // volatile: a local-memory array, every access kept
+  const int t = threadIdx.x;
+  s[t] = static_cast<float>(t);
+  for (int i = 0; i < 64; ++i) a[i] = static_cast<float>(i * t);
+  __syncthreads();
+  float sum = s[255 - t];
+  for (int i = 0; i < 64; ++i) sum += a[(t * 7 + i) % 64];
+  out[t] = sum;
+}
+
 int main() {
 #if defined(PASTA_PROFILE)
   pasta::Profiler<pasta::nv::Sanitizer, pasta::proc::GpuBucketing, pasta::tools::MemHotness> prof;
@@ -80,6 +97,7 @@ int main() {
   copy_half<<<n / 256, 256>>>(a, b, n);
   hot_page<<<1, 256>>>(a, out, reps);
   count<<<n / 256, 256>>>(c, last, n);
+  stage<<<1, 256>>>(out);
   CHECK(cudaGetLastError());
   CHECK(cudaDeviceSynchronize());
 

@@ -250,6 +250,7 @@ def access_truth(only=None):
         "copy_half": {"a": (N // 2, 0), "b": (0, N // 2)},
         "hot_page": {"a": (256 * REPS, 0), "out": (0, 256)},
         "count": {"c": (N, N)},
+        "stage": {"out": (0, 256)},
     }
     total = {}
     for kernel, buffers in per_kernel.items():
@@ -309,7 +310,7 @@ def case_access_exact(build, out):
     ok &= expect("b: pages touched", objects[buffers["b"]]["pages_touched"], per_page // 2)
     with open(os.path.join(out, "sanitizer.json")) as f:
         summary = json.load(f)["summary"]
-    ok &= expect("launches instrumented", summary.get("launches instrumented"), 4)
+    ok &= expect("launches instrumented", summary.get("launches instrumented"), 5)
     return ok
 
 
@@ -349,10 +350,10 @@ def case_access_overflow(build, out):
         summary = json.load(f)["summary"]
     lost = 3 * (N - 65536)
     ok = expect("records lost", summary.get("access records lost (buffer full)"), lost)
-    ok &= expect("records kept", summary.get("access records"), 3 * 65536 + 256 * REPS + 256)
+    ok &= expect("records kept", summary.get("access records"), 3 * 65536 + 256 * REPS + 512)
     ok &= expect("report marked partial", "trace buffer" in report.get("partial", ""), True)
-    ok &= expect("hot_page's out buffer still exact (writes)",
-                 objects.get(buffers["out"], {}).get("writes"), 256)
+    ok &= expect("out (hot_page and stage fit) still exact (writes)",
+                 objects.get(buffers["out"], {}).get("writes"), 512)
     return ok
 
 
@@ -365,6 +366,21 @@ def case_access_filter(build, out):
     return expect("launches instrumented", summary.get("launches instrumented"), 1) and ok
 
 
+def case_access_spaces(build, out):
+    """With shared and local memory instrumented too, both processors count the stage
+    kernel's 512 shared and 32768 local accesses apart from every allocation."""
+    ok = True
+    for variant in ("_pasta", "_cpu"):
+        d = f"{out}/{variant}"
+        _, buffers = run_access(build, variant, d, PASTA_ACCESS_SPACES="global,shared,local")
+        ok &= expect_access_counts(d, buffers, access_truth())
+        report, _, _ = hotness(d)
+        ok &= expect(f"{variant}: accesses outside allocations (shared + local)",
+                     report["summary"].get("accesses outside known allocations"),
+                     512 + 2 * 64 * 256)
+    return ok
+
+
 def case_access_injection(build, out):
     """`pasta run --memory` profiles the unmodified program exactly (by injection)."""
     proc = run([f"{build}/bin/pasta", "run", "--memory", "-o", out, "--",
@@ -373,7 +389,7 @@ def case_access_injection(build, out):
                if l.startswith("buffer ")}
     ok = expect_access_counts(out, buffers, access_truth())
     return expect("kernels counted", kernel_counts(out),
-                  {"copy_half": 1, "count": 1, "hot_page": 1, "init": 1}) and ok
+                  {"copy_half": 1, "count": 1, "hot_page": 1, "init": 1, "stage": 1}) and ok
 
 
 def case_uvm_advice(build, out):
