@@ -9,8 +9,10 @@
 //   stage       256 threads: write shared s[t], 64 writes to a local array,
 //               read s[255 - t] and 64 local reads, write out[t]
 //                                               256 writes to out; with shared
-//                                               and local instrumented, 256 + 256
-//                                               shared and 16384 + 16384 local
+//                                               and local instrumented, 2 x 1 KiB
+//                                               shared and 2 x 64 KiB local (the
+//                                               compiler may vectorise the local
+//                                               accesses: count bytes)
 // Every access is 4 bytes. It prints each buffer's address and a checksum
 // that must not change under profiling. Built plain, and with -DPASTA_PROFILE
 // (nv::Sanitizer + proc::GpuBucketing + MemHotness in main) or

@@ -131,6 +131,7 @@ class MemHotness {
     out.summary("accesses", all.accesses());
     out.summary("bytes accessed", all.bytes());
     out.summary("accesses outside known allocations", unattributed_.accesses());
+    out.summary("bytes outside known allocations", unattributed_.bytes());
     out.summary("page size (bytes)", page_bytes_);
 
     auto& objects = out.table(
