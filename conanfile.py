@@ -1,5 +1,7 @@
-# Conan 2 recipe: pasta is header-only; the package carries the headers and
-# the CMake config files that the CMake install writes.
+# Conan 2 recipe: pasta is header-only; the package carries the headers, the
+# CMake config files that the CMake install writes, and, where nvcc and the
+# Compute Sanitizer API are found, the generated header that embeds the
+# sanitizer patches (built from kernels/).
 from conan import ConanFile
 from conan.tools.build import check_min_cppstd
 from conan.tools.cmake import CMake, CMakeToolchain, cmake_layout
@@ -15,7 +17,7 @@ class PastaConan(ConanFile):
     topics = ("gpu", "profiling", "cuda", "header-only")
     package_type = "header-library"
     settings = "os", "arch", "compiler", "build_type"
-    exports_sources = "CMakeLists.txt", "cmake/*", "include/*"
+    exports_sources = "CMakeLists.txt", "cmake/*", "include/*", "kernels/*"
     no_copy_source = True
 
     def set_version(self):
@@ -47,6 +49,9 @@ class PastaConan(ConanFile):
     def package(self):
         cmake = CMake(self)
         cmake.configure()
+        cache = load(self, os.path.join(self.build_folder, "CMakeCache.txt"))
+        if re.search(r"^PASTA_SANITIZER_LIBRARY:FILEPATH=(?!.*NOTFOUND).+$", cache, re.M):
+            cmake.build(target="pasta_sanitizer_kernels")  # the embedded device patches
         cmake.install()
 
     def package_id(self):
