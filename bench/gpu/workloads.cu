@@ -18,15 +18,7 @@
 #include <string>
 #include <vector>
 
-#define CHECK(call)                                                                       \
-  do {                                                                                    \
-    cudaError_t err_ = (call);                                                            \
-    if (err_ != cudaSuccess) {                                                            \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                  \
-                   cudaGetErrorString(err_));                                             \
-      std::exit(1);                                                                       \
-    }                                                                                     \
-  } while (0)
+#include "../../examples/cuda/check.cuh"
 
 __global__ void vecadd(const float* a, const float* b, float* c, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;

@@ -24,15 +24,7 @@
 #include <pasta/tools/timeline.hpp>
 #endif
 
-#define CHECK(call)                                                      \
-  do {                                                                   \
-    cudaError_t err_ = (call);                                           \
-    if (err_ != cudaSuccess) {                                           \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, \
-                   cudaGetErrorString(err_));                            \
-      std::exit(1);                                                      \
-    }                                                                    \
-  } while (0)
+#include "check.cuh"
 
 __global__ void fill(float* x, float v, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;

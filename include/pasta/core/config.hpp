@@ -3,9 +3,11 @@
 // variable and what it accepts, and the setting keeps its previous value.
 #pragma once
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <cstdlib>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <string>
@@ -95,41 +97,36 @@ inline std::optional<std::uint64_t> parse_bytes(std::string_view s) {
   return *v * unit;
 }
 
-inline std::optional<unsigned> parse_formats(std::string_view s) {
-  if (s == "none") return 0u;
+// A comma list of names, each one bit of the result; nullopt if a name is unknown.
+struct Flag {
+  std::string_view name;
+  unsigned bit;
+};
+template <std::size_t N>
+std::optional<unsigned> parse_flags(std::string_view s, const Flag (&flags)[N]) {
   unsigned out = 0;
   for (;;) {
     const auto comma = s.find(',');
     const std::string_view item = s.substr(0, comma);
-    if (item == "text")
-      out |= format::text;
-    else if (item == "json")
-      out |= format::json;
-    else if (item == "csv")
-      out |= format::csv;
-    else
-      return std::nullopt;
+    const Flag* f = std::find_if(std::begin(flags), std::end(flags),
+                                 [&](const Flag& x) { return x.name == item; });
+    if (f == std::end(flags)) return std::nullopt;
+    out |= f->bit;
     if (comma == std::string_view::npos) return out;
     s.remove_prefix(comma + 1);
   }
 }
 
+inline std::optional<unsigned> parse_formats(std::string_view s) {
+  if (s == "none") return 0u;
+  static constexpr Flag names[] = {{"text", format::text}, {"json", format::json}, {"csv", format::csv}};
+  return parse_flags(s, names);
+}
+
 inline std::optional<unsigned> parse_spaces(std::string_view s) {
-  unsigned out = 0;
-  for (;;) {
-    const auto comma = s.find(',');
-    const std::string_view item = s.substr(0, comma);
-    if (item == "global")
-      out |= space::global;
-    else if (item == "shared")
-      out |= space::shared;
-    else if (item == "local")
-      out |= space::local;
-    else
-      return std::nullopt;
-    if (comma == std::string_view::npos) return out;
-    s.remove_prefix(comma + 1);
-  }
+  static constexpr Flag names[] = {
+      {"global", space::global}, {"shared", space::shared}, {"local", space::local}};
+  return parse_flags(s, names);
 }
 
 inline std::optional<bool> parse_bool(std::string_view s) {
