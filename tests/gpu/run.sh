@@ -22,7 +22,7 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPASTA_BUILD_BENCH=O
 targets=()
 [ "$what" = multi ] && targets=(--target launches_pasta)
 [ "$what" = memory ] && targets=(--target access_pattern access_pattern_pasta access_pattern_cpu
-  pasta_memory pasta_memory_cpu memory_workloads uvm_advice uvm_advice_pasta)
+  pasta_memory pasta_memory_cpu pasta_memory_record memory_workloads uvm_advice uvm_advice_pasta)
 cmake --build "$build" --parallel "$(nproc)" "${targets[@]}" >"$work/build.log" 2>&1 ||
   { grep -E "error|Error" "$work/build.log" | head -60 | tee "$out/build-errors.log"; exit 1; }
 
@@ -36,6 +36,12 @@ if [ "$what" = memory ]; then
   echo "== memory-access GPU tests"
   (cd "$build" && ctest -R "gpu: (access|uvm)" -V) 2>&1 | tee "$out/gpu-tests-memory.log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  echo "== record memory-access traces for tests/data"
+  "$build/bin/pasta" run --memory --record -o "$work/rec-access" -- "$build/examples/access_pattern" \
+    >"$work/record-memory.log" 2>&1 && cp "$work/rec-access/trace.pasta" "$out/access_pattern_h100.pasta"
+  "$build/bin/pasta" run --memory --record -o "$work/rec-uvm" -- "$build/examples/uvm_advice" --mb 64 \
+    >>"$work/record-memory.log" 2>&1 && cp "$work/rec-uvm/trace.pasta" "$out/uvm_advice_h100.pasta"
+  tail -3 "$work/record-memory.log"; ls -la "$out"/*_h100.pasta 2>/dev/null
   echo "== memory-access benchmark"
   python3 bench/gpu/memory.py "$build" "$work/memory" ${MEMORY_BENCH_ONLY:+--only $MEMORY_BENCH_ONLY} \
     2>&1 | tee "$out/memory-bench.log"
