@@ -89,7 +89,8 @@ int replay(const std::string& path, const std::string& out_dir) {
   if (!out_dir.empty()) cfg.output_dir = out_dir;
   using Prof =
       pasta::Profiler<pasta::Replay, pasta::proc::Cpu, pasta::tools::KernelFreq,
-                      pasta::tools::MemHotness, pasta::tools::ScopeTime, pasta::tools::EventCount>;
+                      pasta::tools::MemHotness, pasta::tools::UvmHotness, pasta::tools::ScopeTime,
+                      pasta::tools::EventCount>;
   try {
     pasta::trace::TraceReader header(path);
     fmt::print(stderr, "pasta-trace: replaying {}\n", path);

@@ -72,3 +72,49 @@ TEST_CASE("a PyTorch ResNet-18 training step recorded on an H100") {
   CHECK(std::get<std::uint64_t>(report.summary()[0].second) == 60);   // kernels
   CHECK(std::get<std::uint64_t>(report.summary()[1].second) == 752);  // launches
 }
+
+TEST_CASE("memory accesses recorded on an H100 (GpuBucketing histograms): exact per buffer") {
+  // examples/cuda/access_pattern.cu under `pasta run --memory --record`: its
+  // buffers a, b, out, c, last follow a 512-byte allocation the CUDA runtime
+  // makes at start-up.
+  test::TempDir dir;
+  Profiler<Replay, proc::Cpu, tools::MemHotness> r(replaying(dir, "access_pattern_h100.pasta"));
+  REQUIRE(r.handler().complete());
+  const auto& objects = r.tool<tools::MemHotness>().objects();
+  REQUIRE(objects.size() == 6);
+  CHECK(objects[0].bytes == 512);
+  const std::uint64_t n = 1 << 20;
+  auto counts = [&](std::size_t i) {
+    const AccessCounts c = objects[i].total();
+    return std::array<std::uint64_t, 3>{c.reads, c.writes, c.bytes()};
+  };
+  CHECK(counts(1) == std::array<std::uint64_t, 3>{n / 2 + 256 * 100, n, 4 * (n / 2 + 25600 + n)});
+  CHECK(counts(2) == std::array<std::uint64_t, 3>{0, n / 2, 4 * (n / 2)});
+  CHECK(counts(3) == std::array<std::uint64_t, 3>{0, 512, 2048});  // hot_page + stage
+  CHECK(counts(4) == std::array<std::uint64_t, 3>{n, n, 8 * n});   // atomics: read and write
+  CHECK(counts(5) == std::array<std::uint64_t, 3>{0, 0, 0});
+  CHECK(counts(0) == std::array<std::uint64_t, 3>{0, 0, 0});
+  CHECK(objects[1].pages.touched() == 64);
+  CHECK(objects[1].pages.get(0).reads == 16384 + 25600);
+}
+
+TEST_CASE("managed memory recorded on an H100: UvmHotness pages, working set and advice") {
+  // examples/cuda/uvm_advice.cu --mb 64: x and y, 1024 pages of 64 KiB each.
+  test::TempDir dir;
+  Profiler<Replay, proc::Cpu, tools::UvmHotness> r(replaying(dir, "uvm_advice_h100.pasta"));
+  REQUIRE(r.handler().complete());
+  const auto& managed = r.tool<tools::UvmHotness>().managed();
+  REQUIRE(managed.size() == 2);
+  const std::uint64_t n = (64 << 20) / 4;
+  for (const auto& m : managed) {
+    CHECK(m.page_count == 1024);
+    CHECK(m.touched_pages == 1024);
+    CHECK(m.first_ordinal == 0);
+    CHECK(std::string(name_of(m.first_kernel)).starts_with("_Z4initPfS_m"));
+  }
+  CHECK(managed[0].accesses == 4 * n);  // x: written by init, read by 3 axpy
+  CHECK(managed[1].accesses == 7 * n);  // y: written by init, read and written by 3 axpy
+  Report report("uvm_hotness");
+  r.tool<tools::UvmHotness>().report(report);
+  CHECK(std::get<std::uint64_t>(report.summary().at(3).second) == 2 * (64ull << 20));
+}
