@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building and testing pasta needs on Debian/Ubuntu: the
 # compiler toolchain, Boost (Hana, CRC, Container), fmt, nlohmann/json,
-# doctest, Google Benchmark, and from PyPI Conan and the Compute Sanitizer
-# API wheel. Does nothing for what is already there; safe to run again.
+# doctest, Google Benchmark; with --all also Chromium (for the report test),
+# and from PyPI Conan, Jinja2 and the Compute Sanitizer API wheel. Does nothing for what is already there; safe to run again.
 set -euo pipefail
 
 need_apt=()
@@ -31,6 +31,15 @@ if [ "${1:-}" = "--all" ]; then
   "$py" -m pip show conan >/dev/null 2>&1 || "$py" -m pip install -q "conan>=2,<3"
   # The Sanitizer API headers and library for the nv::Sanitizer handler,
   # matching nvcc 13.0.
+  # Jinja2 renders `pasta report`'s HTML page; Chromium (Debian) is the
+  # browser the report test loads it in.
+  "$py" -m pip show jinja2 >/dev/null 2>&1 || "$py" -m pip install -q "jinja2>=3"
+  if ! command -v chromium >/dev/null; then
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends chromium
+  fi
   "$py" -m pip show nvidia-cuda-sanitizer-api >/dev/null 2>&1 ||
     "$py" -m pip install -q "nvidia-cuda-sanitizer-api==13.0.*"
 fi
