@@ -20,3 +20,7 @@ else
   echo "demo: a PyTorch ResNet-18 training step recorded on an NVIDIA H100 (tests/data/README.md)" >&2
   PASTA_PRINT=stdout "$build/cli/pasta-trace" replay "$trace" -o "$out"
 fi
+# One page for all of it (needs Jinja2; pasta run already wrote it on a GPU).
+[ -f "$out/report.html" ] || python3 "$root/bin/pasta" report "$out" >/dev/null 2>&1 || true
+[ -f "$out/report.html" ] && echo "demo: open $out/report.html" >&2
+exit 0
