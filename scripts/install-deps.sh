@@ -34,6 +34,13 @@ if [ "${1:-}" = "--all" ]; then
   # Jinja2 renders `pasta report`'s HTML page; Chromium (Debian) is the
   # browser the report test loads it in.
   "$py" -m pip show jinja2 >/dev/null 2>&1 || "$py" -m pip install -q "jinja2>=3"
+  # clang and its libFuzzer runtime for the fuzz targets (tests/fuzz).
+  if ! command -v clang++ >/dev/null; then
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends clang
+  fi
   if ! command -v chromium >/dev/null; then
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"

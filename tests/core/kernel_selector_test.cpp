@@ -45,3 +45,23 @@ TEST_CASE("a filter that does not compile selects nothing") {
   KernelSelector s(c);
   CHECK_FALSE(s.select(intern("gemm")));
 }
+
+TEST_CASE("filters that would blow up the regex engine are refused, not compiled") {
+  // Found by fuzzing: glibc's regcomp doubles its memory with each stacked
+  // quantifier (25 '+' took 6 GB) and each level of nested repetition.
+  const std::string stacked = "gemm" + std::string(30, '+');
+  std::string nested = "a";
+  for (int i = 0; i < 16; ++i) nested = "(" + nested + ")+";
+  for (const std::string& bad : {stacked, nested, std::string("a{1,100}{1,100}"),
+                                 std::string("(a{1,100}){1,100}"), std::string(5000, 'a')}) {
+    const detail::Regex re(bad);
+    CHECK_FALSE(re.valid());
+    CHECK_FALSE(re.error().empty());
+  }
+  CHECK(detail::Regex(stacked).error().starts_with("a repetition follows another at offset 5"));
+  for (const char* good : {"gemm|conv", "^sm90_.*_tilesize(128|64)x", "a{1,100}", "[+*]{2}",
+                           "\\\\+\\\\+", "((a+)b)+", "(a{1,30}){1,30}", "[[:alpha:]]+_kernel"}) {
+    INFO(good);
+    CHECK(detail::Regex(good).valid());
+  }
+}
