@@ -262,15 +262,16 @@ def access_truth(only=None):
     return total
 
 
+def buffers_of(stdout):
+    """{name: address} from the "buffer NAME ADDRESS BYTES" lines the examples print."""
+    return {l.split()[1]: int(l.split()[2], 16) for l in stdout.splitlines()
+            if l.startswith("buffer ")}
+
+
 def run_access(build, variant, out, **env):
     """Runs access_pattern[_pasta|_cpu]; returns (stdout, buffers {name: address})."""
     proc = run([f"{build}/examples/access_pattern{variant}"], profiled_env(out, **env))
-    buffers = {}
-    for line in proc.stdout.splitlines():
-        parts = line.split()
-        if parts and parts[0] == "buffer":
-            buffers[parts[1]] = int(parts[2], 16)
-    return proc.stdout, buffers
+    return proc.stdout, buffers_of(proc.stdout)
 
 
 def hotness(out_dir):
@@ -388,8 +389,7 @@ def case_access_injection(build, out):
     """`pasta run --memory` profiles the unmodified program exactly (by injection)."""
     proc = run([f"{build}/bin/pasta", "run", "--memory", "-o", out, "--",
                 f"{build}/examples/access_pattern"])
-    buffers = {l.split()[1]: int(l.split()[2], 16) for l in proc.stdout.splitlines()
-               if l.startswith("buffer ")}
+    buffers = buffers_of(proc.stdout)
     ok = expect_access_counts(out, buffers, access_truth())
     return expect("kernels counted", kernel_counts(out),
                   {"copy_half": 1, "count": 1, "hot_page": 1, "init": 1, "stage": 1}) and ok
@@ -406,8 +406,7 @@ def case_uvm_advice(build, out):
     profiled = last_json(proc.stdout)
     ok &= expect("checksum with the advice applied", advised["checksum"], plain["checksum"])
     ok &= expect("checksum under the profiler", profiled["checksum"], plain["checksum"])
-    buffers = {l.split()[1]: int(l.split()[2], 16) for l in proc.stdout.splitlines()
-               if l.startswith("buffer ")}
+    buffers = buffers_of(proc.stdout)
     with open(os.path.join(out, "uvm_hotness.json")) as f:
         report = json.load(f)
     allocs = {int(r["address"], 16): r for r in report["tables"]["allocations"]}

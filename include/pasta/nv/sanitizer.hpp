@@ -57,7 +57,7 @@ class Sanitizer {
     std::atomic<std::uint64_t> launches{0}, instrumented{0}, modules_patched{0};
     std::atomic<std::uint64_t> patch_ns{0}, post_ns{0}, copy_bytes{0};
     std::atomic<std::uint64_t> records{0}, records_lost{0}, overflowed_launches{0};
-    std::atomic<std::uint64_t> bins{0}, callbacks{0};
+    std::atomic<std::uint64_t> bins{0};
   };
 
   explicit Sanitizer(const Config& cfg)
@@ -111,10 +111,6 @@ class Sanitizer {
     std::uint32_t device = 0;
     Dim3 grid{}, block{};
     detail::ContextState* ctx = nullptr;  // set when instrumented
-  };
-  struct Range {
-    std::uint64_t bytes;
-    std::uint32_t device;
   };
   static Launch& this_launch() {
     thread_local Launch l;
@@ -205,7 +201,7 @@ class Sanitizer {
   // kernel at a time owns the counters.
   std::mutex launch_mutex_;
   std::mutex table_mutex_;  // guards live_, table_version_
-  std::map<std::uint64_t, Range> live_;  // base -> allocation
+  std::map<std::uint64_t, std::uint64_t> live_;  // base -> bytes of each live allocation
   std::uint64_t table_version_ = 0;
   std::unordered_map<CUcontext, std::unique_ptr<detail::ContextState>> contexts_;  // launch_mutex_
   std::vector<device::Bin> host_bins_;
@@ -278,7 +274,6 @@ void SANITIZERAPI Sanitizer::on_callback(void* user, Sanitizer_CallbackDomain do
   auto* self = static_cast<Sanitizer*>(user);
   if (own_work() > 0 || pasta::detail::inside_dispatch() || !self->active_) return;
   Sink& sink = *static_cast<Sink*>(self->sink_);
-  self->stats_.callbacks.fetch_add(1, std::memory_order_relaxed);
   try {
     switch (domain) {
       case SANITIZER_CB_DOMAIN_RESOURCE:
@@ -370,7 +365,7 @@ void Sanitizer::on_resource(Sink& sink, Sanitizer_CallbackId cbid, const void* d
       const auto device = static_cast<std::uint32_t>(m.device);
       if (mode_ != Mode::none) {
         std::lock_guard lock(table_mutex_);
-        live_[m.address] = {m.size, device};
+        live_[m.address] = m.size;
         ++table_version_;
       }
       if constexpr (Sink::template wants<MemAlloc>())
@@ -465,12 +460,10 @@ inline void Sanitizer::prepare_launch(detail::ContextState& c, const Sanitizer_L
     std::lock_guard lock(table_mutex_);
     if (c.table_version != table_version_) {
       c.host_ranges.clear();
-      c.range_device.clear();
       std::uint64_t slot = 0;
-      for (const auto& [base, r] : live_) {
-        c.host_ranges.push_back(AllocRange{base, base + r.bytes, slot});
-        c.range_device.push_back(r.device);
-        slot += (r.bytes + (1ull << page_shift_) - 1) >> page_shift_;
+      for (const auto& [base, bytes] : live_) {
+        c.host_ranges.push_back(AllocRange{base, base + bytes, slot});
+        slot += (bytes + (1ull << page_shift_) - 1) >> page_shift_;
       }
       c.slot_count = slot + device::catch_all_slots;
       c.table_version = table_version_;

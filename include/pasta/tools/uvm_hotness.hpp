@@ -32,7 +32,6 @@ class UvmHotness {
 
   struct Managed {
     std::uint64_t base = 0, bytes = 0, page_count = 0;
-    std::uint32_t alloc_device = 0;
     bool freed = false;
     std::vector<std::uint64_t> last_touch;  // per page: launch ordinal + 1 of its last touch
     std::uint64_t touched_pages = 0, min_page = ~0ull, max_page = 0, accesses = 0;
@@ -57,7 +56,6 @@ class UvmHotness {
     m.base = e.address;
     m.bytes = e.bytes;
     m.page_count = pages;
-    m.alloc_device = e.device;
     m.last_touch.assign(pages, 0);
     managed_.push_back(std::move(m));
   }

@@ -89,7 +89,6 @@ struct ContextState {
   std::uint64_t table_version = ~0ull;  // of the table the device holds
   std::uint64_t slot_count = 0;         // in use, catch-all slots included
   std::vector<device::AllocRange> host_ranges;  // the table the device holds
-  std::vector<std::uint64_t> range_device;      // device of each range's allocation
 
   ~ContextState() {
     for (DeviceBuffer* b : {&params, &ranges, &slots, &bins, &counters, &records}) b->release();
