@@ -44,7 +44,8 @@ std::vector<test::AnyEvent> every_event() {
                      .block = {32, 2, 1},
                      .shared_mem_bytes = 1024,
                      .start_ns = 1000,
-                     .end_ns = 2000},
+                     .end_ns = 2000,
+                     .op = 21},
       MemAlloc{.address = 0x7f0000001000,
                .bytes = 4096,
                .device = 1,
@@ -64,7 +65,8 @@ std::vector<test::AnyEvent> every_event() {
              .copy_kind = CopyKind::d2h,
              .bytes = 1 << 20,
              .start_ns = 7,
-             .end_ns = 8},
+             .end_ns = 8,
+             .op = 21},
       Memset{.correlation = 13,
              .context = 2,
              .stream = 3,
@@ -73,7 +75,8 @@ std::vector<test::AnyEvent> every_event() {
              .address = 0x1000,
              .bytes = 64,
              .start_ns = 9,
-             .end_ns = 10},
+             .end_ns = 10,
+             .op = 22},
       Synchronize{.sync_kind = SyncKind::stream,
                   .device = 1,
                   .context = 2,
@@ -101,14 +104,23 @@ std::vector<test::AnyEvent> every_event() {
                       .write_bytes = 200},
       ScopeBegin{.name = s, .thread = 77, .depth = 2, .time_ns = 14},
       ScopeEnd{.name = s, .thread = 77, .depth = 2, .time_ns = 15},
-      OpBegin{.id = 21, .sequence = -5, .name = op, .thread = 78, .depth = 1, .time_ns = 16},
+      OpBegin{.id = 21,
+              .parent = 20,
+              .sequence = -5,
+              .name = op,
+              .inputs = s,
+              .thread = 78,
+              .depth = 1,
+              .time_ns = 16},
       OpEnd{.id = 21, .name = op, .thread = 78, .depth = 1, .time_ns = 17},
       TensorAlloc{.address = 0x2000,
                   .bytes = 512,
                   .device = 1,
                   .total_allocated = 1024,
                   .total_reserved = 2048,
-                  .time_ns = 18},
+                  .time_ns = 18,
+                  .op = 21,
+                  .thread = 78},
       TensorFree{.address = 0x2000,
                  .bytes = 512,
                  .device = 1,
@@ -175,7 +187,7 @@ TEST_CASE("the header carries the format version, the schema and the metadata") 
   write_trace(dir.file("t.pasta"), every_event());
   TraceReader r(dir.file("t.pasta"));
   CHECK(r.major_version() == 1);
-  CHECK(r.minor_version() == 0);
+  CHECK(r.minor_version() == 1);
   CHECK(r.metadata() == trace::Metadata{{"purpose", "test"}});
   REQUIRE(r.schema().size() == 17);
   const auto& launch = r.schema()[1];
@@ -346,24 +358,59 @@ TEST_CASE("specific damage gives specific messages") {
   }
 }
 
-TEST_CASE("a schema that differs from this build's is a version error") {
-  test::TempDir dir;
-  write_trace(dir.file("whole.pasta"), every_event());
-  std::string other = bytes_of(dir.file("whole.pasta"));
+// Another pasta version's schema, made by editing this build's header and
+// fixing its checksum.
+static std::string with_header_edit(const std::string& whole, std::string_view field, int delta,
+                                    bool type_byte) {
+  std::string other = whole;
   std::uint32_t header;
   std::memcpy(&header, other.data() + 12, 4);
-  // Rename a field in the schema and fix the header checksum, as another
-  // pasta version would have written it.
-  const auto at = other.find("correlation");
+  const auto at = other.find(field);
   REQUIRE(at < header);
-  other[at] = 'k';
+  if (type_byte)
+    other[at + field.size()] = static_cast<char>(other[at + field.size()] + delta);
+  else
+    other[at] = static_cast<char>(other[at] + delta);
   std::memset(other.data() + 16, 0, 4);
   const std::uint32_t crc = trace::crc32(other.data(), header);
   std::memcpy(other.data() + 16, &crc, 4);
-  put_bytes(dir.file("other.pasta"), other);
-  const auto e = read_error(dir.file("other.pasta"));
-  CHECK(e.kind() == TraceError::Kind::version);
-  CHECK(std::string(e.what()).find("is laid out differently in this trace") != std::string::npos);
+  return other;
+}
+
+TEST_CASE("a trace with other fields is read by name; a changed field type is a version error") {
+  test::TempDir dir;
+  write_trace(dir.file("whole.pasta"), every_event());
+  const std::string whole = bytes_of(dir.file("whole.pasta"));
+  SUBCASE("a field this build does not know is skipped, one it lacks keeps its default") {
+    // KernelLaunch's first field renamed: as if written by a version that
+    // had "dorrelation" instead of "correlation".
+    put_bytes(dir.file("other.pasta"), with_header_edit(whole, "correlation", 1, false));
+    std::vector<KernelLaunch> launches;
+    std::vector<KernelComplete> completes;
+    TraceReader r(dir.file("other.pasta"));
+    r.read_all([&](const auto& e) {
+      using E = std::remove_cvref_t<decltype(e)>;
+      if constexpr (std::is_same_v<E, KernelLaunch>) launches.push_back(e);
+      if constexpr (std::is_same_v<E, KernelComplete>) completes.push_back(e);
+    });
+    REQUIRE(launches.size() == 1);
+    REQUIRE(completes.size() == 1);
+    KernelLaunch expected = std::get<KernelLaunch>(every_event()[1]);
+    CHECK(launches[0].correlation == 0);
+    CHECK(launches[0].stream == expected.stream);
+    CHECK(launches[0].grid == expected.grid);
+    CHECK(launches[0].time_ns == expected.time_ns);
+    CHECK(completes[0].correlation == std::get<KernelComplete>(every_event()[2]).correlation);
+  }
+  SUBCASE("a field whose type changed") {
+    // The type byte after "correlation" (u64 = 4) becomes u32 (3).
+    put_bytes(dir.file("other.pasta"), with_header_edit(whole, "correlation", -1, true));
+    const auto e = read_error(dir.file("other.pasta"));
+    CHECK(e.kind() == TraceError::Kind::version);
+    CHECK(std::string(e.what()).ends_with(
+        "event KernelLaunch (kind 2) is laid out differently in this trace (field correlation "
+        "has another type): it was written by another pasta version"));
+  }
 }
 
 TEST_CASE("a writer that cannot write says so once and counts what it lost") {

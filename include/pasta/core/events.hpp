@@ -126,6 +126,7 @@ struct KernelComplete {  // the device ran it
   Dim3 grid{}, block{};
   std::uint32_t shared_mem_bytes = 0;
   std::uint64_t start_ns = 0, end_ns = 0;
+  std::uint64_t op = 0;  // OpBegin::id of the operator that launched it; 0 = none known
 };
 
 struct MemAlloc {
@@ -160,6 +161,7 @@ struct Memcpy {
   CopyKind copy_kind = CopyKind::unknown;
   std::uint64_t bytes = 0;
   std::uint64_t start_ns = 0, end_ns = 0;
+  std::uint64_t op = 0;  // as KernelComplete::op
 };
 
 struct Memset {
@@ -173,6 +175,7 @@ struct Memset {
   std::uint64_t address = 0;
   std::uint64_t bytes = 0;
   std::uint64_t start_ns = 0, end_ns = 0;
+  std::uint64_t op = 0;  // as KernelComplete::op
 };
 
 struct Synchronize {
@@ -242,11 +245,13 @@ struct ScopeEnd {
 struct OpBegin {  // a framework operator (e.g. an ATen op)
   static constexpr EventKind kind = EventKind::op_begin;
   static constexpr std::string_view type_name = "OpBegin";
-  std::uint64_t id = 0;        // unique per operator call, joins begin and end
+  std::uint64_t id = 0;        // unique per operator call, joins begin and end; never 0
+  std::uint64_t parent = 0;    // id of the enclosing operator on the same thread; 0 = none
   std::int64_t sequence = -1;  // the framework's sequence number, -1 if none
   NameId name{};
+  NameId inputs{};  // input shapes and dtypes, e.g. "float[32, 3, 224, 224], float[64]"; 0 = not recorded
   std::uint32_t thread = 0;
-  std::uint32_t depth = 0;
+  std::uint32_t depth = 0;  // 0 for an outermost operator of its thread
   std::uint64_t time_ns = 0;
 };
 
@@ -266,9 +271,11 @@ struct TensorAlloc {  // a framework allocator handed out memory
   std::uint64_t address = 0;
   std::uint64_t bytes = 0;
   std::uint32_t device = 0;
-  std::uint64_t total_allocated = 0;
+  std::uint64_t total_allocated = 0;  // the allocator's own count after this allocation
   std::uint64_t total_reserved = 0;
   std::uint64_t time_ns = 0;
+  std::uint64_t op = 0;  // OpBegin::id of the innermost operator of the allocating thread
+  std::uint32_t thread = 0;
 };
 
 struct TensorFree {

@@ -220,19 +220,62 @@ class TraceReader {
     }
   }
 
-  // A kind this build knows must have exactly the fields this build writes.
+  // A kind this build knows is read field by field, by name: fields the
+  // trace lacks keep their defaults, fields this build lacks are skipped.
+  // A field whose type changed is a version error.
   void check_known_type(const TypeDesc& t, std::uint64_t at) {
     pasta::detail::visit_kind(static_cast<EventKind>(t.kind), [&](auto type) {
       using E = typename decltype(type)::type;
       const TypeDesc ours = describe<E>();
       if (t.name == ours.name && t.fields == ours.fields && t.payload_bytes == ours.payload_bytes)
         return;
-      throw TraceError(Kind::version, at,
-                       fmt::format("event {} (kind {}) is laid out differently in this trace "
-                                   "({} fields, {} bytes) than in this build ({} fields, {} "
-                                   "bytes): it was written by another pasta version",
-                                   t.name, t.kind, t.fields.size(), t.payload_bytes,
-                                   ours.fields.size(), ours.payload_bytes));
+      auto differs = [&](std::string why) {
+        return TraceError(Kind::version, at,
+                          fmt::format("event {} (kind {}) is laid out differently in this trace "
+                                      "({}): it was written by another pasta version",
+                                      ours.name, t.kind, why));
+      };
+      if (t.name != ours.name) throw differs(fmt::format("named {}", t.name));
+      std::vector<std::int32_t> offsets(ours.fields.size(), -1);
+      std::size_t offset = 0;
+      for (const FieldDesc& f : t.fields) {
+        for (std::size_t i = 0; i < ours.fields.size(); ++i) {
+          if (ours.fields[i].name != f.name) continue;
+          if (ours.fields[i].type != f.type)
+            throw differs(fmt::format("field {} has another type", f.name));
+          offsets[i] = static_cast<std::int32_t>(offset);
+        }
+        offset += field_bytes(f.type);
+      }
+      if (offset != t.payload_bytes)
+        throw TraceError(Kind::corrupt, at,
+                         fmt::format("event {} lists fields of {} bytes in a {}-byte payload",
+                                     t.name, offset, t.payload_bytes));
+      layouts_[t.kind] = std::move(offsets);
+    });
+  }
+
+  static std::size_t field_bytes(FieldType t) {
+    switch (t) {
+      case FieldType::u8: return 1;
+      case FieldType::u16: return 2;
+      case FieldType::u32: case FieldType::i32: case FieldType::name: return 4;
+      case FieldType::u64: case FieldType::i64: case FieldType::f64: return 8;
+    }
+    return 0;
+  }
+
+  // Decodes a record written with another layout of E (see check_known_type).
+  template <class E>
+  static void decode_mapped(const std::byte* data, E& e, const std::vector<std::int32_t>& at) {
+    std::size_t i = 0;
+    for_each_scalar(e, [&](std::string_view, auto& v) {
+      const std::int32_t off = at[i++];
+      if (off < 0) return;
+      if constexpr (std::is_same_v<std::remove_cvref_t<decltype(v)>, NameId>)
+        std::memcpy(&v.value, data + off, sizeof v.value);
+      else
+        std::memcpy(&v, data + off, sizeof v);
     });
   }
 
@@ -258,7 +301,10 @@ class TraceReader {
       const bool known = pasta::detail::visit_kind(static_cast<EventKind>(kind), [&](auto type) {
         using E = typename decltype(type)::type;
         E e{};
-        decode(data, e);
+        if (auto layout = layouts_.find(kind); layout == layouts_.end())
+          decode(data, e);
+        else
+          decode_mapped(data, e, layout->second);
         fix_up(e, at);
         ++events_;
         f(static_cast<const E&>(e));
@@ -299,6 +345,9 @@ class TraceReader {
   std::vector<TypeDesc> schema_;
   Metadata metadata_;
   std::unordered_map<std::uint16_t, std::uint16_t> payload_size_;
+  // Kinds laid out otherwise than in this build: per field of ours, its
+  // offset in the record, -1 if the trace lacks it.
+  std::unordered_map<std::uint16_t, std::vector<std::int32_t>> layouts_;
   std::unordered_map<std::uint32_t, NameId> names_;  // file id -> process id
   std::vector<std::byte> payload_;
   std::uint64_t events_ = 0, skipped_ = 0, records_ = 0;

@@ -26,13 +26,13 @@ BOOST_HANA_ADAPT_STRUCT(pasta::DeviceInfo, device, name, cc_major, cc_minor, sm_
 BOOST_HANA_ADAPT_STRUCT(pasta::KernelLaunch, correlation, context, stream, device, name, grid,
                         block, shared_mem_bytes, thread, time_ns);
 BOOST_HANA_ADAPT_STRUCT(pasta::KernelComplete, correlation, context, stream, device, name, grid,
-                        block, shared_mem_bytes, start_ns, end_ns);
+                        block, shared_mem_bytes, start_ns, end_ns, op);
 BOOST_HANA_ADAPT_STRUCT(pasta::MemAlloc, address, bytes, device, mem_kind, stream, time_ns);
 BOOST_HANA_ADAPT_STRUCT(pasta::MemFree, address, bytes, device, mem_kind, stream, time_ns);
 BOOST_HANA_ADAPT_STRUCT(pasta::Memcpy, correlation, context, stream, device, copy_kind, bytes,
-                        start_ns, end_ns);
+                        start_ns, end_ns, op);
 BOOST_HANA_ADAPT_STRUCT(pasta::Memset, correlation, context, stream, device, value, address, bytes,
-                        start_ns, end_ns);
+                        start_ns, end_ns, op);
 BOOST_HANA_ADAPT_STRUCT(pasta::Synchronize, sync_kind, device, context, stream, thread, start_ns,
                         end_ns);
 BOOST_HANA_ADAPT_STRUCT(pasta::ModuleLoad, device, context, module, image_bytes, time_ns);
@@ -42,10 +42,11 @@ BOOST_HANA_ADAPT_STRUCT(pasta::AccessHistogram, correlation, address, alloc_base
                         reads, writes, read_bytes, write_bytes);
 BOOST_HANA_ADAPT_STRUCT(pasta::ScopeBegin, name, thread, depth, time_ns);
 BOOST_HANA_ADAPT_STRUCT(pasta::ScopeEnd, name, thread, depth, time_ns);
-BOOST_HANA_ADAPT_STRUCT(pasta::OpBegin, id, sequence, name, thread, depth, time_ns);
+BOOST_HANA_ADAPT_STRUCT(pasta::OpBegin, id, parent, sequence, name, inputs, thread, depth,
+                        time_ns);
 BOOST_HANA_ADAPT_STRUCT(pasta::OpEnd, id, name, thread, depth, time_ns);
 BOOST_HANA_ADAPT_STRUCT(pasta::TensorAlloc, address, bytes, device, total_allocated, total_reserved,
-                        time_ns);
+                        time_ns, op, thread);
 BOOST_HANA_ADAPT_STRUCT(pasta::TensorFree, address, bytes, device, total_allocated, total_reserved,
                         time_ns);
 
