@@ -125,3 +125,19 @@ TEST_CASE("memset records carry bytes and value") {
   CHECK(s.bytes == 64);
   CHECK(s.value == 0xab);
 }
+
+TEST_CASE("external correlation records tag activities with their operator, boundedly") {
+  OpCorrelations ops;
+  CHECK(ops.find(7) == 0);  // nothing recorded yet
+  ops.add(7, 1001);
+  ops.add(8, 1002);
+  CHECK(ops.find(7) == 1001);
+  CHECK(ops.find(8) == 1002);
+  CHECK(ops.find(9) == 0);
+  // The slot of 7 is reused 2^16 correlation ids later: 7 is forgotten, not
+  // confused with the newcomer.
+  ops.add(7 + OpCorrelations::slots, 2001);
+  CHECK(ops.find(7) == 0);
+  CHECK(ops.find(7 + OpCorrelations::slots) == 2001);
+  CHECK(ops.find(8) == 1002);
+}

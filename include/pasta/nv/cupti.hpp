@@ -23,6 +23,7 @@
 #include <pasta/core/detail/fmt.hpp>
 
 #include <pasta/core/config.hpp>
+#include <pasta/core/detail/op_correlation.hpp>
 #include <pasta/core/detail/thread.hpp>
 #include <pasta/core/events.hpp>
 #include <pasta/core/log.hpp>
@@ -51,6 +52,7 @@ class Cupti {
     std::atomic<std::uint64_t> callbacks{0};  // API callbacks handled
     std::atomic<std::uint64_t> flushes{0};    // flushes pasta asked CUPTI for while running
     std::atomic<std::uint64_t> flush_ns{0};   // time spent in them
+    std::uint64_t op_records = 0;             // operator tags seen (batch-serialised)
   };
 
   explicit Cupti(const Config& cfg)
@@ -112,6 +114,17 @@ class Cupti {
     static std::atomic<Cupti*> c{nullptr};
     return c;
   }
+  // Operator sources (torch::Aten) tag the calling thread's CUDA work with
+  // the operator through CUPTI's external correlation ids, the kind
+  // PyTorch's own profiler leaves free.
+  static constexpr auto op_kind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2;
+  static void op_enter(std::uint64_t op) { cuptiActivityPushExternalCorrelationId(op_kind, op); }
+  static void op_exit() {
+    std::uint64_t last = 0;
+    cuptiActivityPopExternalCorrelationId(op_kind, &last);
+  }
+  static constexpr pasta::detail::OpCorrelator op_hooks{&op_enter, &op_exit};
+
   static int& runtime_depth() {  // inside a runtime launch: skip the driver launch under it
     thread_local int depth = 0;
     return depth;
@@ -274,6 +287,7 @@ class Cupti {
   // Touched only inside the sink's batch, which serialises buffer processing.
   std::unordered_map<const char*, NameId> kernel_names_;
   std::unordered_map<std::uint32_t, std::uint32_t> context_device_;
+  detail::OpCorrelations op_of_;
   std::thread worker_;
   std::mutex worker_mutex_;  // guards filled_, flush_requested_, stopping_
   std::condition_variable worker_cv_;
@@ -293,6 +307,9 @@ void Cupti::start(Sink& sink) {
   constexpr bool modules = Sink::template wants<ModuleLoad>();
   constexpr bool scopes = Sink::template wants<ScopeBegin>() || Sink::template wants<ScopeEnd>();
   constexpr bool activities = kernels || copies || sets || memory || syncs || devices;
+  // Tools that read operators get the device work tagged with them.
+  constexpr bool ops = (kernels || copies || sets) &&
+                       (Sink::template wants<OpBegin>() || Sink::template wants<OpEnd>());
 
   Cupti* expected = nullptr;
   if (!current().compare_exchange_strong(expected, this)) {
@@ -366,6 +383,12 @@ void Cupti::start(Sink& sink) {
       enable_activity(CUPTI_ACTIVITY_KIND_CONTEXT, "context");
     }
     if (devices && !skipped(skip_device)) enable_activity(CUPTI_ACTIVITY_KIND_DEVICE, "device");
+    if constexpr (ops) {
+      enable_activity(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, "external correlation");
+      if (const char* r = std::getenv("PASTA_CUPTI_RUNTIME_RECORDS"); r && *r == '1')
+        enable_activity(CUPTI_ACTIVITY_KIND_RUNTIME, "runtime API");
+      pasta::detail::op_correlator().store(&op_hooks, std::memory_order_release);
+    }
     worker_ = std::thread([this] { worker_loop(); });
   }
   // Host events (scopes) share CUPTI's clock, so timelines line up.
@@ -387,6 +410,8 @@ void Cupti::start(Sink& sink) {
 inline void Cupti::stop() {
   if (!active_) return;
   active_ = false;
+  const pasta::detail::OpCorrelator* ours = &op_hooks;
+  pasta::detail::op_correlator().compare_exchange_strong(ours, nullptr);
   if (worker_.joinable()) {
     {
       std::lock_guard lock(worker_mutex_);
@@ -586,22 +611,45 @@ void Cupti::process_buffer(Cupti* self, std::uint8_t* buffer, std::size_t valid)
           self->context_device_[k.contextId] = k.deviceId;
           if constexpr (Sink::template wants<KernelLaunch>())
             if (!self->host_launches_) s.emit(detail::kernel_launch(k, name));
-          if constexpr (Sink::template wants<KernelComplete>())
-            s.emit(detail::kernel_complete(k, name));
+          if constexpr (Sink::template wants<KernelComplete>()) {
+            KernelComplete c = detail::kernel_complete(k, name);
+            c.op = self->op_of_.find(k.correlationId);
+            s.emit(c);
+          }
           break;
         }
         case CUPTI_ACTIVITY_KIND_MEMCPY:
-          if constexpr (Sink::template wants<Memcpy>())
-            s.emit(detail::memcpy_of(*reinterpret_cast<const CUpti_ActivityMemcpy6*>(record)));
+          if constexpr (Sink::template wants<Memcpy>()) {
+            const auto& m = *reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
+            Memcpy c = detail::memcpy_of(m);
+            c.op = self->op_of_.find(m.correlationId);
+            s.emit(c);
+          }
           break;
         case CUPTI_ACTIVITY_KIND_MEMCPY2:
-          if constexpr (Sink::template wants<Memcpy>())
-            s.emit(detail::memcpy_of(*reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(record)));
+          if constexpr (Sink::template wants<Memcpy>()) {
+            const auto& m = *reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(record);
+            Memcpy c = detail::memcpy_of(m);
+            c.op = self->op_of_.find(m.correlationId);
+            s.emit(c);
+          }
           break;
         case CUPTI_ACTIVITY_KIND_MEMSET:
-          if constexpr (Sink::template wants<Memset>())
-            s.emit(detail::memset_of(*reinterpret_cast<const CUpti_ActivityMemset4*>(record)));
+          if constexpr (Sink::template wants<Memset>()) {
+            const auto& m = *reinterpret_cast<const CUpti_ActivityMemset4*>(record);
+            Memset c = detail::memset_of(m);
+            c.op = self->op_of_.find(m.correlationId);
+            s.emit(c);
+          }
           break;
+        case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+          const auto& x = *reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(record);
+          if (x.externalKind == op_kind) {
+            self->op_of_.add(x.correlationId, x.externalId);
+            ++self->stats_.op_records;
+          }
+          break;
+        }
         case CUPTI_ACTIVITY_KIND_MEMORY2: {
           const auto& m = *reinterpret_cast<const CUpti_ActivityMemory4*>(record);
           if (detail::is_allocation(m)) {

@@ -2,12 +2,40 @@
 // CPU tests can feed them hand-built records.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include <pasta/core/events.hpp>
 #include <pasta/nv/detail/cupti_api.hpp>
 
 namespace pasta::nv::detail {
+
+// Activity correlation id -> operator id, from EXTERNAL_CORRELATION records.
+// Direct-mapped and bounded: an entry is overwritten by the record 2^16
+// correlation ids later, long after its kernel's record has been processed
+// (CUPTI writes the external record before the activity it precedes).
+class OpCorrelations {
+ public:
+  static constexpr std::size_t slots = std::size_t{1} << 16;
+
+  void add(std::uint32_t correlation, std::uint64_t op) {
+    if (table_.empty()) table_.resize(slots);
+    table_[correlation & (slots - 1)] = {correlation, op};
+  }
+  std::uint64_t find(std::uint32_t correlation) const {
+    if (table_.empty()) return 0;
+    const Entry& e = table_[correlation & (slots - 1)];
+    return e.correlation == correlation ? e.op : 0;
+  }
+
+ private:
+  struct Entry {
+    std::uint32_t correlation = 0;
+    std::uint64_t op = 0;
+  };
+  std::vector<Entry> table_;  // allocated at the first record
+};
 
 inline Dim3 dim3_of(std::int32_t x, std::int32_t y, std::int32_t z) {
   return {static_cast<std::uint32_t>(x), static_cast<std::uint32_t>(y),

@@ -1,0 +1,306 @@
+// pasta::torch::Aten: PyTorch operators and tensor memory as pasta events.
+// Operators come from RecordFunction global callbacks (every thread: the
+// program's, autograd's backward threads, TorchScript's); tensor memory from
+// the allocator reports torch.profiler's memory view reads
+// (c10::MemoryReportingInfoBase: every CPU and CUDA caching-allocator block,
+// with its rounded size and the allocator's totals). Those reports go to a
+// per-thread hook, so the handler installs it on each thread that runs an
+// operator, and autograd carries it into the threads it starts.
+//
+// With nv::Cupti in the same Handlers list, each operator also tags the CUDA
+// work its thread launches (CUPTI external correlation ids), so kernels,
+// copies and memsets arrive with KernelComplete::op and friends set.
+#pragma once
+
+#include <ATen/record_function.h>
+#include <c10/core/Allocator.h>
+#include <c10/util/ThreadLocalDebugInfo.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include <pasta/core/detail/fmt.hpp>
+
+#include <pasta/core/config.hpp>
+#include <pasta/core/detail/op_correlation.hpp>
+#include <pasta/core/detail/thread.hpp>
+#include <pasta/core/events.hpp>
+#include <pasta/core/log.hpp>
+#include <pasta/core/names.hpp>
+
+namespace pasta::torch {
+
+class Aten {
+ public:
+  static constexpr std::string_view name = "aten";
+
+  struct Stats {
+    std::atomic<std::uint64_t> ops{0};          // operator calls seen
+    std::atomic<std::uint64_t> allocations{0};  // allocator reports (allocations)
+    std::atomic<std::uint64_t> frees{0};
+    std::atomic<std::uint64_t> threads{0};  // threads the memory hook was installed on
+  };
+
+  explicit Aten(const Config& cfg) : inputs_(cfg.op_inputs), verbose_(cfg.verbose) {}
+  ~Aten() { stop(); }
+  Aten(const Aten&) = delete;
+  Aten& operator=(const Aten&) = delete;
+
+  template <class Sink>
+  void start(Sink& sink) {
+    constexpr bool ops = Sink::template wants<OpBegin>() || Sink::template wants<OpEnd>() ||
+                         Sink::template wants<TensorAlloc>();  // allocations name their op
+    constexpr bool memory =
+        Sink::template wants<TensorAlloc>() || Sink::template wants<TensorFree>();
+    if constexpr (ops || memory) {
+      Aten* expected = nullptr;
+      if (!current().compare_exchange_strong(expected, this)) {
+        error_ = "a torch::Aten handler is already active in this process; this one records "
+                 "nothing";
+        pasta::detail::log(error_);
+        return;
+      }
+      sink_ = &sink;
+      emit_begin_ = [](void* s, const OpBegin& e) { static_cast<Sink*>(s)->emit(e); };
+      emit_end_ = [](void* s, const OpEnd& e) { static_cast<Sink*>(s)->emit(e); };
+      emit_alloc_ = [](void* s, const TensorAlloc& e) { static_cast<Sink*>(s)->emit(e); };
+      emit_free_ = [](void* s, const TensorFree& e) { static_cast<Sink*>(s)->emit(e); };
+      memory_ = memory;
+      if (memory_) install_reporter();  // the starting thread, before its first operator
+      // Operators are needed for memory too: the callback installs the
+      // reporter on each new thread.
+      auto cb = at::RecordFunctionCallback(&on_start, &on_end)
+                    .needsInputs(inputs_)
+                    .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION,
+                             at::RecordScope::USER_SCOPE});
+      handle_ = at::addGlobalCallback(cb);
+      active_ = true;
+      if (verbose_)
+        pasta::detail::log(fmt::format("aten handler: operators{}, tensor memory {}",
+                                       inputs_ ? " with input shapes" : "",
+                                       memory_ ? "on" : "off"));
+    }
+  }
+
+  void stop() {
+    if (!active_) return;
+    active_ = false;
+    current() = nullptr;  // callbacks already running see it and return
+    at::removeCallback(handle_);
+    handle_ = 0;
+    // Threads keep the (now silent) reporter until their state is reset:
+    // its calls return at once while no handler is current.
+    if (verbose_)
+      pasta::detail::log(fmt::format(
+          "aten handler: {} operator calls, {} allocations, {} frees, memory hook on {} threads",
+          stats_.ops.load(), stats_.allocations.load(), stats_.frees.load(),
+          stats_.threads.load()));
+  }
+  void flush() {}
+
+  const Stats& stats() const { return stats_; }
+  std::string partial_reason() const { return error_; }
+
+ private:
+  // One operator call, carried from the start callback to the end callback
+  // (which may run on another thread for asynchronous scopes).
+  struct OpContext : at::ObserverContext {
+    std::uint64_t id = 0;
+    NameId name{};
+    std::uint32_t thread = 0, depth = 0;
+    bool tagged = false;  // entered in the device handler's correlation stack
+  };
+
+  // Per thread: the stack of open operators, and names already interned
+  // (operator names repeat; the global table takes a lock).
+  struct ThreadState {
+    std::vector<std::uint64_t> open;
+    std::unordered_map<std::string, NameId> names;
+  };
+  static ThreadState& thread_state() {
+    thread_local ThreadState state;
+    return state;
+  }
+  static std::atomic<Aten*>& current() {
+    static std::atomic<Aten*> c{nullptr};
+    return c;
+  }
+
+  static NameId op_name(ThreadState& t, const char* s) {
+    if (!s) return {};
+    const std::string_view v(s);
+    auto it = t.names.find(std::string(v));
+    if (it != t.names.end()) return it->second;
+    const NameId id = intern(v);
+    t.names.emplace(std::string(v), id);
+    return id;
+  }
+
+  static std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
+    Aten* self = current().load(std::memory_order_acquire);
+    if (!self) return nullptr;
+    try {
+      ThreadState& t = thread_state();
+      if (self->memory_) self->install_reporter();
+      auto ctx = std::make_unique<OpContext>();
+      ctx->id = next_id_.fetch_add(1, std::memory_order_relaxed);
+      ctx->name = op_name(t, fn.name());
+      ctx->thread = pasta::detail::thread_id();
+      ctx->depth = static_cast<std::uint32_t>(t.open.size());
+      const std::uint64_t parent = t.open.empty() ? 0 : t.open.back();
+      t.open.push_back(ctx->id);
+      if (const auto* hooks = pasta::detail::op_correlator().load(std::memory_order_acquire)) {
+        hooks->enter(ctx->id);
+        ctx->tagged = true;
+      }
+      self->stats_.ops.fetch_add(1, std::memory_order_relaxed);
+      self->emit_begin_(self->sink_, OpBegin{.id = ctx->id,
+                                             .parent = parent,
+                                             .sequence = fn.seqNr(),
+                                             .name = ctx->name,
+                                             .inputs = self->inputs_ ? inputs_of(fn) : NameId{},
+                                             .thread = ctx->thread,
+                                             .depth = ctx->depth,
+                                             .time_ns = pasta::detail::now_ns()});
+      return ctx;
+    } catch (...) {
+      pasta::detail::log_once("aten:start", "torch::Aten: an operator callback failed");
+      return nullptr;
+    }
+  }
+
+  static void on_end(const at::RecordFunction&, at::ObserverContext* base) {
+    auto* ctx = static_cast<OpContext*>(base);
+    if (!ctx) return;
+    const std::uint64_t now = pasta::detail::now_ns();
+    const bool same_thread = ctx->thread == pasta::detail::thread_id();
+    if (same_thread) {
+      auto& open = thread_state().open;
+      if (!open.empty() && open.back() == ctx->id)
+        open.pop_back();
+      else if (auto it = std::find(open.begin(), open.end(), ctx->id); it != open.end())
+        open.erase(it);
+      if (ctx->tagged)
+        if (const auto* hooks = pasta::detail::op_correlator().load(std::memory_order_acquire))
+          hooks->exit();
+    }
+    Aten* self = current().load(std::memory_order_acquire);
+    if (!self) return;
+    try {
+      self->emit_end_(self->sink_, OpEnd{.id = ctx->id,
+                                         .name = ctx->name,
+                                         .thread = ctx->thread,
+                                         .depth = ctx->depth,
+                                         .time_ns = now});
+    } catch (...) {
+      pasta::detail::log_once("aten:end", "torch::Aten: an operator callback failed");
+    }
+  }
+
+  // "float[32, 3, 224, 224], float[64], 1" for an operator's inputs.
+  static NameId inputs_of(const at::RecordFunction& fn) {
+    std::string out;
+    for (const c10::IValue& v : fn.inputs()) {
+      if (!out.empty()) out += ", ";
+      if (v.isTensor()) {
+        const at::Tensor& t = v.toTensor();
+        if (!t.defined()) {
+          out += "undefined";
+          continue;
+        }
+        out += c10::toString(t.scalar_type());
+        out += '[';
+        for (std::size_t d = 0; d < t.sizes().size(); ++d)
+          out += fmt::format("{}{}", d ? ", " : "", t.sizes()[d]);
+        out += ']';
+      } else if (v.isScalar()) {
+        out += v.isDouble() ? fmt::format("{}", v.toDouble()) : fmt::format("{}", v.toInt());
+      } else if (v.isTensorList()) {
+        out += fmt::format("list of {} tensors", v.toTensorList().size());
+      } else if (v.isNone()) {
+        out += "None";
+      } else {
+        out += v.tagKind();
+      }
+    }
+    return intern(out);
+  }
+
+  // The allocator's report hook for the calling thread. Allocations are
+  // charged to the thread's innermost open operator.
+  struct Reporter final : c10::MemoryReportingInfoBase {
+    bool memoryProfilingEnabled() const override { return current().load() != nullptr; }
+    void reportMemoryUsage(void* ptr, std::int64_t bytes, std::size_t total_allocated,
+                           std::size_t total_reserved, c10::Device device) override {
+      Aten* self = current().load(std::memory_order_acquire);
+      if (!self || bytes == 0) return;
+      try {
+        const auto device_id =
+            device.is_cpu() ? cpu_device : static_cast<std::uint32_t>(device.index());
+        const auto address = reinterpret_cast<std::uint64_t>(ptr);
+        const std::uint64_t now = pasta::detail::now_ns();
+        if (bytes > 0) {
+          const auto& open = thread_state().open;
+          self->stats_.allocations.fetch_add(1, std::memory_order_relaxed);
+          self->emit_alloc_(self->sink_,
+                            TensorAlloc{.address = address,
+                                        .bytes = static_cast<std::uint64_t>(bytes),
+                                        .device = device_id,
+                                        .total_allocated = total_allocated,
+                                        .total_reserved = total_reserved,
+                                        .time_ns = now,
+                                        .op = open.empty() ? 0 : open.back(),
+                                        .thread = pasta::detail::thread_id()});
+        } else {
+          self->stats_.frees.fetch_add(1, std::memory_order_relaxed);
+          self->emit_free_(self->sink_, TensorFree{.address = address,
+                                                   .bytes = static_cast<std::uint64_t>(-bytes),
+                                                   .device = device_id,
+                                                   .total_allocated = total_allocated,
+                                                   .total_reserved = total_reserved,
+                                                   .time_ns = now});
+        }
+      } catch (...) {
+        pasta::detail::log_once("aten:memory", "torch::Aten: a memory report failed");
+      }
+    }
+  };
+
+ public:
+  // TensorAlloc::device for host (CPU) tensors.
+  static constexpr std::uint32_t cpu_device = 0xFFFFFFFFu;
+
+ private:
+  // Installs the report hook on the calling thread unless a profiler's (ours
+  // or torch.profiler's) is already there; autograd copies it into the
+  // threads that run backward for this thread. Checked at every operator:
+  // a thread's state guard (autograd's, at::launch's) may have reset it.
+  void install_reporter() {
+    if (c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE)) return;
+    c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE,
+                                     std::make_shared<Reporter>());
+    stats_.threads.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  bool inputs_, verbose_;
+  bool memory_ = false;
+  bool active_ = false;
+  at::CallbackHandle handle_ = 0;
+  void* sink_ = nullptr;
+  void (*emit_begin_)(void*, const OpBegin&) = nullptr;
+  void (*emit_end_)(void*, const OpEnd&) = nullptr;
+  void (*emit_alloc_)(void*, const TensorAlloc&) = nullptr;
+  void (*emit_free_)(void*, const TensorFree&) = nullptr;
+  Stats stats_;
+  std::string error_;
+  static inline std::atomic<std::uint64_t> next_id_{1};  // OpBegin::id; 0 means none
+};
+
+}  // namespace pasta::torch

@@ -1,0 +1,182 @@
+// torch::Aten against the real PyTorch, on CPU tensors: operator calls with
+// their nesting, autograd's backward operators, and the CPU allocator's
+// reports, with the counts this PyTorch version (2.11) gives.
+#include <doctest/doctest.h>
+
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#include <map>
+#include <string>
+#include <thread>
+
+#include <pasta/core/handlers.hpp>
+#include <pasta/core/profiler.hpp>
+#include <pasta/proc/pass_through.hpp>
+#include <pasta/torch/aten.hpp>
+
+#include "../support.hpp"
+
+// c10's logging defines a glog-style CHECK; these tests mean doctest's.
+#undef CHECK
+#define CHECK DOCTEST_CHECK
+
+using namespace pasta;
+
+namespace {
+
+using Prof = Profiler<pasta::torch::Aten, proc::PassThrough, test::Collect>;
+
+std::map<std::string, int> calls(const test::Collect& c) {
+  std::map<std::string, int> out;
+  for (const OpBegin& b : c.of<OpBegin>()) ++out[std::string(name_of(b.name))];
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("Aten: operator calls with names, nesting, and begin/end pairs") {
+  test::TempDir dir;
+  Prof prof(test::quiet(dir));
+  {
+    at::Tensor a = at::ones({64, 64});
+    at::Tensor b = at::mm(a, a);
+    at::Tensor c = at::relu(b);
+    CHECK(c.sum().item<float>() == 64.0f * 64 * 64);
+  }
+  prof.stop();
+  const auto& col = prof.tool<test::Collect>();
+  const auto begins = col.of<OpBegin>();
+  const auto ends = col.of<OpEnd>();
+  const auto n = calls(col);
+  CHECK(n.at("aten::ones") == 1);
+  CHECK(n.at("aten::mm") == 1);
+  CHECK(n.at("aten::relu") == 1);
+  CHECK(n.at("aten::ones") == 1);
+  CHECK(n.at("aten::mm") == 1);
+  CHECK(n.at("aten::relu") == 1);
+#if TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR == 11
+  // Every call PyTorch 2.11 makes for these five lines, inner ones included.
+  const std::map<std::string, int> expected{
+      {"aten::_local_scalar_dense", 1}, {"aten::as_strided", 1}, {"aten::clamp_min", 1},
+      {"aten::empty", 1},  {"aten::fill_", 2}, {"aten::item", 1},         {"aten::mm", 1},
+      {"aten::ones", 1},   {"aten::relu", 1},  {"aten::resolve_conj", 3}, {"aten::sum", 2}};
+  CHECK(n == expected);
+#endif
+  REQUIRE(begins.size() == ends.size());
+  // aten::ones runs aten::empty and aten::fill_ inside it: children name
+  // their parent and sit one level deeper.
+  std::map<std::uint64_t, OpBegin> by_id;
+  for (const OpBegin& b : begins) by_id[b.id] = b;
+  int children_of_ones = 0;
+  for (const OpBegin& b : begins) {
+    if (!b.parent) {
+      CHECK(b.depth == 0);
+      continue;
+    }
+    REQUIRE(by_id.count(b.parent));
+    CHECK(b.depth == by_id[b.parent].depth + 1);
+    CHECK(b.thread == by_id[b.parent].thread);
+    if (name_of(by_id[b.parent].name) == "aten::ones") ++children_of_ones;
+  }
+  CHECK(children_of_ones >= 2);
+  // Every end matches the begin with its id, and ends after it began.
+  for (const OpEnd& e : ends) {
+    REQUIRE(by_id.count(e.id));
+    CHECK(e.name == by_id[e.id].name);
+    CHECK(e.time_ns >= by_id[e.id].time_ns);
+  }
+}
+
+TEST_CASE("Aten: CPU tensor memory, charged to the operator that allocated it") {
+  test::TempDir dir;
+  Prof prof(test::quiet(dir));
+  {
+    at::Tensor a = at::empty({256, 256});  // 256 KiB
+    at::Tensor b = at::mm(a, a);           // 256 KiB more
+  }
+  prof.stop();
+  const auto& col = prof.tool<test::Collect>();
+  std::map<std::uint64_t, std::string> op_name;
+  for (const OpBegin& b : col.of<OpBegin>()) op_name[b.id] = std::string(name_of(b.name));
+  std::map<std::string, std::uint64_t> bytes_by_op;
+  std::uint64_t allocated = 0, freed = 0;
+  for (const TensorAlloc& a : col.of<TensorAlloc>()) {
+    CHECK(a.device == pasta::torch::Aten::cpu_device);
+    bytes_by_op[op_name[a.op]] += a.bytes;
+    allocated += a.bytes;
+  }
+  for (const TensorFree& f : col.of<TensorFree>()) freed += f.bytes;
+  CHECK(bytes_by_op["aten::empty"] == 256 * 256 * 4);
+  CHECK(allocated == 2 * 256 * 256 * 4);
+  CHECK(freed == allocated);  // both tensors died inside the profiled block
+}
+
+TEST_CASE("Aten: backward operators and user scopes are operators too") {
+  test::TempDir dir;
+  Prof prof(test::quiet(dir));
+  {
+    at::Tensor w = at::ones({8, 8}).set_requires_grad(true);
+    at::Tensor x = at::ones({4, 8});
+    at::Tensor loss;
+    {
+      at::RecordFunction guard(at::RecordScope::USER_SCOPE);
+      guard.before("forward step");
+      loss = at::mm(x, w).sum();
+    }
+    loss.backward();
+    CHECK(w.grad().sum().item<float>() == 4.0f * 8 * 8);
+  }
+  prof.stop();
+  const auto n = calls(prof.tool<test::Collect>());
+  CHECK(n.at("forward step") == 1);
+  CHECK(n.at("MmBackward0") >= 1);
+  CHECK(n.at("SumBackward0") >= 1);
+}
+
+TEST_CASE("Aten: operators on several threads keep their own nesting") {
+  test::TempDir dir;
+  Prof prof(test::quiet(dir));
+  constexpr int threads = 4, rounds = 25;
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([] {
+      for (int i = 0; i < rounds; ++i) at::relu(at::ones({16}));
+    });
+  for (auto& t : pool) t.join();
+  prof.stop();
+  const auto& col = prof.tool<test::Collect>();
+  const auto n = calls(col);
+  CHECK(n.at("aten::relu") == threads * rounds);
+  CHECK(n.at("aten::ones") == threads * rounds);
+  std::map<std::uint64_t, OpBegin> by_id;
+  for (const OpBegin& b : col.of<OpBegin>()) by_id[b.id] = b;
+  for (const OpBegin& b : col.of<OpBegin>())
+    if (b.parent) CHECK(by_id.at(b.parent).thread == b.thread);
+  CHECK(col.of<OpEnd>().size() == col.of<OpBegin>().size());
+}
+
+TEST_CASE("Aten: with PASTA_OP_INPUTS, operators carry their input shapes and dtypes") {
+  test::TempDir dir;
+  Config cfg = test::quiet(dir);
+  cfg.op_inputs = true;
+  Prof prof(cfg);
+  {
+    at::Tensor a = at::ones({2, 3});
+    at::Tensor b = at::ones({3, 4});
+    at::mm(a, b);
+  }
+  prof.stop();
+  std::string mm_inputs;
+  for (const OpBegin& b : prof.tool<test::Collect>().of<OpBegin>())
+    if (name_of(b.name) == "aten::mm") mm_inputs = std::string(name_of(b.inputs));
+  CHECK(mm_inputs == "Float[2, 3], Float[3, 4]");
+}
+
+TEST_CASE("Aten: after stop, operators reach no tool") {
+  test::TempDir dir;
+  Prof prof(test::quiet(dir));
+  prof.stop();
+  at::relu(at::ones({4}));
+  CHECK(prof.tool<test::Collect>().events.empty());
+}
