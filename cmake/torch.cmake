@@ -6,10 +6,11 @@
 # compiles and links).
 set(PASTA_TORCH_ROOT "$ENV{PASTA_TORCH_ROOT}" CACHE PATH "PyTorch's torch/ folder (auto: python3)")
 if(NOT PASTA_TORCH_ROOT)
-  find_package(Python3 COMPONENTS Interpreter QUIET)
-  if(Python3_Interpreter_FOUND)
+  # The python3 first on PATH: the one a user runs their PyTorch with.
+  find_program(PASTA_PYTHON3 python3)
+  if(PASTA_PYTHON3)
     execute_process(
-      COMMAND ${Python3_EXECUTABLE} -c
+      COMMAND ${PASTA_PYTHON3} -c
               "import importlib.util as u; s = u.find_spec('torch'); print(s.submodule_search_locations[0] if s else '')"
       OUTPUT_VARIABLE _pasta_torch OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
     set(PASTA_TORCH_ROOT "${_pasta_torch}" CACHE PATH "PyTorch's torch/ folder (auto: python3)" FORCE)

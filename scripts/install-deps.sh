@@ -49,4 +49,10 @@ if [ "${1:-}" = "--all" ]; then
   fi
   "$py" -m pip show nvidia-cuda-sanitizer-api >/dev/null 2>&1 ||
     "$py" -m pip install -q "nvidia-cuda-sanitizer-api==13.0.*"
+  # PyTorch's headers and CPU libraries for torch::Aten (its CPU tests run
+  # libtorch on CPU tensors). The wheel alone: its CUDA dependencies (some
+  # GB) are not needed to compile, link, or run on the CPU. The version the
+  # GPU machine has, which the tests' exact counts are for.
+  "$py" -m pip show torch >/dev/null 2>&1 ||
+    "$py" -m pip install -q --no-deps "torch==2.11.0"
 fi

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <string>
 #include <variant>
@@ -94,6 +95,27 @@ struct Collect {
   }
   std::vector<AnyEvent> events;
 };
+
+// A report's table by name; fails the test if there is none.
+inline const Table& table(const Report& r, std::string_view name) {
+  for (const Table& t : r.tables())
+    if (t.name() == name) return t;
+  FAIL("no table " << name);
+  return r.tables().front();
+}
+
+// One cell of a table, as the type it must hold (std::get throws otherwise).
+template <class T>
+T cell(const Table& t, std::size_t row, std::size_t column) {
+  return std::get<T>(t.rows().at(row).at(column));
+}
+
+// A report's summary values by key.
+inline std::map<std::string, Cell> summary(const Report& r) {
+  std::map<std::string, Cell> s;
+  for (const auto& [k, v] : r.summary()) s[k] = v;
+  return s;
+}
 
 inline KernelLaunch launch(std::uint64_t correlation, std::string_view kernel,
                            Dim3 grid = {1, 1, 1}, Dim3 block = {32, 1, 1}) {

@@ -22,6 +22,8 @@ def main():
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--torch-profiler", action="store_true",
                    help="profile the timed steps with torch.profiler (CPU+CUDA)")
+    p.add_argument("--profile-memory", action="store_true",
+                   help="with --torch-profiler: also its memory profiling (profile_memory=True)")
     p.add_argument("--trace", help="with --torch-profiler: write the last step's trace here")
     p.add_argument("--nvtx", action="store_true",
                    help="mark each step (warm-up included) as an NVTX range 'step N'")
@@ -57,7 +59,8 @@ def main():
     kernels_last_step = None
     if args.torch_profiler:
         from torch.profiler import ProfilerActivity, profile
-        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+                     profile_memory=args.profile_memory) as prof:
             for _ in range(args.steps):
                 t0 = time.perf_counter()
                 step()

@@ -13,8 +13,8 @@ import os
 
 # The order tools appear in; any other report follows, alphabetically.
 ORDER = ["kernel_freq", "op_summary", "mem_hotness", "uvm_hotness", "tensor_alloc",
-         "scope_time", "timeline", "event_count", "sanitizer", "gpu_bucketing", "correlation",
-         "record"]
+         "tensor_hotness", "scope_time", "timeline", "event_count", "sanitizer", "gpu_bucketing",
+         "correlation", "record"]
 ROWS = 50  # rows per table on the page; the CSV has them all
 
 

@@ -46,3 +46,20 @@ TEST_CASE("zero-byte allocations hold no address") {
   CHECK(m.find(0x1000) == nullptr);
   CHECK(m.size() == 1);
 }
+
+TEST_CASE("BasicAddressMap holds a caller's own range type and hands back what it drops") {
+  struct Tensor {
+    std::uint64_t base = 0, bytes = 0;
+    int number = 0;
+  };
+  BasicAddressMap<Tensor> m;
+  m.insert({.base = 0x1000, .bytes = 0x100, .number = 1});
+  m.insert({.base = 0x1100, .bytes = 0x100, .number = 2});
+  CHECK(m.find(0x1180)->number == 2);
+  int dropped = 0;
+  CHECK(m.insert({.base = 0x1080, .bytes = 0x10, .number = 3},
+                 [&](const Tensor& t) { dropped += t.number; }) == 1);
+  CHECK(dropped == 1);
+  CHECK(m.find(0x1088)->number == 3);
+  CHECK(m.erase(0x1100)->number == 2);
+}

@@ -434,6 +434,127 @@ def case_uvm_advice(build, out):
     return ok
 
 
+# --- PyTorch (torch::Aten with nv::Cupti or nv::Sanitizer) -----------------------
+def report(out_dir, tool):
+    with open(os.path.join(out_dir, f"{tool}.json")) as f:
+        return json.load(f)
+
+
+def torch_model(build, out, *extra, env=None, pasta=True, script="torch_model.py"):
+    path = os.path.join(ROOT, "tests", "gpu", script) if script == "torch_model.py" else script
+    cmd = [sys.executable, path, *extra]
+    if pasta:
+        cmd = [f"{build}/bin/pasta", "run", "--torch", "-o", out, "--"] + cmd
+    return last_json(run(cmd, {"PASTA_PRINT": "none", **(env or {})}).stdout)
+
+
+def expect_attributed(out):
+    summary = report(out, "op_summary")["summary"]
+    unattributed = report(out, "op_summary")["tables"].get("unattributed", [])
+    print("  unattributed kernels:", [(r["kernel"], r["launches"]) for r in unattributed][:10])
+    pct = summary["kernels attributed (%)"]
+    ok = pct >= 99.0
+    print(f"{'ok  ' if ok else 'FAIL'} kernels attributed to an operator: {pct:.2f}% of "
+          f"{summary['kernels']} (>= 99%)")
+    return ok
+
+
+def expect_peak(out, max_memory_allocated):
+    devices = report(out, "tensor_alloc")["tables"]["devices"]
+    gpu = [r for r in devices if str(r["device"]) == "0"]
+    peak = round(gpu[0]["peak_live_mb"] * 1048576) if gpu else 0
+    diff = abs(peak - max_memory_allocated) / max_memory_allocated
+    ok = diff <= 0.01
+    print(f"{'ok  ' if ok else 'FAIL'} live-memory peak {peak} B vs torch.cuda.max_memory_allocated "
+          f"{max_memory_allocated} B: {100 * diff:.3f}% apart (<= 1%)")
+    return ok
+
+
+def expect_same_results(profiled, native, native_again):
+    deterministic = native["checksum"] == native_again["checksum"]
+    print(f"  native runs {'agree bitwise' if deterministic else 'differ'}: "
+          f"{native['checksum']!r} / {native_again['checksum']!r}")
+    if deterministic:
+        return expect("parameter checksum under pasta", profiled["checksum"], native["checksum"])
+    rel = abs(profiled["checksum"] - native["checksum"]) / max(abs(native["checksum"]), 1e-30)
+    spread = abs(native_again["checksum"] - native["checksum"]) / max(abs(native["checksum"]), 1e-30)
+    ok = rel <= 10 * spread
+    print(f"{'ok  ' if ok else 'FAIL'} parameter checksum under pasta within the native spread: "
+          f"{rel:.3g} vs {spread:.3g}")
+    return ok
+
+
+def case_torch_resnet(build, out):
+    """ResNet-18 steps under `pasta run --torch`: operator counts equal torch.profiler's, kernels
+    attributed, live-memory peak vs torch.cuda.max_memory_allocated, results unchanged."""
+    ref_file = os.path.join(out, "torch_profiler_ops.json")
+    profiled = torch_model(build, out, "--steps", "2")
+    native = torch_model(build, out, "--steps", "2", "--op-counts", ref_file, pasta=False)
+    native_again = torch_model(build, out, "--steps", "2", pasta=False)
+    with open(ref_file) as f:
+        theirs = json.load(f)
+    ours = {r["operator"]: r["calls"] for r in report(out, "op_summary")["tables"]["operators"]}
+    differ = {k: (ours.get(k), theirs.get(k)) for k in set(ours) | set(theirs)
+              if ours.get(k) != theirs.get(k)}
+    print(f"  operators: pasta {len(ours)}, torch.profiler {len(theirs)}; calls pasta "
+          f"{sum(ours.values())}, torch.profiler {sum(theirs.values())}")
+    if differ:
+        print("  differing (pasta, torch.profiler):", dict(sorted(differ.items())[:15]))
+    ok = expect("operators whose call counts differ from torch.profiler's", len(differ), 0)
+    ok = expect_attributed(out) and ok
+    ok = expect_peak(out, profiled["max_memory_allocated"]) and ok
+    return expect_same_results(profiled, native, native_again) and ok
+
+
+def case_torch_gpt(build, out):
+    """The GPT block under `pasta run --torch`: kernels attributed, memory peak, same results."""
+    script = os.path.join(ROOT, "examples", "pytorch", "gpt_block.py")
+    profiled = torch_model(build, out, script=script)
+    native = torch_model(build, out, script=script, pasta=False)
+    native_again = torch_model(build, out, script=script, pasta=False)
+    ok = expect_attributed(out)
+    ok = expect_peak(out, profiled["max_memory_allocated"]) and ok
+    return expect_same_results(profiled, native, native_again) and ok
+
+
+def case_torch_libtorch(build, out):
+    """A libtorch program with the profiler built in: every kernel attributed to an operator."""
+    if not os.path.exists(f"{build}/examples/libtorch_train"):
+        print("libtorch_train was not built (no PyTorch with CUDA libraries)")
+        return SKIP
+    res = last_json(run([f"{build}/examples/libtorch_train", "20"], profiled_env(out)).stdout)
+    print("  libtorch_train:", res)
+    ops = {r["operator"]: r for r in report(out, "op_summary")["tables"]["operators"]}
+    ok = expect("aten::addmm calls (2 layers x 20 steps)", ops.get("aten::addmm", {}).get("calls"), 40)
+    return expect_attributed(out) and ok
+
+
+def case_torch_hotness(build, out):
+    """Accesses per tensor, exact, on tensor_access (known loads and stores per tensor)."""
+    if not os.path.exists(f"{build}/examples/tensor_access"):
+        print("tensor_access was not built (no PyTorch with CUDA libraries)")
+        return SKIP
+    if not os.path.exists(f"{build}/inject/libpasta_torch_memory.so"):
+        print("libpasta_torch_memory.so was not built (no Compute Sanitizer API)")
+        return SKIP
+    proc = run([f"{build}/bin/pasta", "run", "--torch", "--memory", "-o", out, "--",
+                f"{build}/examples/tensor_access"], {"PASTA_PRINT": "none", "PASTA_PAGE_BYTES": "512"})
+    truth = last_json(proc.stdout)
+    native = last_json(run([f"{build}/examples/tensor_access"]).stdout)
+    ok = expect("checksum unchanged", truth["checksum"], native["checksum"])
+    rows = {int(r["address"], 16): r for r in report(out, "tensor_hotness")["tables"]["tensors"]}
+    for name in ("x", "hot", "y"):
+        t = truth[name]
+        r = rows.get(t["address"], {})
+        got = {k: r.get(k) for k in ("bytes", "reads", "writes", "read_bytes", "write_bytes")}
+        want = {"bytes": t["bytes"], "reads": t["reads"], "writes": t["writes"],
+                "read_bytes": 4 * t["reads"], "write_bytes": 4 * t["writes"]}
+        ok = expect(f"tensor {name} ({r.get('allocated_by')})", got, want) and ok
+    summary = report(out, "tensor_hotness")["summary"]
+    print("  tensor_hotness summary:", summary)
+    return ok
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
 
 

@@ -2,7 +2,7 @@
 # The one script for the GPU machine: builds from a clean tree, runs the GPU
 # tests (ctest -L gpu), the overhead benchmark, records the traces that
 # tests/data keeps, and prints a short table. Logs go to $OUT (or ./gpu-out).
-#   tests/gpu/run.sh [tests|bench|record|all|multi|memory]   (default all)
+#   tests/gpu/run.sh [tests|bench|record|all|multi|memory|torch]   (default all)
 # `multi` builds only the CUDA example and runs the tests that need it (the
 # several-GPU test among them), for a machine with two GPUs.
 set -uo pipefail
@@ -21,6 +21,8 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPASTA_BUILD_BENCH=O
   -DCMAKE_CUDA_ARCHITECTURES=90 >"$work/configure.log" 2>&1 || { tail -30 "$work/configure.log"; exit 1; }
 targets=()
 [ "$what" = multi ] && targets=(--target launches_pasta)
+[ "$what" = torch ] && targets=(--target inject_torch inject_torch_memory inject_torch_record
+  inject_torch_bench libtorch_train tensor_access pasta-trace pasta_torch_tests)
 [ "$what" = memory ] && targets=(--target access_pattern access_pattern_pasta access_pattern_cpu
   pasta_memory pasta_memory_cpu pasta_memory_record memory_workloads uvm_advice uvm_advice_pasta)
 cmake --build "$build" --parallel "$(nproc)" "${targets[@]}" >"$work/build.log" 2>&1 ||
@@ -46,6 +48,20 @@ if [ "$what" = memory ]; then
   python3 bench/gpu/memory.py "$build" "$work/memory" ${MEMORY_BENCH_ONLY:+--only $MEMORY_BENCH_ONLY} \
     2>&1 | tee "$out/memory-bench.log"
   cp "$work/memory/memory.csv" "$out/memory.csv" 2>/dev/null
+fi
+if [ "$what" = torch ]; then
+  echo "== PyTorch GPU tests"
+  (cd "$build" && ctest -R "gpu: torch" -V) 2>&1 | tee "$out/gpu-tests-torch.log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  echo "== record a PyTorch trace for tests/data"
+  "$build/bin/pasta" run --torch --record -o "$work/rec-torch" -- python3 tests/gpu/torch_model.py \
+    --steps 1 >"$work/record-torch.log" 2>&1 && cp "$work/rec-torch/trace.pasta" "$out/resnet18_torch_h100.pasta"
+  tail -3 "$work/record-torch.log"; ls -la "$out"/*.pasta 2>/dev/null
+  if [ "${TORCH_BENCH:-1}" = 1 ]; then
+    echo "== PyTorch overhead benchmark"
+    python3 bench/gpu/torch_overhead.py "$build" "$work/torch-bench" 2>&1 | tee "$out/torch-bench.log"
+    cp "$work/torch-bench/torch_overhead.csv" "$out/" 2>/dev/null
+  fi
 fi
 if [ "$what" = all ] || [ "$what" = tests ]; then
   echo "== GPU tests"

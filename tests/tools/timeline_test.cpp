@@ -20,7 +20,7 @@ std::vector<nlohmann::json> of_cat(const nlohmann::json& trace, const std::strin
 }
 }  // namespace
 
-TEST_CASE("Timeline writes kernels, copies and scopes as a Chrome trace in microseconds") {
+TEST_CASE("Timeline writes kernels, copies, scopes and operators as a Chrome trace in microseconds") {
   test::TempDir dir;
   Config cfg;
   cfg.output_dir = dir.path();
@@ -28,6 +28,8 @@ TEST_CASE("Timeline writes kernels, copies and scopes as a Chrome trace in micro
     tools::Timeline t(cfg);
     t.on(DeviceInfo{.device = 0, .name = intern("NVIDIA H100 80GB HBM3")});
     t.on(ScopeBegin{.name = intern("step \"1\""), .thread = 42, .time_ns = 1'000'000});
+    t.on(OpBegin{.id = 5, .name = intern("aten::mm"), .thread = 42, .time_ns = 1'000'100});
+    t.on(OpEnd{.id = 5, .name = intern("aten::mm"), .thread = 42, .time_ns = 1'000'400});
     KernelComplete k{.correlation = 7,
                      .stream = 13,
                      .device = 0,
@@ -46,7 +48,7 @@ TEST_CASE("Timeline writes kernels, copies and scopes as a Chrome trace in micro
                 .end_ns = 1'006'000});
     t.on(ScopeEnd{.name = intern("step \"1\""), .thread = 42, .time_ns = 1'010'000});
     t.on(KernelComplete{.name = intern("no_times")});  // no timestamps: left out
-    CHECK(t.events() == 6);  // 2 process names, scope begin/end, kernel, memcpy
+    CHECK(t.events() == 8);  // 2 process names, scope and op begin/end, kernel, memcpy
   }
   const auto trace = load(dir.file("timeline.trace.json"));
   const auto kernels = of_cat(trace, "kernel");
@@ -67,6 +69,14 @@ TEST_CASE("Timeline writes kernels, copies and scopes as a Chrome trace in micro
   CHECK(scopes[0]["name"] == "step \"1\"");
   CHECK(scopes[0]["ph"] == "B");
   CHECK(scopes[1]["ts"] == 10.0);
+  const auto ops = of_cat(trace, "op");
+  REQUIRE(ops.size() == 2);
+  CHECK(ops[0]["name"] == "aten::mm");
+  CHECK(ops[0]["ph"] == "B");
+  CHECK(ops[0]["tid"] == 42);
+  CHECK(ops[0]["ts"] == 0.1);
+  CHECK(ops[1]["ph"] == "E");
+  CHECK(ops[1]["ts"] == 0.4);
   bool named_gpu = false;
   for (const auto& e : trace)
     named_gpu |=

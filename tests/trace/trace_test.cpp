@@ -331,6 +331,7 @@ TEST_CASE("specific damage gives specific messages") {
   SUBCASE("a newer major version") {
     std::string v2 = whole;
     v2[8] = 2;
+    v2[10] = 0;  // minor 0
     put_bytes(dir.file("v2.pasta"), v2);
     const auto e = read_error(dir.file("v2.pasta"));
     CHECK(e.kind() == TraceError::Kind::version);

@@ -265,6 +265,9 @@ struct OpEnd {
   std::uint64_t time_ns = 0;
 };
 
+// TensorAlloc/TensorFree::device of host (CPU) memory.
+inline constexpr std::uint32_t host_device = 0xFFFFFFFFu;
+
 struct TensorAlloc {  // a framework allocator handed out memory
   static constexpr EventKind kind = EventKind::tensor_alloc;
   static constexpr std::string_view type_name = "TensorAlloc";

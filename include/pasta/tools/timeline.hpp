@@ -1,5 +1,5 @@
 // Kernels, copies, memsets and synchronisations per device and stream, and
-// scopes per host thread, as a Chrome/Perfetto trace (JSON array format,
+// scopes and framework operators per host thread, as a Chrome/Perfetto trace (JSON array format,
 // <output_dir>/timeline.trace.json) that opens in ui.perfetto.dev. Written as
 // events arrive, so memory stays flat and a run cut short still leaves a
 // readable file. Names are escaped by nlohmann/json once each and cached;
@@ -89,6 +89,9 @@ class Timeline {
   }
   void on(const ScopeBegin& e) { edge('B', e.name, e.thread, e.time_ns); }
   void on(const ScopeEnd& e) { edge('E', e.name, e.thread, e.time_ns); }
+  // Framework operators (torch::Aten) nest under scopes on their thread.
+  void on(const OpBegin& e) { edge('B', e.name, e.thread, e.time_ns, "op"); }
+  void on(const OpEnd& e) { edge('E', e.name, e.thread, e.time_ns, "op"); }
 
   void flush() {
     if (file_) std::fflush(file_);
@@ -140,9 +143,10 @@ class Timeline {
     return static_cast<double>(static_cast<std::int64_t>(ns - base_ns_)) / 1e3;
   }
 
-  void edge(char ph, NameId scope, std::uint32_t thread, std::uint64_t t) {
-    line(R"j({{"name":{},"cat":"scope","ph":"{}","pid":{},"tid":{},"ts":{:.3f}}})j",
-         quoted(scope, false), ph, host_pid, thread, us(t));
+  void edge(char ph, NameId scope, std::uint32_t thread, std::uint64_t t,
+            std::string_view cat = "scope") {
+    line(R"j({{"name":{},"cat":"{}","ph":"{}","pid":{},"tid":{},"ts":{:.3f}}})j",
+         quoted(scope, false), cat, ph, host_pid, thread, us(t));
   }
   void meta(int pid, std::uint64_t tid, const char* what, const std::string& value) {
     line(R"j({{"name":"{}","ph":"M","pid":{},"tid":{},"args":{{"name":{}}}}})j", what, pid, tid,

@@ -275,7 +275,7 @@ class Aten {
 
  public:
   // TensorAlloc::device for host (CPU) tensors.
-  static constexpr std::uint32_t cpu_device = 0xFFFFFFFFu;
+  static constexpr std::uint32_t cpu_device = pasta::host_device;
 
  private:
   // Installs the report hook on the calling thread unless a profiler's (ours

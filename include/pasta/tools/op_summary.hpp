@@ -1,0 +1,263 @@
+// Framework operators (ATen ops, from torch::Aten) with the device work they
+// launched: per operator name, calls, kernels and copies, device time self
+// and total (with the operators it calls), host time self and total. Answers
+// "which operators cost the GPU time", like torch.profiler's key_averages().
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <pasta/core/detail/demangle.hpp>
+#include <pasta/core/events.hpp>
+#include <pasta/core/names.hpp>
+#include <pasta/core/report.hpp>
+
+namespace pasta::tools {
+
+class OpSummary {
+ public:
+  static constexpr std::string_view name = "op_summary";
+  // Device activities complete after their operator ended, so ended
+  // instances are kept in a direct-mapped table: ids are handed out in
+  // order, and an activity arrives long before 1<<17 more operators began.
+  static constexpr std::size_t table_slots = std::size_t{1} << 17;
+  // A bound on ancestor walks, against parent links that loop in a damaged trace.
+  static constexpr std::size_t max_depth = 1024;
+
+  struct Stats {
+    std::uint64_t calls = 0, kernels = 0, copies = 0;
+    std::uint64_t device_self_ns = 0, device_total_ns = 0;
+    std::uint64_t host_self_ns = 0, host_total_ns = 0;
+  };
+  struct KernelStats {  // kernels launched outside every operator
+    std::uint64_t launches = 0, device_ns = 0;
+  };
+
+  void on(const OpBegin& e) {
+    if (table_.empty()) table_.resize(table_slots);  // on first use: 4 MiB
+    const Instance inst{e.id, e.parent, e.name, e.inputs, e.thread};
+    table_[e.id & (table_slots - 1)] = inst;
+    auto& stack = stacks_[e.thread];
+    if (stack.size() > e.depth) stack.resize(e.depth);  // ends we missed
+    stack.push_back({inst, e.time_ns, 0});
+    ++at(e.name).calls;
+    if (e.inputs) ++inputs_[input_key(e.name, e.inputs)].calls;
+  }
+
+  void on(const OpEnd& e) {
+    auto& stack = stacks_[e.thread];
+    std::size_t i = stack.size();
+    while (i > 0 && stack[i - 1].inst.id != e.id) --i;
+    if (i == 0) return;  // its begin came before profiling started
+    const Open op = stack[i - 1];
+    stack.resize(i - 1);  // with any inner operator whose end was missed
+    const std::uint64_t d = e.time_ns >= op.begin_ns ? e.time_ns - op.begin_ns : 0;
+    Stats& s = at(op.inst.name);
+    s.host_self_ns += d >= op.children_ns ? d - op.children_ns : 0;
+    // An operator that calls itself (directly or not) is timed once, outermost.
+    const bool nested_in_itself = std::any_of(
+        stack.begin(), stack.end(), [&](const Open& o) { return o.inst.name == op.inst.name; });
+    if (!nested_in_itself) s.host_total_ns += d;
+    if (!stack.empty()) stack.back().children_ns += d;
+  }
+
+  void on(const KernelComplete& e) {
+    const std::uint64_t d = duration(e.start_ns, e.end_ns);
+    ++kernels_;
+    device_ns_ += d;
+    if (e.op == 0) {
+      KernelStats& k = unattributed_[e.name];
+      ++k.launches;
+      k.device_ns += d;
+      ++unattributed_kernels_;
+    } else if (const Instance* op = charge(e.op, d)) {
+      ++at(op->name).kernels;
+      ++attributed_;
+    } else {
+      ++evicted_.kernels;
+      evicted_.device_self_ns += d;
+    }
+  }
+  void on(const Memcpy& e) { copy(e.op, duration(e.start_ns, e.end_ns)); }
+  void on(const Memset& e) { copy(e.op, duration(e.start_ns, e.end_ns)); }
+
+  // nullptr if the operator was never seen.
+  const Stats* stats(std::string_view op) const {
+    for (std::size_t i = 0; i < by_name_.size(); ++i)
+      if (seen(by_name_[i]) && name_of(NameId{static_cast<std::uint32_t>(i)}) == op)
+        return &by_name_[i];
+    return nullptr;
+  }
+  // Kernels joined to an operator instance still in the table.
+  std::uint64_t attributed() const { return attributed_; }
+  // Kernels launched outside every operator (op == 0).
+  std::uint64_t unattributed() const { return unattributed_kernels_; }
+  // Kernels and copies whose operator instance had left the table.
+  const Stats& evicted() const { return evicted_; }
+  std::uint64_t unattributed_copies() const { return unattributed_copies_; }
+
+  void report(Report& out) const {
+    std::vector<std::uint32_t> order;
+    for (std::uint32_t i = 0; i < by_name_.size(); ++i)
+      if (seen(by_name_[i])) order.push_back(i);
+    std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+      const Stats &x = by_name_[a], &y = by_name_[b];
+      if (x.device_self_ns != y.device_self_ns) return x.device_self_ns > y.device_self_ns;
+      if (x.calls != y.calls) return x.calls > y.calls;
+      return name_of(NameId{a}) < name_of(NameId{b});
+    });
+    std::uint64_t calls = 0;
+    for (std::uint32_t i : order) calls += by_name_[i].calls;
+    const double ms = 1e-6;
+    out.summary("operators", order.size());
+    out.summary("calls", calls);
+    out.summary("kernels", kernels_);
+    out.summary("kernels attributed to an operator", attributed_);
+    out.summary("kernels attributed (%)", kernels_ ? 100.0 * attributed_ / kernels_ : 0.0);
+    out.summary("kernels outside every operator", unattributed_kernels_);
+    out.summary("kernels whose operator record was evicted", evicted_.kernels);
+    out.summary("copies and memsets outside every operator", unattributed_copies_);
+    out.summary("device time (ms)", device_ns_ * ms);
+    if (evicted_.kernels || evicted_.copies)
+      out.note("kernels and copies that completed after more than " + std::to_string(table_slots) +
+               " later operators began are listed as '(operator record evicted)'");
+
+    auto& ops = out.table("operators", "Operators by device time",
+                          {"rank", "operator", "calls", "kernels", "copies", "device_self_ms",
+                           "device_total_ms", "host_self_ms", "host_total_ms", "device_self_pct"});
+    for (std::size_t c = 5; c <= 8; ++c) ops.precision(c, 3);
+    ops.precision(9, 1);
+    auto pct = [&](std::uint64_t ns) { return device_ns_ ? 100.0 * ns / device_ns_ : 0.0; };
+    std::uint64_t rank = 0;
+    for (std::uint32_t i : order) {
+      const Stats& s = by_name_[i];
+      ops.row(++rank, std::string(name_of(NameId{i})), s.calls, s.kernels, s.copies,
+              s.device_self_ns * ms, s.device_total_ns * ms, s.host_self_ns * ms,
+              s.host_total_ns * ms, pct(s.device_self_ns));
+    }
+    if (evicted_.kernels || evicted_.copies)
+      ops.row(Cell{}, "(operator record evicted)", Cell{}, evicted_.kernels, evicted_.copies,
+              evicted_.device_self_ns * ms, evicted_.device_self_ns * ms, Cell{}, Cell{},
+              pct(evicted_.device_self_ns));
+
+    std::vector<std::pair<NameId, KernelStats>> kernels(unattributed_.begin(), unattributed_.end());
+    std::sort(kernels.begin(), kernels.end(), [](const auto& a, const auto& b) {
+      if (a.second.device_ns != b.second.device_ns) return a.second.device_ns > b.second.device_ns;
+      if (a.second.launches != b.second.launches) return a.second.launches > b.second.launches;
+      return name_of(a.first) < name_of(b.first);
+    });
+    auto& outside = out.table("unattributed", "Kernels launched outside every operator",
+                              {"kernel", "launches", "device_ms"});
+    outside.precision(2, 3);
+    for (const auto& [k, s] : kernels)
+      outside.row(pasta::detail::short_kernel_name(pasta::detail::demangle(name_of(k))), s.launches,
+                  s.device_ns * ms);
+
+    if (inputs_.empty()) return;
+    std::vector<std::pair<std::uint64_t, InputStats>> shapes(inputs_.begin(), inputs_.end());
+    std::sort(shapes.begin(), shapes.end(), [](const auto& a, const auto& b) {
+      if (a.second.device_self_ns != b.second.device_self_ns)
+        return a.second.device_self_ns > b.second.device_self_ns;
+      if (a.second.calls != b.second.calls) return a.second.calls > b.second.calls;
+      return a.first < b.first;
+    });
+    auto& in = out.table("inputs", "Operators by input shapes",
+                         {"operator", "inputs", "calls", "device_self_ms"});
+    in.precision(3, 3);
+    for (const auto& [key, s] : shapes)
+      in.row(std::string(name_of(NameId{static_cast<std::uint32_t>(key >> 32)})),
+             std::string(name_of(NameId{static_cast<std::uint32_t>(key)})), s.calls,
+             s.device_self_ns * ms);
+  }
+
+ private:
+  struct Instance {
+    std::uint64_t id = 0, parent = 0;
+    NameId name{}, inputs{};
+    std::uint32_t thread = 0;
+  };
+  struct Open {
+    Instance inst;
+    std::uint64_t begin_ns = 0, children_ns = 0;  // children: direct ones' host time
+  };
+  struct InputStats {
+    std::uint64_t calls = 0, device_self_ns = 0;
+  };
+
+  static std::uint64_t duration(std::uint64_t start, std::uint64_t end) {
+    return start && end >= start ? end - start : 0;
+  }
+  static std::uint64_t input_key(NameId op, NameId inputs) {
+    return std::uint64_t{op.value} << 32 | inputs.value;
+  }
+  static bool seen(const Stats& s) { return s.calls || s.kernels || s.copies; }
+
+  Stats& at(NameId id) {
+    if (id.value >= by_name_.size()) by_name_.resize(id.value + 1);
+    return by_name_[id.value];
+  }
+
+  // Instance `id`: from the table or, for an operator still open whose slot
+  // was reused (a long one, e.g. a whole training step), from its thread's stack.
+  const Instance* find(std::uint64_t id, std::uint32_t thread) const {
+    if (const Instance* inst = find(id)) return inst;
+    auto it = stacks_.find(thread);
+    if (it == stacks_.end()) return nullptr;
+    for (const Open& o : it->second)
+      if (o.inst.id == id) return &o.inst;
+    return nullptr;
+  }
+  const Instance* find(std::uint64_t id) const {
+    if (table_.empty() || id == 0) return nullptr;
+    const Instance& inst = table_[id & (table_slots - 1)];
+    return inst.id == id ? &inst : nullptr;
+  }
+
+  // Device time `d` of an activity of instance `op`: self to its operator,
+  // total to it and each distinct operator name above it, once per name so
+  // that recursion is not counted twice. The instance, or nullptr if unknown.
+  const Instance* charge(std::uint64_t op, std::uint64_t d) {
+    const Instance* const self = find(op);
+    if (!self) return nullptr;
+    at(self->name).device_self_ns += d;
+    if (self->inputs) inputs_[input_key(self->name, self->inputs)].device_self_ns += d;
+    chain_.clear();  // a member: its capacity is kept, so no allocation per event
+    const Instance* inst = self;
+    for (std::size_t depth = 0; inst && depth < max_depth; ++depth) {
+      if (std::find(chain_.begin(), chain_.end(), inst->name) == chain_.end()) {
+        chain_.push_back(inst->name);
+        at(inst->name).device_total_ns += d;
+      }
+      inst = inst->parent ? find(inst->parent, inst->thread) : nullptr;
+    }
+    return self;
+  }
+
+  void copy(std::uint64_t op, std::uint64_t d) {
+    device_ns_ += d;
+    if (op == 0) {
+      ++unattributed_copies_;
+    } else if (const Instance* inst = charge(op, d)) {
+      ++at(inst->name).copies;
+    } else {
+      ++evicted_.copies;
+      evicted_.device_self_ns += d;
+    }
+  }
+
+  std::vector<Instance> table_;  // indexed by id & (table_slots - 1)
+  std::unordered_map<std::uint32_t, std::vector<Open>> stacks_;  // per thread: open operators
+  std::vector<Stats> by_name_;                                   // indexed by NameId
+  std::unordered_map<std::uint64_t, InputStats> inputs_;         // (name, inputs) -> stats
+  std::unordered_map<NameId, KernelStats> unattributed_;         // kernel name -> stats
+  std::vector<NameId> chain_;                                    // scratch for charge()
+  Stats evicted_;
+  std::uint64_t kernels_ = 0, attributed_ = 0, unattributed_kernels_ = 0;
+  std::uint64_t unattributed_copies_ = 0, device_ns_ = 0;
+};
+
+}  // namespace pasta::tools

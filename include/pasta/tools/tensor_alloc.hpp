@@ -1,0 +1,267 @@
+// Tensor memory as the framework's allocator hands it out (torch::Aten): per
+// device the peak of live tensor bytes, when it happened and which operator
+// allocated at that moment; allocation sizes, lifetimes, bytes per operator,
+// and live memory over time. Answers "what sets my peak memory".
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <pasta/core/detail/fmt.hpp>
+
+#include <pasta/core/address_map.hpp>
+#include <pasta/core/events.hpp>
+#include <pasta/core/names.hpp>
+#include <pasta/core/report.hpp>
+#include <pasta/tools/detail/live_ops.hpp>
+
+namespace pasta::tools {
+
+class TensorAlloc {
+ public:
+  static constexpr std::string_view name = "tensor_alloc";
+  // Points of the live-memory timeline kept per device; see Device::timeline.
+  static constexpr std::size_t timeline_points = 4096;
+  static constexpr std::uint32_t cpu_device = pasta::host_device;  // shown as "cpu"
+
+  struct Point {
+    std::uint64_t time_ns = 0, live_bytes = 0;
+    friend bool operator==(const Point&, const Point&) = default;
+  };
+  struct Device {
+    std::uint32_t device = 0;
+    std::uint64_t live_bytes = 0, live_tensors = 0;
+    std::uint64_t peak_bytes = 0, peak_ns = 0;
+    NameId peak_op{};                  // the operator whose allocation set the peak; 0 = none
+    std::uint64_t allocator_peak = 0;  // largest total_allocated the allocator reported
+    std::uint64_t allocations = 0, frees = 0;
+    // Live bytes after each event, halved when full: each pair of
+    // neighbours becomes the larger of the two, so the peak always survives.
+    // After k halvings a point stands for 2^k events (`stride`).
+    std::vector<Point> timeline;
+    Point pending{};
+    std::uint64_t pending_n = 0, stride = 1;
+  };
+  struct Bucket {
+    std::uint64_t count = 0, bytes = 0;
+  };
+  // Lifetimes at free, by decade: < 10 us, < 100 us, ... < 1 s, >= 1 s.
+  static constexpr std::size_t lifetime_buckets = 7;
+  // Sizes by power of two: <= 512 B, <= 1 KiB, ... (index 0 holds <= 512 B).
+  static constexpr std::size_t size_buckets = 55;
+
+  void on(const OpBegin& e) {
+    origin(e.time_ns);
+    ops_.on(e);
+  }
+  void on(const OpEnd& e) { ops_.on(e); }
+
+  void on(const pasta::TensorAlloc& e) {
+    origin(e.time_ns);
+    const NameId op = ops_.name(e.thread, e.op);
+    // Overlapped tensors' frees were missed: they are no longer live.
+    replaced_ += live_.insert({e.address, e.bytes, e.time_ns, e.device}, [&](const Live& old) {
+      Device& od = device(old.device);
+      od.live_bytes -= old.bytes;
+      --od.live_tensors;
+    });
+    Device& dev = device(e.device);
+    dev.live_bytes += e.bytes;
+    ++dev.live_tensors;
+    ++dev.allocations;
+    dev.allocator_peak = std::max(dev.allocator_peak, e.total_allocated);
+    if (dev.live_bytes > dev.peak_bytes) {
+      dev.peak_bytes = dev.live_bytes;
+      dev.peak_ns = e.time_ns;
+      dev.peak_op = op;
+    }
+    Bucket& size = sizes_[size_bucket(e.bytes)];
+    ++size.count;
+    size.bytes += e.bytes;
+    Bucket& by_op = at(op);
+    ++by_op.count;
+    by_op.bytes += e.bytes;
+    record(dev, e.time_ns);
+  }
+
+  void on(const TensorFree& e) {
+    origin(e.time_ns);
+    const auto live = live_.erase(e.address);
+    if (!live) {
+      ++unknown_frees_;  // allocated before profiling began
+      return;
+    }
+    Device& d = device(live->device);
+    d.live_bytes -= live->bytes;
+    --d.live_tensors;
+    ++d.frees;
+    const std::uint64_t age = e.time_ns >= live->time_ns ? e.time_ns - live->time_ns : 0;
+    Bucket& b = lifetimes_[lifetime_bucket(age)];
+    ++b.count;
+    b.bytes += live->bytes;
+    record(d, e.time_ns);
+  }
+
+  // nullptr if no tensor event named that device.
+  const Device* device_stats(std::uint32_t device) const {
+    for (const Device& d : devices_)
+      if (d.device == device) return &d;
+    return nullptr;
+  }
+  // The live-memory timeline of a device, with the point still being merged.
+  std::vector<Point> timeline(std::uint32_t device) const {
+    const Device* d = device_stats(device);
+    if (!d) return {};
+    std::vector<Point> points = d->timeline;
+    if (d->pending_n) points.push_back(d->pending);
+    return points;
+  }
+  const std::array<Bucket, size_buckets>& sizes() const { return sizes_; }
+  const std::array<Bucket, lifetime_buckets>& lifetimes() const { return lifetimes_; }
+  // Allocations by the operator that made them ("(no operator)" for none).
+  Bucket op_stats(std::string_view op) const {
+    for (std::size_t i = 0; i < by_op_.size(); ++i)
+      if (by_op_[i].count && label(NameId{static_cast<std::uint32_t>(i)}) == op) return by_op_[i];
+    return {};
+  }
+  std::uint64_t unknown_frees() const { return unknown_frees_; }
+  std::uint64_t replaced() const { return replaced_; }
+
+  void report(Report& out) const {
+    const double mib = 1.0 / (1024 * 1024), ms = 1e-6;
+    std::vector<const Device*> devices;
+    std::uint64_t allocations = 0, frees = 0, live_tensors = 0, live_bytes = 0;
+    for (const Device& d : devices_) {
+      devices.push_back(&d);
+      allocations += d.allocations;
+      frees += d.frees;
+      live_tensors += d.live_tensors;
+      live_bytes += d.live_bytes;
+    }
+    std::sort(devices.begin(), devices.end(),
+              [](const Device* a, const Device* b) { return a->device < b->device; });
+    out.summary("allocations", allocations);
+    out.summary("frees", frees);
+    out.summary("frees of memory allocated before profiling", unknown_frees_);
+    out.summary("allocations over live tensors (free missed)", replaced_);
+    out.summary("tensors live at the end", live_tensors);
+    out.summary("bytes live at the end", live_bytes);
+
+    auto& dev = out.table("devices", "Live tensor memory per device",
+                          {"device", "peak_live_mb", "peak_at_ms", "op_at_peak",
+                           "allocator_peak_mb", "allocations", "frees", "live_at_end_mb"});
+    dev.precision(2, 3);
+    for (const Device* d : devices)
+      dev.row(device_cell(d->device), d->peak_bytes * mib, since_origin(d->peak_ns) * ms,
+              label(d->peak_op), d->allocator_peak * mib, d->allocations, d->frees,
+              d->live_bytes * mib);
+
+    auto& sizes =
+        out.table("sizes", "Allocations by size", {"up_to", "up_to_bytes", "allocations", "bytes"});
+    for (std::size_t i = 0; i < size_buckets; ++i)
+      if (sizes_[i].count)
+        sizes.row(size_text(i), std::uint64_t{512} << i, sizes_[i].count, sizes_[i].bytes);
+
+    auto& lifetimes = out.table("lifetimes", "Tensor lifetimes (allocation to free)",
+                                {"lifetime", "frees", "bytes"});
+    static constexpr std::string_view decades[lifetime_buckets] = {
+        "< 10 us", "< 100 us", "< 1 ms", "< 10 ms", "< 100 ms", "< 1 s", ">= 1 s"};
+    for (std::size_t i = 0; i < lifetime_buckets; ++i)
+      lifetimes.row(std::string(decades[i]), lifetimes_[i].count, lifetimes_[i].bytes);
+
+    std::vector<std::uint32_t> ops;
+    for (std::uint32_t i = 0; i < by_op_.size(); ++i)
+      if (by_op_[i].count) ops.push_back(i);
+    std::sort(ops.begin(), ops.end(), [&](std::uint32_t a, std::uint32_t b) {
+      if (by_op_[a].bytes != by_op_[b].bytes) return by_op_[a].bytes > by_op_[b].bytes;
+      if (by_op_[a].count != by_op_[b].count) return by_op_[a].count > by_op_[b].count;
+      return label(NameId{a}) < label(NameId{b});
+    });
+    auto& by_op =
+        out.table("operators", "Allocations per operator", {"op", "allocations", "bytes"});
+    for (std::uint32_t i : ops) by_op.row(label(NameId{i}), by_op_[i].count, by_op_[i].bytes);
+
+    auto& over_time =
+        out.table("timeline", "Live tensor memory over time", {"time_ms", "device", "live_mb"});
+    over_time.precision(0, 3);
+    for (const Device* d : devices)
+      for (const Point& p : timeline(d->device))
+        over_time.row(since_origin(p.time_ns) * ms, device_cell(d->device), p.live_bytes * mib);
+  }
+
+ private:
+  struct Live {  // a live tensor, by its address range
+    std::uint64_t base = 0, bytes = 0, time_ns = 0;
+    std::uint32_t device = 0;
+  };
+
+  static std::size_t size_bucket(std::uint64_t bytes) {
+    if (bytes <= 512) return 0;
+    return std::min<std::size_t>(std::bit_width(bytes - 1) - 9, size_buckets - 1);
+  }
+  static std::size_t lifetime_bucket(std::uint64_t ns) {
+    std::size_t i = 0;
+    for (std::uint64_t limit = 10'000; i + 1 < lifetime_buckets && ns >= limit; limit *= 10) ++i;
+    return i;
+  }
+  static std::string size_text(std::size_t bucket) {
+    static constexpr std::string_view units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    const std::size_t bits = bucket + 9;  // 2^bits bytes
+    return fmt::format("<= {} {}", std::uint64_t{1} << (bits % 10), units[bits / 10]);
+  }
+  static std::string label(NameId op) { return detail::LiveOps::label(op); }
+  static Cell device_cell(std::uint32_t d) {
+    return d == cpu_device ? Cell{std::string("cpu")} : Cell{std::uint64_t{d}};
+  }
+
+  // Times in tables count from the first event the tool saw.
+  void origin(std::uint64_t t) {
+    if (!origin_ns_ && t) origin_ns_ = t;
+  }
+  std::uint64_t since_origin(std::uint64_t t) const { return t >= origin_ns_ ? t - origin_ns_ : 0; }
+
+  Device& device(std::uint32_t id) {
+    for (Device& d : devices_)
+      if (d.device == id) return d;
+    Device& d = devices_.emplace_back();
+    d.device = id;
+    d.timeline.reserve(timeline_points);
+    return d;
+  }
+  Bucket& at(NameId op) {
+    if (op.value >= by_op_.size()) by_op_.resize(op.value + 1);
+    return by_op_[op.value];
+  }
+
+  // One timeline point per `stride` events: the largest live value among them.
+  static void record(Device& d, std::uint64_t time_ns) {
+    const Point p{time_ns, d.live_bytes};
+    if (d.pending_n == 0 || p.live_bytes > d.pending.live_bytes) d.pending = p;
+    if (++d.pending_n < d.stride) return;
+    d.timeline.push_back(d.pending);
+    d.pending_n = 0;
+    if (d.timeline.size() < timeline_points) return;
+    for (std::size_t i = 0; i < timeline_points / 2; ++i) {
+      const Point &a = d.timeline[2 * i], &b = d.timeline[2 * i + 1];
+      d.timeline[i] = b.live_bytes > a.live_bytes ? b : a;
+    }
+    d.timeline.resize(timeline_points / 2);
+    d.stride *= 2;
+  }
+
+  detail::LiveOps ops_;
+  BasicAddressMap<Live> live_;
+  std::vector<Device> devices_;  // few: a linear search beats a map
+  std::array<Bucket, size_buckets> sizes_{};
+  std::array<Bucket, lifetime_buckets> lifetimes_{};
+  std::vector<Bucket> by_op_;  // indexed by NameId of the allocating operator
+  std::uint64_t unknown_frees_ = 0, replaced_ = 0, origin_ns_ = 0;
+};
+
+}  // namespace pasta::tools

@@ -1,0 +1,218 @@
+// Which tensors the kernels touch: device access histograms (GpuBucketing)
+// charged to the framework tensors (torch::Aten) that hold them, per tensor
+// and per allocating operator. Answers "which tensors are hot", where
+// MemHotness sees only the allocator's large segments.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <pasta/core/detail/fmt.hpp>
+
+#include <pasta/core/access_counts.hpp>
+#include <pasta/core/address_map.hpp>
+#include <pasta/core/events.hpp>
+#include <pasta/core/names.hpp>
+#include <pasta/core/report.hpp>
+#include <pasta/tools/detail/live_ops.hpp>
+
+namespace pasta::tools {
+
+class TensorHotness {
+ public:
+  static constexpr std::string_view name = "tensor_hotness";
+  // Freed tensors keep a row of their own up to this many; beyond, their
+  // accesses are still counted per operator.
+  static constexpr std::size_t default_max_tensors = std::size_t{1} << 20;
+
+  struct Tensor {
+    std::uint64_t n = 0;  // 1 for the first allocation seen, 2 for the next, ...
+    std::uint64_t base = 0, bytes = 0;
+    std::uint32_t device = 0;
+    NameId op{};  // allocating operator; 0 = none
+    AccessCounts counts;
+    bool live = false;
+  };
+  struct OpStats {
+    std::uint64_t tensors = 0;  // tensors it allocated that kernels touched
+    AccessCounts counts;
+  };
+
+  TensorHotness() = default;
+  explicit TensorHotness(std::size_t max_tensors) : max_tensors_(max_tensors) {}
+
+  void on(const OpBegin& e) { ops_.on(e); }
+  void on(const OpEnd& e) { ops_.on(e); }
+
+  void on(const pasta::TensorAlloc& e) {
+    std::uint32_t slot;
+    if (!free_slots_.empty()) {
+      slot = free_slots_.back();
+      free_slots_.pop_back();
+    } else {
+      slot = static_cast<std::uint32_t>(pool_.size());
+      pool_.emplace_back();
+    }
+    const NameId op = ops_.name(e.thread, e.op);
+    if (op.value >= by_op_.size()) by_op_.resize(op.value + 1);
+    pool_[slot] = {.n = ++allocations_,
+                   .base = e.address,
+                   .bytes = e.bytes,
+                   .device = e.device,
+                   .op = op,
+                   .counts = {},
+                   .live = true};
+    // Tensors it overlaps were freed without our seeing it.
+    live_.insert({e.address, e.bytes, slot}, [&](const Range& old) { retire(old.slot); });
+    last_ = {};
+  }
+
+  void on(const TensorFree& e) {
+    if (const auto r = live_.erase(e.address)) {
+      retire(r->slot);
+      last_ = {};
+    }
+  }
+
+  // A bin goes whole to the tensor holding its first byte.
+  void on(const AccessHistogram& e) {
+    const AccessCounts c{.reads = e.reads,
+                         .writes = e.writes,
+                         .read_bytes = e.read_bytes,
+                         .write_bytes = e.write_bytes};
+    const Range* r = range(e.address);
+    if (!r) {
+      outside_.add(c);
+      return;
+    }
+    if (e.address + e.bin_bytes > r->base + r->bytes) ++shared_bins_;
+    Tensor& t = pool_[r->slot];
+    OpStats& op = by_op_[t.op.value];
+    if (!t.counts.accesses() && c.accesses()) {
+      ++accessed_;
+      ++op.tensors;
+    }
+    t.counts.add(c);
+    op.counts.add(c);
+  }
+
+  // Tensor number `n` if it was accessed and has a row (live or kept); else nullptr.
+  const Tensor* tensor(std::uint64_t n) const {
+    for (const Tensor& t : kept_)
+      if (t.n == n) return &t;
+    for (const Tensor& t : pool_)
+      if (t.live && t.n == n) return &t;
+    return nullptr;
+  }
+  // Accesses by tensors the operator allocated ("(no operator)" for none).
+  OpStats op_stats(std::string_view op) const {
+    for (std::size_t i = 0; i < by_op_.size(); ++i)
+      if (by_op_[i].tensors && detail::LiveOps::label(NameId{static_cast<std::uint32_t>(i)}) == op)
+        return by_op_[i];
+    return {};
+  }
+  const AccessCounts& outside() const { return outside_; }
+  std::uint64_t shared_bins() const { return shared_bins_; }
+  std::uint64_t tensors_accessed() const { return accessed_; }
+  // Accessed tensors freed after max_tensors had been kept: no row of their own.
+  std::uint64_t not_kept() const { return not_kept_; }
+
+  void report(Report& out) const {
+    std::vector<const Tensor*> rows;
+    for (const Tensor& t : kept_) rows.push_back(&t);
+    for (const Tensor& t : pool_)
+      if (t.live && t.counts.accesses()) rows.push_back(&t);
+    std::sort(rows.begin(), rows.end(), [](const Tensor* a, const Tensor* b) {
+      if (a->counts.accesses() != b->counts.accesses())
+        return a->counts.accesses() > b->counts.accesses();
+      return a->n < b->n;
+    });
+    AccessCounts all = outside_;
+    for (const OpStats& s : by_op_) all.add(s.counts);
+    out.summary("tensors allocated", allocations_);
+    out.summary("tensors accessed", accessed_);
+    out.summary("accesses", all.accesses());
+    out.summary("bytes accessed", all.bytes());
+    out.summary("bins shared with the next tensor", shared_bins_);
+    out.summary("accesses outside any tensor", outside_.accesses());
+    if (shared_bins_)
+      out.note(fmt::format(
+          "{} access bins ran past the end of their tensor and were charged to it whole: "
+          "set PASTA_PAGE_BYTES=512 (the caching allocator's granularity) for exact "
+          "per-tensor counts",
+          shared_bins_));
+    if (not_kept_)
+      out.note(
+          fmt::format("{} accessed tensors freed after the first {} have no row of their "
+                      "own; their accesses are counted per operator",
+                      not_kept_, max_tensors_));
+
+    auto& tensors = out.table("tensors", "Hottest tensors",
+                              {"rank", "tensor", "device", "address", "bytes", "allocated_by",
+                               "accesses", "reads", "writes", "read_bytes", "write_bytes"});
+    std::uint64_t rank = 0;
+    for (const Tensor* t : rows)
+      tensors.row(++rank, fmt::format("#{}", t->n), t->device, fmt::format("0x{:x}", t->base),
+                  t->bytes, detail::LiveOps::label(t->op), t->counts.accesses(), t->counts.reads,
+                  t->counts.writes, t->counts.read_bytes, t->counts.write_bytes);
+
+    std::vector<std::uint32_t> ops;
+    for (std::uint32_t i = 0; i < by_op_.size(); ++i)
+      if (by_op_[i].tensors) ops.push_back(i);
+    std::sort(ops.begin(), ops.end(), [&](std::uint32_t a, std::uint32_t b) {
+      const auto x = by_op_[a].counts.accesses(), y = by_op_[b].counts.accesses();
+      if (x != y) return x > y;
+      return detail::LiveOps::label(NameId{a}) < detail::LiveOps::label(NameId{b});
+    });
+    auto& by_op = out.table("operators", "Accesses by allocating operator",
+                            {"allocated_by", "tensors", "accesses", "bytes_accessed"});
+    for (std::uint32_t i : ops)
+      by_op.row(detail::LiveOps::label(NameId{i}), by_op_[i].tensors, by_op_[i].counts.accesses(),
+                by_op_[i].counts.bytes());
+  }
+
+ private:
+  struct Range {  // a live tensor's addresses, and where its record is
+    std::uint64_t base = 0, bytes = 0;
+    std::uint32_t slot = 0;
+  };
+
+  // Bins come in runs over one allocation, and so mostly over one tensor:
+  // the last one found is tried first.
+  const Range* range(std::uint64_t address) {
+    if (address - last_.base < last_.bytes) [[likely]]
+      return &last_;
+    const Range* r = live_.find(address);
+    last_ = r ? *r : Range{};
+    return r;
+  }
+
+  // A tensor is gone: its record is kept if kernels touched it, its slot reused.
+  void retire(std::uint32_t slot) {
+    Tensor& t = pool_[slot];
+    t.live = false;
+    if (t.counts.accesses()) {
+      if (kept_.size() < max_tensors_)
+        kept_.push_back(t);
+      else
+        ++not_kept_;
+    }
+    free_slots_.push_back(slot);
+  }
+
+  std::size_t max_tensors_ = default_max_tensors;
+  detail::LiveOps ops_;
+  BasicAddressMap<Range> live_;
+  Range last_;                // a copy of the last range found; emptied whenever live_ changes
+  std::vector<Tensor> pool_;  // records of live tensors (and reusable slots)
+  std::vector<std::uint32_t> free_slots_;
+  std::vector<Tensor> kept_;    // freed tensors that kernels touched, in free order
+  std::vector<OpStats> by_op_;  // indexed by NameId of the allocating operator
+  AccessCounts outside_;
+  std::uint64_t allocations_ = 0, accessed_ = 0, shared_bins_ = 0, not_kept_ = 0;
+};
+
+}  // namespace pasta::tools
