@@ -529,30 +529,51 @@ def case_torch_libtorch(build, out):
     return expect_attributed(out) and ok
 
 
+def expect_tensor_counts(out, truth):
+    rows = {int(r["address"], 16): r for r in report(out, "tensor_hotness")["tables"]["tensors"]}
+    ok = True
+    for name, t in truth.items():
+        r = rows.get(t["address"], {})
+        keys = [k for k in ("bytes", "reads", "writes", "read_bytes", "write_bytes") if k in t]
+        got = {k: r.get(k) for k in keys}
+        want = {k: t[k] for k in keys}
+        ok = expect(f"tensor {name} ({r.get('allocated_by')})", got, want) and ok
+    print("  tensor_hotness summary:", report(out, "tensor_hotness")["summary"])
+    return ok
+
+
 def case_torch_hotness(build, out):
-    """Accesses per tensor, exact, on tensor_access (known loads and stores per tensor)."""
-    if not os.path.exists(f"{build}/examples/tensor_access"):
-        print("tensor_access was not built (no PyTorch with CUDA libraries)")
+    """Accesses per tensor, exact, on tensor_access (known loads and stores per tensor),
+    with nv::Sanitizer + torch::Aten built into the program."""
+    if not os.path.exists(f"{build}/examples/tensor_access_pasta"):
+        print("tensor_access_pasta was not built (no PyTorch with CUDA, or no Sanitizer API)")
         return SKIP
+    res = last_json(run([f"{build}/examples/tensor_access_pasta"],
+                        profiled_env(out, PASTA_PAGE_BYTES="512")).stdout)
+    native = last_json(run([f"{build}/examples/tensor_access"]).stdout)
+    ok = expect("checksum unchanged", res["checksum"], native["checksum"])
+    truth = {}
+    for name in ("x", "hot", "y"):
+        t = res[name]
+        truth[name] = {"address": t["address"], "bytes": t["bytes"], "reads": t["reads"],
+                       "writes": t["writes"], "read_bytes": 4 * t["reads"],
+                       "write_bytes": 4 * t["writes"]}
+    return expect_tensor_counts(out, truth) and ok
+
+
+def case_torch_hotness_python(build, out):
+    """`pasta run --torch --memory` on a Python script: bytes read and written per tensor,
+    exact (a fill writes every byte once, a copy reads its source once)."""
     if not os.path.exists(f"{build}/inject/libpasta_torch_memory.so"):
         print("libpasta_torch_memory.so was not built (no Compute Sanitizer API)")
         return SKIP
+    script = os.path.join(ROOT, "tests", "gpu", "tensor_bytes.py")
     proc = run([f"{build}/bin/pasta", "run", "--torch", "--memory", "-o", out, "--",
-                f"{build}/examples/tensor_access"], {"PASTA_PRINT": "none", "PASTA_PAGE_BYTES": "512"})
-    truth = last_json(proc.stdout)
-    native = last_json(run([f"{build}/examples/tensor_access"]).stdout)
-    ok = expect("checksum unchanged", truth["checksum"], native["checksum"])
-    rows = {int(r["address"], 16): r for r in report(out, "tensor_hotness")["tables"]["tensors"]}
-    for name in ("x", "hot", "y"):
-        t = truth[name]
-        r = rows.get(t["address"], {})
-        got = {k: r.get(k) for k in ("bytes", "reads", "writes", "read_bytes", "write_bytes")}
-        want = {"bytes": t["bytes"], "reads": t["reads"], "writes": t["writes"],
-                "read_bytes": 4 * t["reads"], "write_bytes": 4 * t["writes"]}
-        ok = expect(f"tensor {name} ({r.get('allocated_by')})", got, want) and ok
-    summary = report(out, "tensor_hotness")["summary"]
-    print("  tensor_hotness summary:", summary)
-    return ok
+                sys.executable, script], {"PASTA_PRINT": "none", "PASTA_PAGE_BYTES": "512"})
+    res = last_json(proc.stdout)
+    native = last_json(run([sys.executable, script]).stdout)
+    ok = expect("checksum unchanged", res["checksum"], native["checksum"])
+    return expect_tensor_counts(out, res["tensors"]) and ok
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}

@@ -22,7 +22,7 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPASTA_BUILD_BENCH=O
 targets=()
 [ "$what" = multi ] && targets=(--target launches_pasta)
 [ "$what" = torch ] && targets=(--target inject_torch inject_torch_memory inject_torch_record
-  inject_torch_bench libtorch_train tensor_access pasta-trace pasta_torch_tests)
+  inject_torch_bench libtorch_train tensor_access tensor_access_pasta pasta-trace pasta_torch_tests)
 [ "$what" = memory ] && targets=(--target access_pattern access_pattern_pasta access_pattern_cpu
   pasta_memory pasta_memory_cpu pasta_memory_record memory_workloads uvm_advice uvm_advice_pasta)
 cmake --build "$build" --parallel "$(nproc)" "${targets[@]}" >"$work/build.log" 2>&1 ||

@@ -384,9 +384,13 @@ void Cupti::start(Sink& sink) {
     }
     if (devices && !skipped(skip_device)) enable_activity(CUPTI_ACTIVITY_KIND_DEVICE, "device");
     if constexpr (ops) {
+      // CUPTI writes an external correlation record only in front of an API
+      // record, so runtime and driver API records are on too (measured on
+      // the H100: without them no kernel was tagged; cuDNN and cuBLAS launch
+      // through the driver API). They are read for nothing else.
       enable_activity(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, "external correlation");
-      if (const char* r = std::getenv("PASTA_CUPTI_RUNTIME_RECORDS"); r && *r == '1')
-        enable_activity(CUPTI_ACTIVITY_KIND_RUNTIME, "runtime API");
+      enable_activity(CUPTI_ACTIVITY_KIND_RUNTIME, "runtime API");
+      enable_activity(CUPTI_ACTIVITY_KIND_DRIVER, "driver API");
       pasta::detail::op_correlator().store(&op_hooks, std::memory_order_release);
     }
     worker_ = std::thread([this] { worker_loop(); });
