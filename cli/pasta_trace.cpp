@@ -90,7 +90,8 @@ int replay(const std::string& path, const std::string& out_dir) {
   using Prof =
       pasta::Profiler<pasta::Replay, pasta::proc::Cpu, pasta::tools::KernelFreq,
                       pasta::tools::MemHotness, pasta::tools::UvmHotness, pasta::tools::ScopeTime,
-                      pasta::tools::EventCount>;
+                      pasta::tools::OpSummary, pasta::tools::TensorAlloc,
+                      pasta::tools::TensorHotness, pasta::tools::EventCount>;
   try {
     pasta::trace::TraceReader header(path);
     fmt::print(stderr, "pasta-trace: replaying {}\n", path);

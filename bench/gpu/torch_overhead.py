@@ -7,6 +7,8 @@
   (profile_memory=True), the closest built-in equivalent;
 * pasta by injection, OpSummary + TensorAlloc (libpasta_torch_bench.so:
   torch::Aten + nv::Cupti, kernels tagged with operators);
+* the same with PASTA_OP_TAGS=0: operators and tensors without tagging
+  kernels with their operator (no CUPTI API records);
 * pasta run --torch, the default PyTorch pipeline (adds KernelFreq, a
   timeline with operators, ScopeTime, EventCount).
 
@@ -52,6 +54,9 @@ def main(argv):
         ("torch.profiler (CPU+CUDA, memory)", base + ["--torch-profiler", "--profile-memory"], {}),
         ("pasta OpSummary+TensorAlloc", base,
          {**quiet, "CUDA_INJECTION64_PATH": f"{build}/inject/libpasta_torch_bench.so"}),
+        ("pasta OpSummary+TensorAlloc, PASTA_OP_TAGS=0", base,
+         {**quiet, "CUDA_INJECTION64_PATH": f"{build}/inject/libpasta_torch_bench.so",
+          "PASTA_OP_TAGS": "0"}),
         ("pasta run --torch (default pipeline)", base,
          {**quiet, "CUDA_INJECTION64_PATH": f"{build}/inject/libpasta_torch.so"}),
     ]

@@ -118,3 +118,43 @@ TEST_CASE("managed memory recorded on an H100: UvmHotness pages, working set and
   r.tool<tools::UvmHotness>().report(report);
   CHECK(std::get<std::uint64_t>(report.summary().at(3).second) == 2 * (64ull << 20));
 }
+
+TEST_CASE("a ResNet-18 training step recorded with torch::Aten on an H100: operators and tensors") {
+  test::TempDir dir;
+  Profiler<Replay, proc::Cpu, tools::OpSummary, tools::TensorAlloc> r(
+      replaying(dir, "resnet18_torch_h100.pasta"));
+  REQUIRE(r.handler().complete());
+  const auto& ops = r.tool<tools::OpSummary>();
+  // tests/gpu/torch_model.py --steps 1: every kernel carries its operator.
+  CHECK(ops.attributed() == 887);
+  CHECK(ops.unattributed() == 0);
+  struct Want {
+    const char* op;
+    std::uint64_t calls, kernels, self_ns, total_ns;
+  };
+  // 20 convolutions: cudnn_convolution launches their kernels, convolution
+  // gets them as total; the same for backward, where ConvolutionBackward0's
+  // total also holds the kernels of operators under it.
+  for (const Want& w : {Want{"aten::convolution", 20, 0, 0, 1282640},
+                        Want{"aten::cudnn_convolution", 20, 71, 1282640, 1282640},
+                        Want{"aten::addmm", 1, 2, 10465, 10465},
+                        Want{"ConvolutionBackward0", 20, 0, 0, 3097244},
+                        Want{"aten::convolution_backward", 20, 173, 3064922, 3097244},
+                        Want{"Optimizer.step#SGD.step", 1, 0, 0, 229345}}) {
+    CAPTURE(w.op);
+    const auto* s = ops.stats(w.op);
+    REQUIRE(s);
+    CHECK(s->calls == w.calls);
+    CHECK(s->kernels == w.kernels);
+    CHECK(s->device_self_ns == w.self_ns);
+    CHECK(s->device_total_ns == w.total_ns);
+  }
+  // The caching allocator's own count agrees with the sum of the tensors.
+  const auto* gpu = r.tool<tools::TensorAlloc>().device_stats(0);
+  REQUIRE(gpu);
+  CHECK(gpu->peak_bytes == 869336064);
+  CHECK(gpu->allocator_peak == 869336064);
+  CHECK(gpu->allocations == 606);
+  CHECK(gpu->frees == 603);
+  CHECK(name_of(gpu->peak_op) == "aten::convolution_backward");
+}

@@ -53,6 +53,7 @@ struct Config {
   std::string trace_file;                // PASTA_TRACE: trace to record to / replay from
   bool launch_callbacks = false;         // PASTA_LAUNCH_CALLBACKS: host-side launch events
   bool op_inputs = false;                // PASTA_OP_INPUTS: operators carry input shapes, dtypes
+  bool op_tags = true;                   // PASTA_OP_TAGS: kernels carry the operator that launched them
   bool verbose = false;                  // PASTA_VERBOSE: handlers say what they enabled
   std::uint64_t flush_ms = 1000;         // PASTA_FLUSH_MS: device-record flush period (0 = none)
   bool flush_on_sync = true;             // PASTA_FLUSH_ON_SYNC: also flush after a device sync
@@ -147,7 +148,7 @@ inline constexpr std::string_view config_variables[] = {
     "PASTA_LAUNCH_SKIP",  "PASTA_LAUNCH_COUNT",
     "PASTA_REPORT",       "PASTA_PRINT",
     "PASTA_TOP",          "PASTA_PAGE_BYTES",
-    "PASTA_TRACE",        "PASTA_LAUNCH_CALLBACKS", "PASTA_OP_INPUTS",
+    "PASTA_TRACE",        "PASTA_LAUNCH_CALLBACKS", "PASTA_OP_INPUTS", "PASTA_OP_TAGS",
     "PASTA_VERBOSE",      "PASTA_FLUSH_MS",
     "PASTA_FLUSH_ON_SYNC", "PASTA_ACCESS_PATCH",
     "PASTA_ACCESS_SPACES", "PASTA_TRACE_BUFFER"};
@@ -234,6 +235,7 @@ std::vector<std::string> apply_env(Config& cfg, Getenv&& getenv) {
   };
   boolean("PASTA_LAUNCH_CALLBACKS", cfg.launch_callbacks);
   boolean("PASTA_OP_INPUTS", cfg.op_inputs);
+  boolean("PASTA_OP_TAGS", cfg.op_tags);
   boolean("PASTA_FLUSH_ON_SYNC", cfg.flush_on_sync);
   boolean("PASTA_VERBOSE", cfg.verbose);
   if (auto v = value("PASTA_FLUSH_MS")) {

@@ -59,7 +59,8 @@ class Cupti {
       : launch_callbacks_(cfg.launch_callbacks),
         verbose_(cfg.verbose),
         flush_period_(cfg.flush_ms),
-        flush_on_sync_(cfg.flush_on_sync) {
+        flush_on_sync_(cfg.flush_on_sync),
+        op_tags_(cfg.op_tags) {
     // The program's NVTX ranges reach CUPTI only if NVTX loads CUPTI as its
     // injection, and NVTX reads this when it initialises: set it now, before
     // the profiler's first scope initialises NVTX.
@@ -274,6 +275,7 @@ class Cupti {
   bool verbose_;
   std::chrono::milliseconds flush_period_;  // 0: flush only when asked and at exit
   bool flush_on_sync_;
+  bool op_tags_;  // Config::op_tags: tag device work with operators
   bool host_launches_ = false;  // KernelLaunch comes from callbacks, not from records
   bool active_ = false;
   void* sink_ = nullptr;
@@ -383,11 +385,12 @@ void Cupti::start(Sink& sink) {
       enable_activity(CUPTI_ACTIVITY_KIND_CONTEXT, "context");
     }
     if (devices && !skipped(skip_device)) enable_activity(CUPTI_ACTIVITY_KIND_DEVICE, "device");
-    if constexpr (ops) {
+    if (ops && op_tags_) {
       // CUPTI writes an external correlation record only in front of an API
       // record, so runtime and driver API records are on too (measured on
       // the H100: without them no kernel was tagged; cuDNN and cuBLAS launch
-      // through the driver API). They are read for nothing else.
+      // through the driver API). They are read for nothing else, and are
+      // most of what tagging costs (docs/benchmarks.md; PASTA_OP_TAGS=0).
       enable_activity(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, "external correlation");
       enable_activity(CUPTI_ACTIVITY_KIND_RUNTIME, "runtime API");
       enable_activity(CUPTI_ACTIVITY_KIND_DRIVER, "driver API");

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -122,7 +123,8 @@ class Aten {
   // (operator names repeat; the global table takes a lock).
   struct ThreadState {
     std::vector<std::uint64_t> open;
-    std::unordered_map<std::string, NameId> names;
+    std::unordered_map<const char*, NameId> by_pointer;
+    std::unordered_map<std::string_view, NameId> names;  // views of interned text
   };
   static ThreadState& thread_state() {
     thread_local ThreadState state;
@@ -133,13 +135,20 @@ class Aten {
     return c;
   }
 
+  // Operator names are mostly the same few hundred schema strings, passed
+  // as the same pointers: a pointer hit, checked against the name it gave
+  // (user scopes may reuse a pointer for other text), costs no hashing of
+  // the text and no allocation.
   static NameId op_name(ThreadState& t, const char* s) {
     if (!s) return {};
+    if (auto hit = t.by_pointer.find(s);
+        hit != t.by_pointer.end() && std::strcmp(name_of(hit->second).data(), s) == 0)
+      return hit->second;
     const std::string_view v(s);
-    auto it = t.names.find(std::string(v));
-    if (it != t.names.end()) return it->second;
-    const NameId id = intern(v);
-    t.names.emplace(std::string(v), id);
+    auto it = t.names.find(v);
+    const NameId id = it != t.names.end() ? it->second : intern(v);
+    if (it == t.names.end()) t.names.emplace(name_of(id), id);
+    t.by_pointer[s] = id;
     return id;
   }
 
