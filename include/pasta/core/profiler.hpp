@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include <pasta/core/detail/exit_guard.hpp>
 #include <pasta/core/detail/fmt.hpp>
 
 #include <pasta/core/concepts.hpp>
@@ -151,6 +152,11 @@ class Profiler {
         scopes_registered_ = true;
       }
       handler_->start(*pipeline_);
+      detail::ExitGuard::get().add(this, [](void* self, const std::string& why) {
+        auto* p = static_cast<Profiler*>(self);
+        p->stopped_by_ = why;
+        p->stop();
+      });
     } catch (const std::exception& e) {
       detail::log(fmt::format("profiler not started: {}; the program runs unprofiled", e.what()));
     } catch (...) {
@@ -180,6 +186,7 @@ class Profiler {
   void stop() noexcept {
     if (stopped_) return;
     stopped_ = true;
+    detail::ExitGuard::get().remove(this);
     stop_began_ns_ = detail::steady_ns();
     if (scopes_registered_) detail::scope_registry().remove(this);
     try {
@@ -241,6 +248,7 @@ class Profiler {
       std::string partial;
       if constexpr (requires(const HandlerSpec& h) { h.partial_reason(); })
         if (handler_) partial = handler_->partial_reason();
+      if (!stopped_by_.empty()) partial = partial.empty() ? stopped_by_ : stopped_by_ + "; " + partial;
       std::vector<std::string> files;
       auto write = [&](const auto& part) {
         using T = std::remove_cvref_t<decltype(part)>;
@@ -273,6 +281,7 @@ class Profiler {
   std::optional<HandlerSpec> handler_;
   bool scopes_registered_ = false;
   bool stopped_ = false;
+  std::string stopped_by_;  // why the program ended before the profiler did (ExitGuard)
   std::uint64_t stop_began_ns_ = 0;  // steady clock: the final flush, finish and reports
   std::vector<std::string> files_;
 };
