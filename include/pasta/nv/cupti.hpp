@@ -52,7 +52,6 @@ class Cupti {
     std::atomic<std::uint64_t> callbacks{0};  // API callbacks handled
     std::atomic<std::uint64_t> flushes{0};    // flushes pasta asked CUPTI for while running
     std::atomic<std::uint64_t> flush_ns{0};   // time spent in them
-    std::uint64_t op_records = 0;             // operator tags seen (batch-serialised)
   };
 
   explicit Cupti(const Config& cfg)
@@ -210,6 +209,12 @@ class Cupti {
     auto [it, fresh] = kernel_names_.try_emplace(name);
     if (fresh) it->second = intern(name);
     return it->second;
+  }
+  // A device activity with the operator its launch was tagged with (0 if none).
+  template <class E>
+  E tagged(E e) const {
+    e.op = op_of_.find(static_cast<std::uint32_t>(e.correlation));
+    return e;
   }
   std::uint32_t device_of_context(std::uint32_t context) const {
     auto it = context_device_.find(context);
@@ -618,43 +623,28 @@ void Cupti::process_buffer(Cupti* self, std::uint8_t* buffer, std::size_t valid)
           self->context_device_[k.contextId] = k.deviceId;
           if constexpr (Sink::template wants<KernelLaunch>())
             if (!self->host_launches_) s.emit(detail::kernel_launch(k, name));
-          if constexpr (Sink::template wants<KernelComplete>()) {
-            KernelComplete c = detail::kernel_complete(k, name);
-            c.op = self->op_of_.find(k.correlationId);
-            s.emit(c);
-          }
+          if constexpr (Sink::template wants<KernelComplete>())
+            s.emit(self->tagged(detail::kernel_complete(k, name)));
           break;
         }
         case CUPTI_ACTIVITY_KIND_MEMCPY:
-          if constexpr (Sink::template wants<Memcpy>()) {
-            const auto& m = *reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
-            Memcpy c = detail::memcpy_of(m);
-            c.op = self->op_of_.find(m.correlationId);
-            s.emit(c);
-          }
+          if constexpr (Sink::template wants<Memcpy>())
+            s.emit(self->tagged(
+                detail::memcpy_of(*reinterpret_cast<const CUpti_ActivityMemcpy6*>(record))));
           break;
         case CUPTI_ACTIVITY_KIND_MEMCPY2:
-          if constexpr (Sink::template wants<Memcpy>()) {
-            const auto& m = *reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(record);
-            Memcpy c = detail::memcpy_of(m);
-            c.op = self->op_of_.find(m.correlationId);
-            s.emit(c);
-          }
+          if constexpr (Sink::template wants<Memcpy>())
+            s.emit(self->tagged(
+                detail::memcpy_of(*reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(record))));
           break;
         case CUPTI_ACTIVITY_KIND_MEMSET:
-          if constexpr (Sink::template wants<Memset>()) {
-            const auto& m = *reinterpret_cast<const CUpti_ActivityMemset4*>(record);
-            Memset c = detail::memset_of(m);
-            c.op = self->op_of_.find(m.correlationId);
-            s.emit(c);
-          }
+          if constexpr (Sink::template wants<Memset>())
+            s.emit(self->tagged(
+                detail::memset_of(*reinterpret_cast<const CUpti_ActivityMemset4*>(record))));
           break;
         case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
           const auto& x = *reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(record);
-          if (x.externalKind == op_kind) {
-            self->op_of_.add(x.correlationId, x.externalId);
-            ++self->stats_.op_records;
-          }
+          if (x.externalKind == op_kind) self->op_of_.add(x.correlationId, x.externalId);
           break;
         }
         case CUPTI_ACTIVITY_KIND_MEMORY2: {
