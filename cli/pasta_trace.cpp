@@ -18,6 +18,7 @@ constexpr const char* usage =
     "usage: pasta-trace info FILE             header, metadata and event counts\n"
     "       pasta-trace dump FILE [--limit N] one line per event\n"
     "       pasta-trace replay FILE [-o DIR]  run the default tools over the trace\n"
+    "       pasta-trace convert FILE OUT      rewrite the trace in the current format\n"
     "       pasta-trace --version\n";
 
 int fail_usage(const std::string& why) {
@@ -104,6 +105,48 @@ int replay(const std::string& path, const std::string& out_dir) {
   return prof.handler().complete() ? 0 : 1;
 }
 
+// What Replay feeds: every event, straight into a Record tool.
+struct RecordSink {
+  pasta::tools::Record& to;
+  template <class E>
+  static constexpr bool wants() {
+    return true;
+  }
+  template <class E>
+  void emit(const E& e) {
+    to.on(e);
+  }
+  template <class F>
+  void batch(F&& f) {
+    f(*this);
+  }
+};
+
+// Replays `path` into a Record tool writing `out`: an older trace in the
+// current format, or a copy that stops where a damaged one does.
+int convert(const std::string& path, const std::string& out) {
+  pasta::Config cfg;
+  cfg.trace_file = path;
+  cfg.formats = 0;
+  cfg.print = pasta::PrintTo::none;
+  try {
+    pasta::trace::TraceReader header(path);
+  } catch (const pasta::trace::TraceError& e) {
+    return fail_trace(path, e);
+  }
+  pasta::Config rec = cfg;
+  rec.trace_file = out;
+  pasta::tools::Record record(rec);
+  RecordSink sink{record};
+  pasta::Replay replay(cfg);
+  replay.start(sink);
+  replay.stop();
+  record.finish();
+  if (!replay.complete() || record.writer().failed() || record.writer().events() == 0) return 1;
+  fmt::print(stderr, "pasta-trace: {} written\n", out);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -147,6 +190,10 @@ int main(int argc, char** argv) {
         return fail_usage(fmt::format("unknown option '{}'", argv[i]));
     }
     return replay(path, out);
+  }
+  if (cmd == "convert") {
+    if (argc != 4) return fail_usage("convert takes a trace file and the file to write");
+    return convert(path, argv[3]);
   }
   return fail_usage(fmt::format("unknown command '{}'", cmd));
 }

@@ -81,3 +81,49 @@ TEST_CASE("recording from 16 threads gives a trace that replays to the same coun
   CHECK(replay.handler().complete());
   CHECK(replay.tool<tools::EventCount>().count(EventKind::mem_access) == threads * per_thread);
 }
+
+TEST_CASE("8 Replay handlers on 8 threads feeding one profiler: 8 times every count, exactly") {
+  // A trace recorded on the H100 (tests/data), replayed whole by each thread
+  // into the same pipeline, as several CUDA contexts' buffers arrive at once.
+  test::TempDir dir;
+  Config c = test::quiet(dir);
+  c.trace_file = PASTA_TEST_DATA_DIR "/resnet18_torch_h100.pasta";
+  using Prof = Profiler<Direct, proc::Cpu, tools::KernelFreq, tools::EventCount>;
+  Prof once(c);
+  {
+    Replay r(c);
+    r.start(once);
+    REQUIRE(r.complete());
+  }
+  Prof many(c);
+  constexpr int replayers = 8;
+  std::vector<std::thread> pool;
+  std::atomic<int> complete{0};
+  for (int t = 0; t < replayers; ++t)
+    pool.emplace_back([&] {
+      Replay r(c);
+      r.start(many);
+      complete += r.complete();
+    });
+  for (auto& th : pool) th.join();
+  CHECK(complete == replayers);
+  const auto& one = once.tool<tools::EventCount>();
+  const auto& all = many.tool<tools::EventCount>();
+  std::uint64_t events = 0;
+  for (std::size_t k = 0; k <= detail::event_type_count; ++k) {
+    const auto kind = static_cast<EventKind>(k);
+    CHECK(all.count(kind) == replayers * one.count(kind));
+    events += one.count(kind);
+  }
+  CHECK(events > 10000);
+  Report r1{"kernel_freq"}, r8{"kernel_freq"};
+  once.tool<tools::KernelFreq>().report(r1);
+  many.tool<tools::KernelFreq>().report(r8);
+  const auto s1 = test::summary(r1), s8 = test::summary(r8);
+  CHECK(std::get<std::uint64_t>(s1.at("launches")) == 887);  // as recorded_test replays it
+  CHECK(std::get<std::uint64_t>(s8.at("launches")) ==
+        replayers * std::get<std::uint64_t>(s1.at("launches")));
+  CHECK(s8.at("kernels") == s1.at("kernels"));
+  CHECK(std::get<double>(s8.at("device time (ms)")) ==
+        replayers * std::get<double>(s1.at("device time (ms)")));
+}

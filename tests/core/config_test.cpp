@@ -113,9 +113,9 @@ TEST_CASE("report formats parse as a comma list") {
 }
 
 TEST_CASE("unknown PASTA_* variables are found, known ones and others are not") {
-  char a[] = "PASTA_OUTPT_DIR=x", b[] = "PASTA_TOP=3", c[] = "HOME=/root", d[] = "PASTA_TOOLS=y";
-  char* env[] = {a, b, c, d, nullptr};
-  CHECK(detail::unknown_variables(env) == std::vector<std::string>{"PASTA_OUTPT_DIR"});
+  char a[] = "PASTA_OUTPT_DIR=x", b[] = "PASTA_TOP=3", c[] = "HOME=/root", d[] = "PASTA_TOOLS=y", e[] = "PASTA_TOOL=z";
+  char* env[] = {a, b, c, d, e, nullptr};
+  CHECK(detail::unknown_variables(env) == std::vector<std::string>{"PASTA_OUTPT_DIR", "PASTA_TOOL"});
 }
 
 TEST_CASE("memory-access settings: patch, spaces, trace buffer") {
@@ -143,4 +143,20 @@ TEST_CASE("memory-access settings: patch, spaces, trace buffer") {
         "PASTA_TRACE_BUFFER=\"512K\" is not accepted: expected a size from 1M to 64G "
         "(suffixes K, M, G); using 2147483648");
   CHECK(cfg.access_patch == AccessPatch::object_atomic);  // kept
+}
+
+TEST_CASE("PASTA_TOOLS: a comma list of tool names, duplicates folded; malformed lists refused") {
+  Config cfg;
+  CHECK(apply_env(cfg, FakeEnv{{{"PASTA_TOOLS", "timeline,kernel_freq,timeline"}}}).empty());
+  CHECK(cfg.tools == std::vector<std::string>{"timeline", "kernel_freq"});
+  for (const char* bad : {"timeline,", ",x", "Kernel_Freq", "a b", "kernel-freq"}) {
+    Config c;
+    const auto errors = apply_env(c, FakeEnv{{{"PASTA_TOOLS", bad}}});
+    REQUIRE(errors.size() == 1);
+    CHECK(errors[0] == fmt::format("PASTA_TOOLS=\"{}\" is not accepted: expected a comma-separated "
+                                   "list of tool names (kernel_freq,timeline); using every tool "
+                                   "of the profiler",
+                                   bad));
+    CHECK(c.tools.empty());
+  }
 }

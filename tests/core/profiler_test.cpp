@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -225,4 +226,51 @@ TEST_CASE("a kernel filter set in code that does not compile is reported and dro
   REQUIRE(log.lines().size() == 1);
   CHECK(
       log.lines()[0].starts_with("kernel filter \"[\" is not a POSIX extended regular expression"));
+}
+
+// --- PASTA_TOOLS: a subset of the compiled-in tools -----------------------------
+
+TEST_CASE("PASTA_TOOLS runs only the tools it names: the others see nothing and write nothing") {
+  test::TempDir dir;
+  test::CapturedLog log;
+  Config c = test::quiet(dir);
+  c.tools = {"alloc_watcher"};
+  calls.clear();
+  {
+    Profiler<Direct, proc::Cpu, LaunchCounter, AllocWatcher> prof(c);
+    static_assert(decltype(prof)::tool_names[0] == "launch_counter");
+    CHECK(!prof.running<LaunchCounter>());
+    CHECK(prof.running<AllocWatcher>());
+    prof.emit(test::launch(1, "k"));
+    prof.emit(MemAlloc{.address = 0x1000, .bytes = 64});
+    CHECK(prof.tool<AllocWatcher>().launches == 1);
+    CHECK(prof.tool<AllocWatcher>().allocs == 1);
+    CHECK_THROWS_WITH_AS(prof.tool<LaunchCounter>(),
+                         "pasta: tool launch_counter is not running (PASTA_TOOLS)",
+                         std::logic_error);
+  }
+  CHECK(calls == std::vector<std::string>{"watcher"});
+  CHECK(std::filesystem::exists(dir.file("alloc_watcher.txt")));
+  CHECK(!std::filesystem::exists(dir.file("launch_counter.txt")));
+  CHECK(!std::filesystem::exists(dir.file("launch_counter.json")));
+  CHECK(log.lines().empty());
+}
+
+TEST_CASE("PASTA_TOOLS naming a tool the profiler lacks: one line, and every tool runs") {
+  test::TempDir dir;
+  test::CapturedLog log;
+  ::setenv("PASTA_TOOLS", "launch_counter,kernel_frq", 1);
+  Config c = test::quiet(dir);
+  c.read_env = true;
+  {
+    Profiler<Direct, proc::Cpu, LaunchCounter, AllocWatcher> prof(c);
+    CHECK(prof.config().tools.empty());
+    CHECK(prof.running<LaunchCounter>());
+    CHECK(prof.running<AllocWatcher>());
+  }
+  ::unsetenv("PASTA_TOOLS");
+  REQUIRE(log.lines().size() == 1);
+  CHECK(log.lines()[0] ==
+        "PASTA_TOOLS names kernel_frq that this profiler does not have (it has launch_counter, "
+        "alloc_watcher); running every tool");
 }

@@ -60,6 +60,9 @@ struct Config {
   AccessPatch access_patch = AccessPatch::automatic;  // PASTA_ACCESS_PATCH (benchmarks)
   unsigned access_spaces = space::global;  // PASTA_ACCESS_SPACES: global,shared,local
   std::uint64_t trace_buffer_bytes = 256ull << 20;  // PASTA_TRACE_BUFFER: device access records
+  // PASTA_TOOLS: run only these of the tools compiled into the Profiler, by
+  // name (empty = all). The Profiler checks the names against its tools.
+  std::vector<std::string> tools;
   bool read_env = true;                  // false: ignore PASTA_* variables
 };
 
@@ -131,6 +134,22 @@ inline std::optional<unsigned> parse_spaces(std::string_view s) {
   return parse_flags(s, names);
 }
 
+// "kernel_freq,timeline": names of [a-z0-9_], comma-separated; nullopt if malformed.
+inline std::optional<std::vector<std::string>> parse_names(std::string_view s) {
+  std::vector<std::string> out;
+  for (;;) {
+    const auto comma = s.find(',');
+    const std::string_view item = s.substr(0, comma);
+    const bool word = !item.empty() && std::all_of(item.begin(), item.end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+    });
+    if (!word) return std::nullopt;
+    if (std::find(out.begin(), out.end(), item) == out.end()) out.emplace_back(item);
+    if (comma == std::string_view::npos) return out;
+    s.remove_prefix(comma + 1);
+  }
+}
+
 inline std::optional<bool> parse_bool(std::string_view s) {
   if (s == "1" || s == "yes" || s == "on" || s == "true") return true;
   if (s == "0" || s == "no" || s == "off" || s == "false") return false;
@@ -151,7 +170,7 @@ inline constexpr std::string_view config_variables[] = {
     "PASTA_TRACE",        "PASTA_LAUNCH_CALLBACKS", "PASTA_OP_INPUTS", "PASTA_OP_TAGS",
     "PASTA_VERBOSE",      "PASTA_FLUSH_MS",
     "PASTA_FLUSH_ON_SYNC", "PASTA_ACCESS_PATCH",
-    "PASTA_ACCESS_SPACES", "PASTA_TRACE_BUFFER"};
+    "PASTA_ACCESS_SPACES", "PASTA_TRACE_BUFFER", "PASTA_TOOLS"};
 
 // Applies the PASTA_* variables that `getenv(name)` returns (nullptr or ""
 // = unset) on top of `cfg`. Returns one line per rejected value.
@@ -272,6 +291,13 @@ std::vector<std::string> apply_env(Config& cfg, Getenv&& getenv) {
     else
       reject("PASTA_TRACE_BUFFER", *v, "a size from 1M to 64G (suffixes K, M, G)",
              std::to_string(cfg.trace_buffer_bytes));
+  }
+  if (auto v = value("PASTA_TOOLS")) {
+    if (auto names = detail::parse_names(*v))
+      cfg.tools = std::move(*names);
+    else
+      reject("PASTA_TOOLS", *v, "a comma-separated list of tool names (kernel_freq,timeline)",
+             "every tool of the profiler");
   }
   return errors;
 }

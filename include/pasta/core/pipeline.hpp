@@ -3,10 +3,14 @@
 // compile to nothing; the rest take one lock per event or per batch.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <exception>
 #include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -47,15 +51,34 @@ inline constexpr bool all_distinct = [] {
   }
 }();
 
-// The tools, as the processor sees them: emit(e) calls every tool that has
-// an on() overload for E, in the order they were named.
+// Whether the tool named `name` runs under `c` (Config::tools, PASTA_TOOLS).
+inline bool tool_selected(const Config& c, std::string_view name) {
+  return c.tools.empty() || std::find(c.tools.begin(), c.tools.end(), name) != c.tools.end();
+}
+
+// One tool, constructed only when selected: a tool left out by PASTA_TOOLS
+// allocates nothing, sees no event and writes no report.
+template <std::size_t I, class T>
+struct ToolSlot {
+  std::optional<T> value;
+  explicit ToolSlot(const Config& c) {
+    if (!tool_selected(c, T::name)) return;
+    if constexpr (std::constructible_from<T, const Config&>)
+      value.emplace(c);
+    else
+      value.emplace();
+  }
+};
+
+// The tools, as the processor sees them: emit(e) calls every running tool
+// that has an on() overload for E, in the order they were named.
 template <class Seq, class... Tools>
 class ToolSetImpl;
 
 template <std::size_t... I, class... Tools>
-class ToolSetImpl<std::index_sequence<I...>, Tools...> : Slot<I, Tools>... {
+class ToolSetImpl<std::index_sequence<I...>, Tools...> : ToolSlot<I, Tools>... {
  public:
-  explicit ToolSetImpl(const Config& c) : Slot<I, Tools>(c)... {}
+  explicit ToolSetImpl(const Config& c) : ToolSlot<I, Tools>(c)... {}
 
   template <class E>
   static constexpr bool wants() {
@@ -64,25 +87,40 @@ class ToolSetImpl<std::index_sequence<I...>, Tools...> : Slot<I, Tools>... {
 
   template <class E>
   void emit(const E& e) {
-    (deliver(static_cast<Slot<I, Tools>&>(*this).value, e), ...);
+    (deliver(static_cast<ToolSlot<I, Tools>&>(*this).value, e), ...);
+  }
+
+  // Whether T runs (it is in the pipeline and PASTA_TOOLS did not leave it out).
+  template <class T>
+  bool running() const {
+    static_assert(index_of<T, Tools...> < sizeof...(Tools), "this tool is not in the pipeline");
+    return static_cast<const ToolSlot<index_of<T, Tools...>, T>&>(*this).value.has_value();
   }
 
   template <class T>
   T& get() {
     static_assert(index_of<T, Tools...> < sizeof...(Tools), "this tool is not in the pipeline");
-    return static_cast<Slot<index_of<T, Tools...>, T>&>(*this).value;
+    auto& slot = static_cast<ToolSlot<index_of<T, Tools...>, T>&>(*this).value;
+    if (!slot)
+      throw std::logic_error(fmt::format("pasta: tool {} is not running (PASTA_TOOLS)", T::name));
+    return *slot;
   }
 
-  // f(tool) for each tool, in order.
+  // f(tool) for each running tool, in order.
   template <class F>
   void for_each(F&& f) {
-    (f(static_cast<Slot<I, Tools>&>(*this).value), ...);
+    (visit(static_cast<ToolSlot<I, Tools>&>(*this).value, f), ...);
   }
 
  private:
   template <class T, class E>
-  static void deliver(T& tool, const E& e) {
-    if constexpr (ToolAccepts<T, E>) tool.on(e);
+  static void deliver(std::optional<T>& tool, const E& e) {
+    if constexpr (ToolAccepts<T, E>)
+      if (tool) tool->on(e);
+  }
+  template <class T, class F>
+  static void visit(std::optional<T>& tool, F& f) {
+    if (tool) f(*tool);
   }
 };
 
@@ -167,6 +205,7 @@ class Pipeline {
 
   Proc& processor() { return proc_.value; }
   ToolsType& tools() { return tools_; }
+  const ToolsType& tools() const { return tools_; }
   std::uint64_t reentrant_events() const { return reentrant_.load(); }
   std::uint64_t failures() const { return failures_.load(); }
 

@@ -3,6 +3,8 @@
 // throw into, stop, or change the profiled program.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -76,8 +78,10 @@ concept HasReport = requires(const T& t, Report& r) {
 
 // Variables that some part of pasta reads; the unknown-variable warning
 // leaves these alone. Handlers and launchers add theirs here.
-inline constexpr std::string_view other_known_variables[] = {"PASTA_TOOLS", "PASTA_HANDLER",
-                                                             "PASTA_CUPTI_SKIP"};
+inline constexpr std::string_view other_known_variables[] = {
+    "PASTA_HANDLER", "PASTA_CUPTI_SKIP",
+    // read by the pasta launcher (bin/pasta)
+    "PASTA_BUILD_DIR", "PASTA_INJECT_LIB", "PASTA_TRACE_TOOL"};
 
 // PASTA_* variables in `env` that nothing reads: most likely typos.
 inline std::vector<std::string> unknown_variables(char** env) {
@@ -116,6 +120,25 @@ inline Config configure(Config cfg) {
   return cfg;
 }
 
+// Checks Config::tools (PASTA_TOOLS) against the names of the tools this
+// profiler has. Any unknown name: one line, and every tool runs.
+template <std::size_t N>
+Config select_tools(Config cfg, const std::array<std::string_view, N>& have) {
+  std::string unknown;
+  for (const auto& name : cfg.tools)
+    if (std::find(have.begin(), have.end(), name) == have.end())
+      unknown += (unknown.empty() ? "" : ", ") + name;
+  if (!unknown.empty()) {
+    std::string all;
+    for (auto name : have) all += (all.empty() ? "" : ", ") + std::string(name);
+    log(fmt::format("PASTA_TOOLS names {} that this profiler does not have (it has {}); "
+                    "running every tool",
+                    unknown, all));
+    cfg.tools.clear();
+  }
+  return cfg;
+}
+
 }  // namespace detail
 
 template <class HandlerSpec, class Proc, class... Tools>
@@ -134,9 +157,13 @@ class Profiler {
     return Pipeline::template wants<E>();
   }
 
+  // The names of the tools, in order: what PASTA_TOOLS chooses among.
+  static constexpr std::array<std::string_view, sizeof...(Tools)> tool_names{Tools::name...};
+
   Profiler() : Profiler(Config{}) {}
 
-  explicit Profiler(Config cfg) : config_(detail::configure(std::move(cfg))) {
+  explicit Profiler(Config cfg)
+      : config_(detail::select_tools(detail::configure(std::move(cfg)), tool_names)) {
     names();  // constructed before us, so destroyed after our reports
     try {
       pipeline_.emplace(config_);
@@ -213,9 +240,15 @@ class Profiler {
     if (pipeline_) pipeline_->batch(std::forward<F>(f));
   }
 
+  // A tool's state; throws std::logic_error if PASTA_TOOLS left it out.
   template <class T>
   T& tool() {
     return pipeline_->tools().template get<T>();
+  }
+  // Whether T runs (PASTA_TOOLS did not leave it out).
+  template <class T>
+  bool running() const {
+    return pipeline_ && pipeline_->tools().template running<T>();
   }
   Proc& processor() { return pipeline_->processor(); }
   HandlerSpec& handler() { return *handler_; }

@@ -180,7 +180,9 @@ inline std::vector<std::string> write_report(const Report& r, const Config& cfg)
     if (auto why = write_file(path, content); why.empty())
       written.push_back(path);
     else
-      log_once("write:" + path, fmt::format("report not written: {}", why));
+      log_once("write:" + cfg.output_dir,  // a full disk fails every file: one line
+               fmt::format("report not written: {}; later failures in {}/ are not shown", why,
+                           cfg.output_dir));
   };
   try {
     if (cfg.formats & format::text) put(r.tool() + ".txt", text);

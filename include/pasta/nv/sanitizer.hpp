@@ -263,6 +263,8 @@ inline void Sanitizer::stop() {
         stats_.launches.load(), stats_.instrumented.load(), stats_.modules_patched.load(),
         stats_.patch_ns.load() / 1e6, stats_.post_ns.load() / 1e6, stats_.records.load(),
         stats_.records_lost.load(), stats_.bins.load()));
+  if (stats_.records_lost.load())  // the reports say so too; this line reaches the terminal
+    pasta::detail::log(partial_reason() + " (the reports are marked partial)");
   // Device buffers go with their contexts; CUDA may already be torn down at
   // exit, so they are not freed here.
   for (auto& [ctx, c] : contexts_) c.release();

@@ -174,8 +174,10 @@ class TraceWriter {
 
   void fail() {
     if (!failed_)
-      pasta::detail::log(fmt::format("writing trace {} failed ({}); the trace ends at byte {}",
-                                     path_, std::strerror(errno), bytes_));
+      pasta::detail::log(fmt::format(
+          "writing trace {} failed ({}); recording stops, the {} events written before stay "
+          "readable",
+          path_, std::strerror(errno), events_));
     failed_ = true;
   }
 
