@@ -6,9 +6,12 @@
 // With --threads T, T host threads each launch `saxpy` per_thread times on
 // a stream of their own, all at once. With --devices D, the main sequence
 // runs on each of D devices. With --graph G, a CUDA graph of 5 `scale`
-// kernels is captured once and launched G times (5 G more `scale` kernels). Prints a checksum that must not change under
-// profiling. Built twice: plain, and with -DPASTA_PROFILE, which puts a
+// kernels is captured once and launched G times (5 G more `scale` kernels).
+// With --contexts C, C host threads each create a CUDA context of their own
+// on device 0 (driver API) and run the main sequence in it, all at once.
+// Prints checksums that must not change under profiling. Built twice: plain, and with -DPASTA_PROFILE, which puts a
 // pasta profiler in main.
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -61,9 +64,8 @@ constexpr int n = 1 << 20;
 constexpr int block = 256;
 constexpr int grid = (n + block - 1) / block;
 
-// The fixed sequence on one device; returns its checksum.
-double run_sequence(int device) {
-  CHECK(cudaSetDevice(device));
+// The fixed sequence in the current context; returns its checksum.
+double sequence() {
   float *x, *y;
   double* sum;
   CHECK(cudaMalloc(&x, n * sizeof(float)));
@@ -82,6 +84,43 @@ double run_sequence(int device) {
   CHECK(cudaFree(y));
   CHECK(cudaFree(sum));
   return host;
+}
+
+// The fixed sequence on one device (its primary context).
+double run_sequence(int device) {
+  CHECK(cudaSetDevice(device));
+  return sequence();
+}
+
+#define CHECK_CU(call)                                                              \
+  do {                                                                              \
+    if (CUresult r_ = (call); r_ != CUDA_SUCCESS) {                                 \
+      const char* why = nullptr;                                                    \
+      cuGetErrorString(r_, &why);                                                   \
+      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, why ? why : "?");     \
+      std::exit(1);                                                                 \
+    }                                                                               \
+  } while (0)
+
+// C threads, each in a context of its own on device 0, running the sequence at once.
+double run_contexts(int contexts) {
+  CHECK(cudaFree(nullptr));  // initialise the runtime (and cuInit) first
+  std::vector<std::thread> pool;
+  std::vector<double> sums(contexts);
+  for (int c = 0; c < contexts; ++c)
+    pool.emplace_back([&, c] {
+      CUdevice dev;
+      CUcontext ctx;
+      CHECK_CU(cuDeviceGet(&dev, 0));
+      CHECK_CU(cuCtxCreate(&ctx, nullptr, 0, dev));  // current on this thread
+      sums[c] = sequence();
+      CHECK_CU(cuCtxSynchronize());
+      CHECK_CU(cuCtxDestroy(ctx));
+    });
+  for (auto& th : pool) th.join();
+  double total = 0;
+  for (double s : sums) total += s;
+  return total;
 }
 
 // T threads, one stream each, launching saxpy concurrently.
@@ -164,6 +203,7 @@ int main(int argc, char** argv) {
   const int threads = arg(argc, argv, "--threads", 0);
   const int per_thread = arg(argc, argv, "--per-thread", 100);
   const int graphs = arg(argc, argv, "--graph", 0);
+  const int contexts = arg(argc, argv, "--contexts", 0);
   int available = 0;
   CHECK(cudaGetDeviceCount(&available));
   if (devices > available) {
@@ -175,6 +215,8 @@ int main(int argc, char** argv) {
     std::printf("threads %d x %d checksum %.6f\n", threads, per_thread,
                 run_threads(threads, per_thread));
   if (graphs > 0) std::printf("graph x %d checksum %.6f\n", graphs, run_graph(graphs));
+  if (contexts > 0)
+    std::printf("contexts %d checksum %.6f\n", contexts, run_contexts(contexts));
   CHECK(cudaDeviceSynchronize());
   return 0;
 }

@@ -345,7 +345,11 @@ def case_access_overflow(build, out):
     """A trace buffer too small for the kernel: lost records counted and reported, never
     corrupt. With 1 MiB (65536 records), init, copy_half and count (2^20 records each)
     each lose 2^20 - 65536; hot_page (25856) fits."""
-    _, buffers = run_access(build, "_cpu", out, PASTA_TRACE_BUFFER="1M")
+    proc = run([f"{build}/examples/access_pattern_cpu"], profiled_env(out, PASTA_TRACE_BUFFER="1M"))
+    buffers = buffers_of(proc.stdout)
+    line = ("pasta: the device trace buffer (1 MiB) filled in 3 launches and 2949120 access "
+            "records were lost; raise PASTA_TRACE_BUFFER (the reports are marked partial)")
+    said = expect("the line docs/errors.md shows", line in proc.stderr.splitlines(), True)
     report, objects, _ = hotness(out)
     with open(os.path.join(out, "sanitizer.json")) as f:
         summary = json.load(f)["summary"]
@@ -355,7 +359,7 @@ def case_access_overflow(build, out):
     ok &= expect("report marked partial", "trace buffer" in report.get("partial", ""), True)
     ok &= expect("out (hot_page and stage fit) still exact (writes)",
                  objects.get(buffers["out"], {}).get("writes"), 512)
-    return ok
+    return ok and said
 
 
 def case_access_filter(build, out):
@@ -574,6 +578,130 @@ def case_torch_hotness_python(build, out):
     native = last_json(run([sys.executable, script]).stdout)
     ok = expect("checksum unchanged", res["checksum"], native["checksum"])
     return expect_tensor_counts(out, res["tensors"]) and ok
+
+
+def case_contexts(build, out):
+    """4 host threads, each in a CUDA context of its own (cuCtxCreate) on one GPU, with
+    4 more threads on streams of the primary context: exact counts, same checksums."""
+    args = ["--contexts", "4", "--threads", "4", "--per-thread", "50"]
+    plain = run([f"{build}/examples/launches"] + args).stdout
+    profiled = run([f"{build}/examples/launches_pasta"] + args, profiled_env(out)).stdout
+    ok = expect_counts(out, sequence_counts(devices=5, threads=4, per_thread=50))
+    injected = run([f"{build}/bin/pasta", "run", "-o", out + "/inj", "--",
+                    f"{build}/examples/launches"] + args, {"PASTA_PRINT": "none"}).stdout
+    ok &= expect_counts(out + "/inj", sequence_counts(devices=5, threads=4, per_thread=50))
+    ok &= expect("output with the in-binary profiler", profiled, plain)
+    ok &= expect("output under pasta run", injected, plain)
+    sums = {l.split()[0]: float(l.split()[-1]) for l in plain.splitlines() if "checksum" in l}
+    return expect("4 contexts give 4 times one sequence's checksum",
+                  abs(sums["contexts"] - 4 * sums["device"]) <= 1e-9 * abs(sums["contexts"]),
+                  True) and ok
+
+
+def numbers(text, keys=None):
+    """The results a program printed: every number on its checksum lines, or the
+    values of `keys` from its last JSON line."""
+    if keys:
+        j = last_json(text)
+        return [j[k] for k in keys]
+    vals = []
+    for line in text.splitlines():
+        if "checksum" in line or line.startswith("y "):
+            vals += [float(w) for w in line.replace(",", " ").split()
+                     if w.replace(".", "", 1).replace("e", "", 1).replace("-", "").replace("+", "")
+                     .isdigit()]
+    return vals
+
+
+# Pipelines of `pasta run` for the results matrix: (name, options, the tool whose
+# report must be there, whether it needs PyTorch).
+MATRIX_PIPELINES = [
+    ("KernelFreq", ["-t", "kernel_freq"], "kernel_freq", False),
+    ("Timeline", ["-t", "timeline"], "timeline", False),
+    ("MemHotness GpuBucketing", ["--memory", "-t", "mem_hotness"], "mem_hotness", False),
+    ("MemHotness Cpu", ["--memory", "--host-reduction", "-t", "mem_hotness"], "mem_hotness", False),
+    ("OpSummary", ["--torch", "-t", "op_summary"], "op_summary", True),
+]
+
+
+def matrix_examples(build):
+    py = sys.executable
+    return [  # (name, argv, JSON keys or None for checksum lines, uses PyTorch)
+        ("launches (threads, graph, contexts)",
+         [f"{build}/examples/launches", "--threads", "4", "--per-thread", "50", "--graph", "2",
+          "--contexts", "2"], None, False),
+        ("uvm_advice (managed memory)", [f"{build}/examples/uvm_advice", "--mb", "64"],
+         ["checksum"], False),
+        ("access_pattern", [f"{build}/examples/access_pattern"], None, False),
+        ("conv (cuDNN)", [f"{build}/examples/conv"], None, False),
+        ("tensor_access (libtorch)", [f"{build}/examples/tensor_access"], ["checksum"], True),
+        ("ResNet-18 step (PyTorch)", [py, os.path.join(ROOT, "tests", "gpu", "torch_model.py"),
+                                      "--steps", "1", "--batch", "4"], ["checksum"], True),
+        ("GPT block (PyTorch)", [py, os.path.join(ROOT, "examples", "pytorch", "gpt_block.py"),
+                                 "--steps", "2"], ["loss", "checksum"], True),
+    ]
+
+
+def case_results_matrix(build, out):
+    """Every example prints the same results with and without each pipeline; each
+    pipeline (pasta run -t) writes its tool's report and no other tool's."""
+    ok = True
+    table = []
+    for name, argv, keys, torch in matrix_examples(build):
+        if not os.path.exists(argv[0]) or (torch and not os.path.exists(
+                f"{build}/inject/libpasta_torch.so")):
+            print(f"skip {name}: not built")
+            continue
+        native = numbers(run(argv).stdout, keys)
+        again = numbers(run(argv).stdout, keys)
+        row = [name, "bitwise" if native == again else "differ"]
+        for pname, options, tool, needs_torch in MATRIX_PIPELINES:
+            if needs_torch and not torch:
+                row.append("-")
+                continue
+            d = os.path.join(out, f"{len(table)}-{tool}-{len(row)}")
+            proc = run([f"{build}/bin/pasta", "run", *options, "-o", d, "--"] + argv,
+                       {"PASTA_PRINT": "none"}, check=False)
+            got = numbers(proc.stdout, keys) if proc.returncode == 0 else None
+            files = sorted(os.listdir(d)) if os.path.isdir(d) else []
+            others = [f for f in files if f.endswith(".json") and f.split(".")[0] not in
+                      (tool, "correlation", "gpu_bucketing", "cupti", "sanitizer", "aten",
+                       "handlers", "run") and
+                      not f.startswith(tool)]
+            report_ok = any(f.startswith(tool + ".") for f in files) and not others
+            if got is None:
+                cell = f"exit {proc.returncode}"
+            elif got == native:
+                cell = "same"
+            elif native != again and all(abs(a - b) <= 10 * abs(c - b) + 1e-12 * abs(b)
+                                         for a, b, c in zip(got, native, again)):
+                cell = "within native spread"
+            else:
+                cell = "DIFFERENT"
+            if not report_ok:
+                cell += f" (reports: {', '.join(files)})"
+                print(f"  {pname} on {name}: expected {tool} only, got {files}")
+                ok = False
+            if cell.startswith(("exit", "DIFFERENT")):
+                print(f"  {pname} on {name}: native {native}, profiled {got}")
+                print("  " + proc.stderr[-2000:].replace("\n", "\n  "))
+                ok = False
+            row.append(cell)
+        table.append(row)
+    header = ["example", "native x2"] + [p[0] for p in MATRIX_PIPELINES]
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for row in table:
+        print("| " + " | ".join(row) + " |")
+    return expect("every example x pipeline keeps its results", ok, True)
+
+
+def case_pipelines_table(build, out):
+    """bin/pasta's table of pipelines names the tools each library has (all load here)."""
+    proc = run([sys.executable, os.path.join(ROOT, "tests", "cli", "pipelines_test.py"), build,
+                "--all"], check=False)
+    print(proc.stdout)
+    return expect("pipelines_test.py --all", proc.returncode, 0)
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}

@@ -2,7 +2,7 @@
 # The one script for the GPU machine: builds from a clean tree, runs the GPU
 # tests (ctest -L gpu), the overhead benchmark, records the traces that
 # tests/data keeps, and prints a short table. Logs go to $OUT (or ./gpu-out).
-#   tests/gpu/run.sh [tests|bench|record|all|multi|memory|torch]   (default all)
+#   tests/gpu/run.sh [tests|bench|record|all|multi|memory|torch|reliability]   (default all)
 # `multi` builds only the CUDA example and runs the tests that need it (the
 # several-GPU test among them), for a machine with two GPUs.
 set -uo pipefail
@@ -23,6 +23,9 @@ targets=()
 [ "$what" = multi ] && targets=(--target launches_pasta)
 [ "$what" = torch ] && targets=(--target inject_torch inject_torch_memory inject_torch_record
   inject_torch_bench libtorch_train tensor_access tensor_access_pasta pasta-trace pasta_torch_tests)
+[ "$what" = reliability ] && targets=(--target launches launches_pasta uvm_advice uvm_advice_pasta
+  access_pattern access_pattern_cpu conv pasta_inject pasta_record pasta_memory pasta_memory_cpu
+  pasta_memory_record inject_torch inject_torch_memory inject_torch_record tensor_access pasta-trace)
 [ "$what" = memory ] && targets=(--target access_pattern access_pattern_pasta access_pattern_cpu
   pasta_memory pasta_memory_cpu pasta_memory_record memory_workloads uvm_advice uvm_advice_pasta)
 cmake --build "$build" --parallel "$(nproc)" "${targets[@]}" >"$work/build.log" 2>&1 ||
@@ -48,6 +51,13 @@ if [ "$what" = memory ]; then
   python3 bench/gpu/memory.py "$build" "$work/memory" ${MEMORY_BENCH_ONLY:+--only $MEMORY_BENCH_ONLY} \
     2>&1 | tee "$out/memory-bench.log"
   cp "$work/memory/memory.csv" "$out/memory.csv" 2>/dev/null
+fi
+if [ "$what" = reliability ]; then
+  echo "== reliability GPU tests: results under every pipeline, contexts, overflow"
+  (cd "$build" && ctest -R "gpu: (pipelines_table|contexts|access_overflow|graph|uvm_advice|results_matrix)" -V) \
+    2>&1 | tee "$out/gpu-tests-reliability.log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  grep -E "^([0-9]+: )?\|" "$out/gpu-tests-reliability.log" | sed -E "s/^[0-9]+: //"
 fi
 if [ "$what" = torch ]; then
   echo "== PyTorch GPU tests"
