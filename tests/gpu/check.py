@@ -27,10 +27,16 @@ def gpus():
     return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
 
 
-def run(cmd, env=None, check=True):
+def run(cmd, env=None, check=True, timeout=None):
     full = dict(os.environ)
     full.update(env or {})
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=full, check=False)
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=full, check=False,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired as e:  # killed: a hang is a failure, not a stuck suite
+        proc = subprocess.CompletedProcess(cmd, 124, e.stdout or "", e.stderr or "")
+        if isinstance(proc.stdout, bytes):
+            proc.stdout, proc.stderr = proc.stdout.decode(), (proc.stderr or b"").decode()
     if check and proc.returncode != 0:
         print(f"FAILED ({proc.returncode}): {' '.join(cmd)}\n{proc.stdout}\n{proc.stderr}")
         sys.exit(1)
@@ -661,7 +667,7 @@ def case_results_matrix(build, out):
                 continue
             d = os.path.join(out, f"{len(table)}-{tool}-{len(row)}")
             proc = run([f"{build}/bin/pasta", "run", *options, "-o", d, "--"] + argv,
-                       {"PASTA_PRINT": "none"}, check=False)
+                       {"PASTA_PRINT": "none"}, check=False, timeout=150)
             got = numbers(proc.stdout, keys) if proc.returncode == 0 else None
             files = sorted(os.listdir(d)) if os.path.isdir(d) else []
             others = [f for f in files if f.endswith(".json") and f.split(".")[0] not in
@@ -670,7 +676,8 @@ def case_results_matrix(build, out):
                       not f.startswith(tool)]
             report_ok = any(f.startswith(tool + ".") for f in files) and not others
             if got is None:
-                cell = f"exit {proc.returncode}"
+                cell = "hung (killed after 150 s)" if proc.returncode == 124 else \
+                    f"exit {proc.returncode}"
             elif got == native:
                 cell = "same"
             elif native != again and all(abs(a - b) <= 10 * abs(c - b) + 1e-12 * abs(b)
@@ -682,7 +689,7 @@ def case_results_matrix(build, out):
                 cell += f" (reports: {', '.join(files)})"
                 print(f"  {pname} on {name}: expected {tool} only, got {files}")
                 ok = False
-            if cell.startswith(("exit", "DIFFERENT")):
+            if cell.startswith(("exit", "hung", "DIFFERENT")):
                 print(f"  {pname} on {name}: native {native}, profiled {got}")
                 print("  " + proc.stderr[-2000:].replace("\n", "\n  "))
                 ok = False

@@ -57,7 +57,7 @@ class Sanitizer {
     std::atomic<std::uint64_t> launches{0}, instrumented{0}, modules_patched{0};
     std::atomic<std::uint64_t> patch_ns{0}, post_ns{0}, copy_bytes{0};
     std::atomic<std::uint64_t> records{0}, records_lost{0}, overflowed_launches{0};
-    std::atomic<std::uint64_t> bins{0};
+    std::atomic<std::uint64_t> bins{0}, graph_kernels{0};
   };
 
   explicit Sanitizer(const Config& cfg)
@@ -101,6 +101,8 @@ class Sanitizer {
       out.summary("access records lost (buffer full)", stats_.records_lost.load());
       out.summary("trace buffer (bytes)", cfg_.trace_buffer_bytes);
     }
+    if (stats_.graph_kernels.load())
+      out.summary("graph kernel launches (run uninstrumented)", stats_.graph_kernels.load());
     if (!error_.empty()) out.summary("error", error_);
   }
 
@@ -241,6 +243,7 @@ void Sanitizer::start(Sink& sink) {
   if (mode_ != Mode::none || memory || Sink::template wants<ModuleLoad>())
     enable(SANITIZER_CB_DOMAIN_RESOURCE, "resource");
   if (mode_ != Mode::none || launches) enable(SANITIZER_CB_DOMAIN_LAUNCH, "launch");
+  if (mode_ != Mode::none) enable(SANITIZER_CB_DOMAIN_GRAPHS, "graph");
   if constexpr (Sink::template wants<Memcpy>()) enable(SANITIZER_CB_DOMAIN_MEMCPY, "memcpy");
   if constexpr (Sink::template wants<Memset>()) enable(SANITIZER_CB_DOMAIN_MEMSET, "memset");
   if constexpr (Sink::template wants<Synchronize>())
@@ -289,6 +292,19 @@ void SANITIZERAPI Sanitizer::on_callback(void* user, Sanitizer_CallbackDomain do
           self->launch_end(sink, d);
         break;
       }
+      case SANITIZER_CB_DOMAIN_GRAPHS:
+        // A kernel node of a graph runs its module's patches with whatever
+        // callback data the node carries, and no launch-end callback lets
+        // pasta collect after it: it runs with the patches switched off.
+        if (cbid == SANITIZER_CBID_GRAPHS_NODE_LAUNCH_BEGIN) {
+          const auto& g = *static_cast<const Sanitizer_GraphNodeLaunchData*>(data);
+          if (g.nodeType == CU_GRAPH_NODE_TYPE_KERNEL) {
+            sanitizerSetLaunchCallbackData(g.launchData.hLaunch, g.launchData.function,
+                                           g.launchData.hStream, nullptr);
+            if (!g.isGraphUpload) self->stats_.graph_kernels.fetch_add(1, std::memory_order_relaxed);
+          }
+        }
+        break;
       case SANITIZER_CB_DOMAIN_MEMCPY:
         if constexpr (Sink::template wants<Memcpy>()) {
           const auto& m = *static_cast<const Sanitizer_MemcpyData*>(data);
