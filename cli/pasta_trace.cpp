@@ -127,8 +127,6 @@ struct RecordSink {
 int convert(const std::string& path, const std::string& out) {
   pasta::Config cfg;
   cfg.trace_file = path;
-  cfg.formats = 0;
-  cfg.print = pasta::PrintTo::none;
   try {
     pasta::trace::TraceReader header(path);
   } catch (const pasta::trace::TraceError& e) {

@@ -610,13 +610,13 @@ def numbers(text, keys=None):
     if keys:
         j = last_json(text)
         return [j[k] for k in keys]
-    vals = []
-    for line in text.splitlines():
-        if "checksum" in line or line.startswith("y "):
-            vals += [float(w) for w in line.replace(",", " ").split()
-                     if w.replace(".", "", 1).replace("e", "", 1).replace("-", "").replace("+", "")
-                     .isdigit()]
-    return vals
+    def number(word):
+        try:
+            return float(word)
+        except ValueError:
+            return None
+    return [n for line in text.splitlines() if "checksum" in line or line.startswith("y ")
+            for n in map(number, line.replace(",", " ").split()) if n is not None]
 
 
 # Pipelines of `pasta run` for the results matrix: (name, options, the tool whose

@@ -107,19 +107,41 @@ struct Flag {
   std::string_view name;
   unsigned bit;
 };
+// Calls f(item) for each item of the comma list `s` while f returns true;
+// returns whether every item was taken.
+template <class F>
+bool for_each_item(std::string_view s, F&& f) {
+  for (;;) {
+    const auto comma = s.find(',');
+    if (!f(s.substr(0, comma))) return false;
+    if (comma == std::string_view::npos) return true;
+    s.remove_prefix(comma + 1);
+  }
+}
+
+// The items joined by `sep`: "a, b, c".
+template <class Range>
+std::string join(const Range& items, std::string_view sep) {
+  std::string out;
+  for (const auto& item : items) {
+    if (!out.empty()) out += sep;
+    out += std::string_view(item);
+  }
+  return out;
+}
+
 template <std::size_t N>
 std::optional<unsigned> parse_flags(std::string_view s, const Flag (&flags)[N]) {
   unsigned out = 0;
-  for (;;) {
-    const auto comma = s.find(',');
-    const std::string_view item = s.substr(0, comma);
+  const bool ok = for_each_item(s, [&](std::string_view item) {
     const Flag* f = std::find_if(std::begin(flags), std::end(flags),
                                  [&](const Flag& x) { return x.name == item; });
-    if (f == std::end(flags)) return std::nullopt;
+    if (f == std::end(flags)) return false;
     out |= f->bit;
-    if (comma == std::string_view::npos) return out;
-    s.remove_prefix(comma + 1);
-  }
+    return true;
+  });
+  if (!ok) return std::nullopt;
+  return out;
 }
 
 inline std::optional<unsigned> parse_formats(std::string_view s) {
@@ -137,17 +159,15 @@ inline std::optional<unsigned> parse_spaces(std::string_view s) {
 // "kernel_freq,timeline": names of [a-z0-9_], comma-separated; nullopt if malformed.
 inline std::optional<std::vector<std::string>> parse_names(std::string_view s) {
   std::vector<std::string> out;
-  for (;;) {
-    const auto comma = s.find(',');
-    const std::string_view item = s.substr(0, comma);
+  const bool ok = for_each_item(s, [&](std::string_view item) {
     const bool word = !item.empty() && std::all_of(item.begin(), item.end(), [](char c) {
       return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
     });
-    if (!word) return std::nullopt;
-    if (std::find(out.begin(), out.end(), item) == out.end()) out.emplace_back(item);
-    if (comma == std::string_view::npos) return out;
-    s.remove_prefix(comma + 1);
-  }
+    if (word && std::find(out.begin(), out.end(), item) == out.end()) out.emplace_back(item);
+    return word;
+  });
+  if (!ok) return std::nullopt;
+  return out;
 }
 
 inline std::optional<bool> parse_bool(std::string_view s) {

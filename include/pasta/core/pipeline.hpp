@@ -56,17 +56,22 @@ inline bool tool_selected(const Config& c, std::string_view name) {
   return c.tools.empty() || std::find(c.tools.begin(), c.tools.end(), name) != c.tools.end();
 }
 
+// Constructs `part` from the Config when it takes one, else by default.
+template <class T>
+void emplace_configured(std::optional<T>& part, const Config& c) {
+  if constexpr (std::constructible_from<T, const Config&>)
+    part.emplace(c);
+  else
+    part.emplace();
+}
+
 // One tool, constructed only when selected: a tool left out by PASTA_TOOLS
 // allocates nothing, sees no event and writes no report.
 template <std::size_t I, class T>
 struct ToolSlot {
   std::optional<T> value;
   explicit ToolSlot(const Config& c) {
-    if (!tool_selected(c, T::name)) return;
-    if constexpr (std::constructible_from<T, const Config&>)
-      value.emplace(c);
-    else
-      value.emplace();
+    if (tool_selected(c, T::name)) emplace_configured(value, c);
   }
 };
 

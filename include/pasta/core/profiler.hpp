@@ -102,10 +102,8 @@ inline Config configure(Config cfg) {
   if (cfg.read_env) {
     for (const auto& line : apply_env(cfg)) log(line);
     for (const auto& name : unknown_variables(environ)) {
-      std::string known;
-      for (auto k : config_variables) known += (known.empty() ? "" : ", ") + std::string(k);
-      log_once("unknown:" + name,
-               fmt::format("{} is not a pasta variable; ignored (known: {})", name, known));
+      log_once("unknown:" + name, fmt::format("{} is not a pasta variable; ignored (known: {})",
+                                              name, join(config_variables, ", ")));
     }
   }
   if (!cfg.kernel_filter.empty()) {
@@ -124,16 +122,13 @@ inline Config configure(Config cfg) {
 // profiler has. Any unknown name: one line, and every tool runs.
 template <std::size_t N>
 Config select_tools(Config cfg, const std::array<std::string_view, N>& have) {
-  std::string unknown;
+  std::vector<std::string> unknown;
   for (const auto& name : cfg.tools)
-    if (std::find(have.begin(), have.end(), name) == have.end())
-      unknown += (unknown.empty() ? "" : ", ") + name;
+    if (std::find(have.begin(), have.end(), name) == have.end()) unknown.push_back(name);
   if (!unknown.empty()) {
-    std::string all;
-    for (auto name : have) all += (all.empty() ? "" : ", ") + std::string(name);
     log(fmt::format("PASTA_TOOLS names {} that this profiler does not have (it has {}); "
                     "running every tool",
-                    unknown, all));
+                    join(unknown, ", "), join(have, ", ")));
     cfg.tools.clear();
   }
   return cfg;
@@ -169,10 +164,7 @@ class Profiler {
       pipeline_.emplace(config_);
       // The handler exists before the first scope: constructing it may set
       // what NVTX reads when the scope registry initialises it.
-      if constexpr (std::constructible_from<HandlerSpec, const Config&>)
-        handler_.emplace(config_);
-      else
-        handler_.emplace();
+      detail::emplace_configured(handler_, config_);
       if constexpr (wants<ScopeBegin>() || wants<ScopeEnd>()) {
         detail::scope_registry().add(
             {this, &scope_trampoline<ScopeBegin>, &scope_trampoline<ScopeEnd>});

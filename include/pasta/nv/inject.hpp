@@ -12,6 +12,8 @@
 
 #include <pasta/core/detail/fmt.hpp>
 
+#include <pasta/core/config.hpp>
+
 #include <pasta/core/log.hpp>
 
 namespace pasta::nv::detail {
@@ -40,11 +42,7 @@ int initialize_injection() noexcept {
 // chooses among), built once.
 template <class Profiler>
 const char* tool_names() noexcept {
-  static const std::string names = [] {
-    std::string s;
-    for (auto n : Profiler::tool_names) s += (s.empty() ? "" : ",") + std::string(n);
-    return s;
-  }();
+  static const std::string names = pasta::detail::join(Profiler::tool_names, ",");
   return names.c_str();
 }
 
