@@ -1,7 +1,8 @@
 // The post-pass of proc::GpuBucketing, run on the device after each
 // instrumented kernel: keeps the non-empty page counters (CUB block scan
 // for each tile's output positions), appends them to `out`, and zeroes the
-// counters for the next kernel. Only `out` goes to the host.
+// counters for the next kernel. `out` is pinned host memory, which the host
+// reads in place once the stream is done.
 #include <cub/block/block_scan.cuh>
 
 #include <pasta/nv/detail/access_layout.hpp>
@@ -36,4 +37,12 @@ extern "C" __global__ void __launch_bounds__(compact_block)
     }
     __syncthreads();
   }
+}
+
+// After pasta_compact_slots, one thread: the count goes to the host (pinned
+// memory the host reads in place) and is cleared for the next launch.
+extern "C" __global__ void pasta_publish_count(unsigned long long* count,
+                                               unsigned long long* host_count) {
+  *host_count = *count;
+  *count = 0;
 }

@@ -640,12 +640,17 @@ def matrix_examples(build):
          ["checksum"], False),
         ("access_pattern", [f"{build}/examples/access_pattern"], None, False),
         ("conv (cuDNN)", [f"{build}/examples/conv"], None, False),
+        # Leaves by std::_Exit (PyTorch's static destructors abort at exit): no
+        # exit hook runs, so an injected profiler writes no report.
         ("tensor_access (libtorch)", [f"{build}/examples/tensor_access"], ["checksum"], True),
         ("ResNet-18 step (PyTorch)", [py, os.path.join(ROOT, "tests", "gpu", "torch_model.py"),
                                       "--steps", "1", "--batch", "4"], ["checksum"], True),
         ("GPT block (PyTorch)", [py, os.path.join(ROOT, "examples", "pytorch", "gpt_block.py"),
                                  "--steps", "2"], ["loss", "checksum"], True),
     ]
+
+
+LEAVES_BY_EXIT = {"tensor_access (libtorch)"}
 
 
 def case_results_matrix(build, out):
@@ -679,6 +684,11 @@ def case_results_matrix(build, out):
                        "handlers", "run") and
                       not f.startswith(tool)]
             report_ok = any(f.startswith(tool + ".") for f in files) and not others
+            if name in LEAVES_BY_EXIT and not files:
+                report_ok = True  # what the check can see: results, and no stray reports
+                cell_note = " (_Exit: no report)"
+            else:
+                cell_note = ""
             if got is None:
                 cell = "hung (killed after 150 s)" if proc.returncode == 124 else \
                     f"exit {proc.returncode}"
@@ -689,6 +699,7 @@ def case_results_matrix(build, out):
                 cell = "within native spread"
             else:
                 cell = "DIFFERENT"
+            cell += cell_note
             if not report_ok:
                 cell += f" (reports: {', '.join(files)})"
                 print(f"  {pname} on {name}: expected {tool} only, got {files}")
@@ -699,6 +710,7 @@ def case_results_matrix(build, out):
                 ok = False
             row.append(cell)
         table.append(row)
+        print("row done: | " + " | ".join(row) + " |", flush=True)
     header = ["example", "native x2"] + [p[0] for p in MATRIX_PIPELINES]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))

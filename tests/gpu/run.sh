@@ -4,7 +4,9 @@
 # tests/data keeps, and prints a short table. Logs go to $OUT (or ./gpu-out).
 #   tests/gpu/run.sh [tests|bench|record|all|multi|memory|torch|reliability]   (default all)
 # `multi` builds only the CUDA example and runs the tests that need it (the
-# several-GPU test among them), for a machine with two GPUs.
+# several-GPU test among them), for a machine with two GPUs. `reliability`
+# takes RELIABILITY_TESTS (a ctest regex of case names) and MATRIX_SKIP
+# (examples the results matrix leaves out, comma-separated).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-$root/gpu-out}
@@ -54,7 +56,7 @@ if [ "$what" = memory ]; then
 fi
 if [ "$what" = reliability ]; then
   echo "== reliability GPU tests: results under every pipeline, contexts, overflow"
-  (cd "$build" && ctest -R "gpu: (pipelines_table|contexts|access_overflow|graph|uvm_advice|results_matrix)" -V) \
+  (cd "$build" && ctest -R "gpu: (${RELIABILITY_TESTS:-pipelines_table|contexts|access_overflow|graph|uvm_advice|results_matrix})" -V) \
     2>&1 | tee "$out/gpu-tests-reliability.log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   grep -E "^([0-9]+: )?\|" "$out/gpu-tests-reliability.log" | sed -E "s/^[0-9]+: //"

@@ -26,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -145,6 +146,7 @@ class Sanitizer {
   void patch_module(detail::ContextState& c, CUmodule module);
   void prepare_launch(detail::ContextState& c, const Sanitizer_LaunchData& d);
   detail::ContextState& context(CUcontext ctx) {
+    std::lock_guard lock(contexts_mutex_);
     auto& c = contexts_[ctx];
     if (!c) {
       c = std::make_unique<detail::ContextState>();
@@ -205,8 +207,10 @@ class Sanitizer {
   std::mutex table_mutex_;  // guards live_, table_version_
   std::map<std::uint64_t, std::uint64_t> live_;  // base -> bytes of each live allocation
   std::uint64_t table_version_ = 0;
-  std::unordered_map<CUcontext, std::unique_ptr<detail::ContextState>> contexts_;  // launch_mutex_
-  std::vector<device::Bin> host_bins_;
+  // The map is guarded by contexts_mutex_; a ContextState's buffers by
+  // launch_mutex_, its patches by patch_mutex_.
+  std::mutex contexts_mutex_;
+  std::unordered_map<CUcontext, std::unique_ptr<detail::ContextState>> contexts_;
   std::vector<device::TraceRecord> host_records_;
 };
 
@@ -413,6 +417,13 @@ void Sanitizer::on_resource(Sink& sink, Sanitizer_CallbackId cbid, const void* d
       break;
     }
     case SANITIZER_CBID_RESOURCE_MODULE_LOADED:
+      // Patched as it loads. Patching at a kernel's first launch instead
+      // waited forever on a driver lock for cuDNN's lazily loaded modules
+      // (H100, cuDNN 9.14): the launch holds it.
+      if (mode_ != Mode::none) {
+        const auto& m = *static_cast<const Sanitizer_ResourceModuleData*>(data);
+        patch_module(context(m.context), m.module);
+      }
       if constexpr (Sink::template wants<ModuleLoad>()) {
         const auto& m = *static_cast<const Sanitizer_ResourceModuleData*>(data);
         sink.emit(ModuleLoad{.context = reinterpret_cast<std::uint64_t>(m.context),
@@ -429,7 +440,7 @@ void Sanitizer::on_resource(Sink& sink, Sanitizer_CallbackId cbid, const void* d
     }
     case SANITIZER_CBID_RESOURCE_CONTEXT_DESTROY_STARTING: {
       const auto& c = *static_cast<const Sanitizer_ResourceContextData*>(data);
-      std::lock_guard lock(launch_mutex_);
+      std::scoped_lock lock(launch_mutex_, contexts_mutex_);
       contexts_.erase(c.context);
       break;
     }
@@ -474,9 +485,14 @@ inline void Sanitizer::patch_module(detail::ContextState& c, CUmodule module) {
 inline void Sanitizer::prepare_launch(detail::ContextState& c, const Sanitizer_LaunchData& d) {
   using device::AllocRange;
   const CUcontext ctx = c.ctx;
+  // Only the snapshot is taken under table_mutex_: a driver call made while
+  // holding it can run a stream-ordered allocation's callback on this very
+  // thread, which takes table_mutex_ again (seen as a hang on the H100).
+  bool changed = false;
   {
     std::lock_guard lock(table_mutex_);
     if (c.table_version != table_version_) {
+      changed = true;
       c.host_ranges.clear();
       std::uint64_t slot = 0;
       for (const auto& [base, bytes] : live_) {
@@ -485,12 +501,19 @@ inline void Sanitizer::prepare_launch(detail::ContextState& c, const Sanitizer_L
       }
       c.slot_count = slot + device::catch_all_slots;
       c.table_version = table_version_;
+    }
+  }
+  if (changed) {
+    try {
       c.ranges.reserve(ctx, c.host_ranges.size() * sizeof(AllocRange), "the allocation table");
       if (!c.host_ranges.empty())
         detail::check(sanitizerMemcpyHostToDeviceAsync(c.ranges.get(), c.host_ranges.data(),
                                                        c.host_ranges.size() * sizeof(AllocRange),
                                                        d.hStream),
                       "copying the allocation table");
+    } catch (...) {
+      c.table_version = ~0ull;  // the device does not hold it
+      throw;
     }
   }
   device::Params p{};
@@ -623,8 +646,10 @@ void Sanitizer::collect_histogram(Sink& sink, const Sanitizer_LaunchData& d, con
     detail::check(cuCtxPushCurrent(c.ctx), "entering the launch's context");
     try {
       detail::load_post_pass(c);
+      c.host_count.reserve(c.ctx, sizeof(unsigned long long), "the count of non-empty pages");
       void* slots = c.slots.get();
       void* bins = c.bins.get();
+      void* host_count = c.host_count.get();
       std::uint64_t n = c.slot_count;
       void* args[] = {&slots, &n, &bins, &out_count};
       const std::uint64_t tiles = (n + device::compact_block - 1) / device::compact_block;
@@ -632,6 +657,10 @@ void Sanitizer::collect_histogram(Sink& sink, const Sanitizer_LaunchData& d, con
       detail::check(cuLaunchKernel(c.compact, grid, 1, 1, device::compact_block, 1, 1, 0, d.stream,
                                    args, nullptr),
                     "launching the post-pass");
+      void* publish_args[] = {&out_count, &host_count};
+      detail::check(
+          cuLaunchKernel(c.publish, 1, 1, 1, 1, 1, 1, 0, d.stream, publish_args, nullptr),
+          "launching the post-pass");
       detail::check(sanitizerStreamSynchronize(d.hStream), "waiting for the post-pass");
     } catch (...) {
       cuCtxPopCurrent(&previous);
@@ -639,16 +668,13 @@ void Sanitizer::collect_histogram(Sink& sink, const Sanitizer_LaunchData& d, con
     }
     cuCtxPopCurrent(&previous);
   }
-  unsigned long long count = 0;
-  detail::check(sanitizerMemcpyDeviceToHost(&count, out_count, sizeof(count), d.hStream),
-                "reading the number of non-empty pages");
+  // The bins and their count are in pinned host memory, written by the
+  // post-pass: no copy call here (a Sanitizer copy after a launch made inside
+  // a launch callback waited forever on a driver lock, on the H100, when the
+  // program's launch was on a stream of its own).
+  const unsigned long long count = *c.host_count.get<volatile unsigned long long>();
   if (count > c.slot_count) throw detail::DeviceError{"the post-pass returned a corrupt count"};
-  host_bins_.resize(count);
-  if (count)
-    detail::check(sanitizerMemcpyDeviceToHost(host_bins_.data(), c.bins.get(),
-                                              count * sizeof(device::Bin), d.hStream),
-                  "copying the page counters");
-  detail::check(sanitizerMemset(out_count, 0, sizeof(count), d.hStream), "clearing the count");
+  const std::span<const device::Bin> host_bins(c.bins.get<const device::Bin>(), count);
   stats_.bins.fetch_add(count, std::memory_order_relaxed);
   stats_.copy_bytes.fetch_add(count * sizeof(device::Bin) + sizeof(count),
                               std::memory_order_relaxed);
@@ -656,7 +682,7 @@ void Sanitizer::collect_histogram(Sink& sink, const Sanitizer_LaunchData& d, con
     const std::uint64_t page = 1ull << page_shift_;
     const std::uint64_t catch_all = c.slot_count - device::catch_all_slots;
     sink.batch([&](auto& s) {
-      for (const device::Bin& b : host_bins_) {
+      for (const device::Bin& b : host_bins) {
         AccessHistogram h{.correlation = l.correlation,
                           .device = l.device,
                           .bin_bytes = static_cast<std::uint32_t>(page),

@@ -45,10 +45,15 @@ inline void check(CUresult r, std::string_view what) {
   if (r != CUDA_SUCCESS) throw DeviceError{fmt::format("{}: {}", what, driver_error(r))};
 }
 
-// A device buffer from sanitizerAlloc that grows (contents dropped) on demand.
+// Where a DeviceBuffer lives: device memory, or pinned host memory that the
+// device writes and the host reads in place (no copy call).
+enum class Memory { device, pinned_host };
+
+// A buffer from sanitizerAlloc (or sanitizerAllocHost) that grows (contents
+// dropped) on demand.
 class DeviceBuffer {
  public:
-  DeviceBuffer() = default;
+  explicit DeviceBuffer(Memory memory = Memory::device) : memory_(memory) {}
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 
@@ -57,14 +62,16 @@ class DeviceBuffer {
     if (bytes <= bytes_ && ptr_) return false;
     release();
     const std::size_t want = std::max<std::size_t>(bytes, 256);
-    check(sanitizerAlloc(ctx, &ptr_, want),
-          fmt::format("allocating {} bytes of device memory for {}", want, what));
+    const bool host = memory_ == Memory::pinned_host;
+    check(host ? sanitizerAllocHost(ctx, &ptr_, want) : sanitizerAlloc(ctx, &ptr_, want),
+          fmt::format("allocating {} bytes of {} memory for {}", want,
+                      host ? "pinned host" : "device", what));
     ctx_ = ctx;
     bytes_ = want;
     return true;
   }
   void release() {
-    if (ptr_) sanitizerFree(ctx_, ptr_);
+    if (ptr_) memory_ == Memory::pinned_host ? sanitizerFreeHost(ctx_, ptr_) : sanitizerFree(ctx_, ptr_);
     ptr_ = nullptr;
     bytes_ = 0;
   }
@@ -75,6 +82,7 @@ class DeviceBuffer {
   std::size_t bytes() const { return bytes_; }
 
  private:
+  Memory memory_;
   CUcontext ctx_ = nullptr;
   void* ptr_ = nullptr;
   std::size_t bytes_ = 0;
@@ -84,14 +92,17 @@ struct ContextState {
   CUcontext ctx = nullptr;
   bool patches_added = false;
   CUmodule post_module = nullptr;
-  CUfunction compact = nullptr;
-  DeviceBuffer params, ranges, slots, bins, counters, records;
+  CUfunction compact = nullptr, publish = nullptr;
+  DeviceBuffer params, ranges, slots, counters, records;
+  // Written by the post-pass, read by the host in place.
+  DeviceBuffer bins{Memory::pinned_host}, host_count{Memory::pinned_host};
   std::uint64_t table_version = ~0ull;  // of the table the device holds
   std::uint64_t slot_count = 0;         // in use, catch-all slots included
   std::vector<device::AllocRange> host_ranges;  // the table the device holds
 
   ~ContextState() {
-    for (DeviceBuffer* b : {&params, &ranges, &slots, &bins, &counters, &records}) b->release();
+    for (DeviceBuffer* b : {&params, &ranges, &slots, &bins, &host_count, &counters, &records})
+      b->release();
     // The post-pass module goes with the context.
   }
 };
@@ -103,6 +114,8 @@ inline void load_post_pass(ContextState& c) {
         "loading pasta's post-pass kernel");
   check(cuModuleGetFunction(&c.compact, c.post_module, "pasta_compact_slots"),
         "finding pasta_compact_slots");
+  check(cuModuleGetFunction(&c.publish, c.post_module, "pasta_publish_count"),
+        "finding pasta_publish_count");
 }
 
 }  // namespace pasta::nv::detail
