@@ -32,14 +32,16 @@ class KernelSelector {
     if (!filter_) return true;
     if (name.value >= cache_.size()) cache_.resize(name.value + 1, unknown);
     auto& c = cache_[name.value];
-    if (c == unknown) {
-      const std::string raw(name_of(name));
-      const bool hit =
-          filter_->search(detail::demangle(raw).c_str()) || filter_->search(raw.c_str());
-      c = hit ? yes : no;
-    }
+    if (c == unknown) c = search(std::string(name_of(name))) ? yes : no;
     return c == yes;
   }
+  // The same test on a name not interned (a module's kernels as it loads).
+  bool matches(const std::string& raw) const {
+    if (broken_filter_) return false;
+    return !filter_ || search(raw);
+  }
+  // Whether a launch's name alone can leave it out.
+  bool filters_names() const { return filter_.has_value() || broken_filter_; }
 
   // Decides one launch, in launch order: filter, then skip, then count.
   bool select(NameId name) {
@@ -59,6 +61,10 @@ class KernelSelector {
   bool broken_filter_ = false;
   std::uint64_t skip_ = 0, count_ = 0, matched_ = 0;
   std::vector<std::uint8_t> cache_;
+
+  bool search(const std::string& raw) const {
+    return filter_->search(detail::demangle(raw).c_str()) || filter_->search(raw.c_str());
+  }
 };
 
 }  // namespace pasta

@@ -42,6 +42,7 @@
 #include <pasta/core/names.hpp>
 #include <pasta/core/pipeline.hpp>
 #include <pasta/core/report.hpp>
+#include <pasta/nv/detail/cubin.hpp>
 #include <pasta/nv/detail/sanitizer_device.hpp>
 
 namespace pasta::nv {
@@ -55,15 +56,16 @@ class Sanitizer {
   enum class Mode : std::uint8_t { none, histogram, trace };
 
   struct Stats {
-    std::atomic<std::uint64_t> launches{0}, instrumented{0}, modules_patched{0};
+    std::atomic<std::uint64_t> launches{0}, instrumented{0}, modules_patched{0}, modules_skipped{0};
     std::atomic<std::uint64_t> patch_ns{0}, post_ns{0}, copy_bytes{0};
     std::atomic<std::uint64_t> records{0}, records_lost{0}, overflowed_launches{0};
     std::atomic<std::uint64_t> bins{0}, graph_kernels{0};
   };
 
   explicit Sanitizer(const Config& cfg)
-      : cfg_(cfg), selector_(cfg), page_shift_(std::countr_zero(std::bit_floor(
-                                       std::max<std::uint64_t>(cfg.page_bytes, 1)))) {}
+      : cfg_(cfg),
+        selector_(cfg),
+        page_shift_(std::countr_zero(std::bit_floor(std::max<std::uint64_t>(cfg.page_bytes, 1)))) {}
   ~Sanitizer() { stop(); }
   Sanitizer(const Sanitizer&) = delete;
   Sanitizer& operator=(const Sanitizer&) = delete;
@@ -83,8 +85,8 @@ class Sanitizer {
       why += fmt::format(
           "{}the device trace buffer ({} MiB) filled in {} launches and {} access records were "
           "lost; raise PASTA_TRACE_BUFFER",
-          why.empty() ? "" : "; ", cfg_.trace_buffer_bytes >> 20,
-          stats_.overflowed_launches.load(), lost);
+          why.empty() ? "" : "; ", cfg_.trace_buffer_bytes >> 20, stats_.overflowed_launches.load(),
+          lost);
     return why;
   }
 
@@ -93,6 +95,9 @@ class Sanitizer {
     out.summary("kernel launches", stats_.launches.load());
     out.summary("launches instrumented", stats_.instrumented.load());
     out.summary("modules patched", stats_.modules_patched.load());
+    if (stats_.modules_skipped.load())
+      out.summary("modules left unpatched (no kernel passes the filter)",
+                  stats_.modules_skipped.load());
     out.summary("patching time (ms)", stats_.patch_ns.load() / 1e6);
     out.summary("post-pass and copy time (ms)", stats_.post_ns.load() / 1e6);
     out.summary("bytes copied to the host", stats_.copy_bytes.load());
@@ -144,6 +149,19 @@ class Sanitizer {
   void collect_trace(Sink& sink, const Sanitizer_LaunchData& d, const Launch& l);
 
   void patch_module(detail::ContextState& c, CUmodule module);
+  // Whether a loading module has a kernel the filter keeps. A module it
+  // leaves unpatched runs at native speed; its patches would cost every
+  // launch of it even with the callback data off. Unreadable: patched.
+  bool wanted(const Sanitizer_ResourceModuleData& m) {
+    std::lock_guard lock(select_mutex_);
+    if (!selector_.filters_names() || !m.pCubin) return true;
+    bool any = false;
+    const bool read = detail::for_each_kernel(
+        std::span(reinterpret_cast<const std::byte*>(m.pCubin), m.cubinSize),
+        [&](std::string_view name) { any = any || selector_.matches(std::string(name)); });
+    if (!any && read) stats_.modules_skipped.fetch_add(1, std::memory_order_relaxed);
+    return any || !read;
+  }
   void prepare_launch(detail::ContextState& c, const Sanitizer_LaunchData& d);
   detail::ContextState& context(CUcontext ctx) {
     std::lock_guard lock(contexts_mutex_);
@@ -161,10 +179,14 @@ class Sanitizer {
   // The patch functions' prefix in kernels/access_patches.cu.
   std::string_view patch_family() const {
     switch (cfg_.access_patch) {
-      case AccessPatch::noop: return "noop";
-      case AccessPatch::atomic: return "atomic";
-      case AccessPatch::object_atomic: return "object_atomic";
-      case AccessPatch::automatic: break;
+      case AccessPatch::noop:
+        return "noop";
+      case AccessPatch::atomic:
+        return "atomic";
+      case AccessPatch::object_atomic:
+        return "object_atomic";
+      case AccessPatch::automatic:
+        break;
     }
     return mode_ == Mode::trace ? "trace" : "bucket";
   }
@@ -204,7 +226,7 @@ class Sanitizer {
   // Held from an instrumented launch's BEGIN to its END: one instrumented
   // kernel at a time owns the counters.
   std::mutex launch_mutex_;
-  std::mutex table_mutex_;  // guards live_, table_version_
+  std::mutex table_mutex_;                       // guards live_, table_version_
   std::map<std::uint64_t, std::uint64_t> live_;  // base -> bytes of each live allocation
   std::uint64_t table_version_ = 0;
   // The map is guarded by contexts_mutex_; a ContextState's buffers by
@@ -233,16 +255,17 @@ void Sanitizer::start(Sink& sink) {
   const SanitizerResult r = sanitizerSubscribe(
       &subscriber_, reinterpret_cast<Sanitizer_CallbackFunc>(&on_callback<Sink>), this);
   if (r != SANITIZER_SUCCESS) {
-    error_ = fmt::format("the Compute Sanitizer API refused a subscriber ({}); pasta records "
-                         "nothing (is compute-sanitizer or another tool attached?)",
-                         detail::sanitizer_error(r));
+    error_ = fmt::format(
+        "the Compute Sanitizer API refused a subscriber ({}); pasta records "
+        "nothing (is compute-sanitizer or another tool attached?)",
+        detail::sanitizer_error(r));
     pasta::detail::log(error_);
     return;
   }
   auto enable = [&](Sanitizer_CallbackDomain d, std::string_view what) {
     if (const auto e = sanitizerEnableDomain(1, subscriber_, d); e != SANITIZER_SUCCESS)
-      pasta::detail::log(
-          fmt::format("sanitizer: enabling {} callbacks failed: {}", what, detail::sanitizer_error(e)));
+      pasta::detail::log(fmt::format("sanitizer: enabling {} callbacks failed: {}", what,
+                                     detail::sanitizer_error(e)));
   };
   if (mode_ != Mode::none || memory || Sink::template wants<ModuleLoad>())
     enable(SANITIZER_CB_DOMAIN_RESOURCE, "resource");
@@ -305,7 +328,8 @@ void SANITIZERAPI Sanitizer::on_callback(void* user, Sanitizer_CallbackDomain do
           if (g.nodeType == CU_GRAPH_NODE_TYPE_KERNEL) {
             sanitizerSetLaunchCallbackData(g.launchData.hLaunch, g.launchData.function,
                                            g.launchData.hStream, nullptr);
-            if (!g.isGraphUpload) self->stats_.graph_kernels.fetch_add(1, std::memory_order_relaxed);
+            if (!g.isGraphUpload)
+              self->stats_.graph_kernels.fetch_add(1, std::memory_order_relaxed);
           }
         }
         break;
@@ -314,18 +338,24 @@ void SANITIZERAPI Sanitizer::on_callback(void* user, Sanitizer_CallbackDomain do
           const auto& m = *static_cast<const Sanitizer_MemcpyData*>(data);
           CopyKind kind = CopyKind::unknown;
           switch (m.direction) {
-            case SANITIZER_MEMCPY_DIRECTION_HOST_TO_DEVICE: kind = CopyKind::h2d; break;
-            case SANITIZER_MEMCPY_DIRECTION_DEVICE_TO_HOST: kind = CopyKind::d2h; break;
+            case SANITIZER_MEMCPY_DIRECTION_HOST_TO_DEVICE:
+              kind = CopyKind::h2d;
+              break;
+            case SANITIZER_MEMCPY_DIRECTION_DEVICE_TO_HOST:
+              kind = CopyKind::d2h;
+              break;
             case SANITIZER_MEMCPY_DIRECTION_DEVICE_TO_DEVICE:
               kind = m.srcContext != m.dstContext ? CopyKind::peer : CopyKind::d2d;
               break;
-            case SANITIZER_MEMCPY_DIRECTION_HOST_TO_HOST: kind = CopyKind::h2h; break;
-            default: break;
+            case SANITIZER_MEMCPY_DIRECTION_HOST_TO_HOST:
+              kind = CopyKind::h2h;
+              break;
+            default:
+              break;
           }
-          const std::uint64_t bytes =
-              m.width ? m.width * std::max<std::uint64_t>(m.height, 1) *
-                            std::max<std::uint64_t>(m.depth, 1)
-                      : m.size;
+          const std::uint64_t bytes = m.width ? m.width * std::max<std::uint64_t>(m.height, 1) *
+                                                    std::max<std::uint64_t>(m.depth, 1)
+                                              : m.size;
           sink.emit(Memcpy{.context = reinterpret_cast<std::uint64_t>(m.apiContext),
                            .stream = reinterpret_cast<std::uint64_t>(m.apiStream),
                            .copy_kind = kind,
@@ -422,7 +452,7 @@ void Sanitizer::on_resource(Sink& sink, Sanitizer_CallbackId cbid, const void* d
       // (H100, cuDNN 9.14): the launch holds it.
       if (mode_ != Mode::none) {
         const auto& m = *static_cast<const Sanitizer_ResourceModuleData*>(data);
-        patch_module(context(m.context), m.module);
+        if (wanted(m)) patch_module(context(m.context), m.module);
       }
       if constexpr (Sink::template wants<ModuleLoad>()) {
         const auto& m = *static_cast<const Sanitizer_ResourceModuleData*>(data);
@@ -507,10 +537,10 @@ inline void Sanitizer::prepare_launch(detail::ContextState& c, const Sanitizer_L
     try {
       c.ranges.reserve(ctx, c.host_ranges.size() * sizeof(AllocRange), "the allocation table");
       if (!c.host_ranges.empty())
-        detail::check(sanitizerMemcpyHostToDeviceAsync(c.ranges.get(), c.host_ranges.data(),
-                                                       c.host_ranges.size() * sizeof(AllocRange),
-                                                       d.hStream),
-                      "copying the allocation table");
+        detail::check(
+            sanitizerMemcpyHostToDeviceAsync(c.ranges.get(), c.host_ranges.data(),
+                                             c.host_ranges.size() * sizeof(AllocRange), d.hStream),
+            "copying the allocation table");
     } catch (...) {
       c.table_version = ~0ull;  // the device does not hold it
       throw;
@@ -539,13 +569,12 @@ inline void Sanitizer::prepare_launch(detail::ContextState& c, const Sanitizer_L
     p.record_count = c.counters.get<unsigned long long>();
   }
   std::uint64_t pc = 0, size = 0;
-  if (d.functionName && sanitizerGetFunctionPcAndSize(d.module, d.functionName, &pc, &size) ==
-                            SANITIZER_SUCCESS)
+  if (d.functionName &&
+      sanitizerGetFunctionPcAndSize(d.module, d.functionName, &pc, &size) == SANITIZER_SUCCESS)
     p.function_pc = pc;
   c.params.reserve(ctx, sizeof(device::Params), "launch parameters");
-  detail::check(
-      sanitizerMemcpyHostToDeviceAsync(c.params.get(), &p, sizeof(p), d.hStream),
-      "copying launch parameters");
+  detail::check(sanitizerMemcpyHostToDeviceAsync(c.params.get(), &p, sizeof(p), d.hStream),
+                "copying launch parameters");
   detail::check(sanitizerSetLaunchCallbackData(d.hLaunch, d.function, d.hStream, c.params.get()),
                 "setting the launch's callback data");
 }
@@ -586,8 +615,7 @@ void Sanitizer::launch_begin(Sink& sink, const Sanitizer_LaunchData& d) {
   }
   if (!selected) {
     // A patched module runs its patches on every launch: tell them to do nothing.
-    if (patched)
-      sanitizerSetLaunchCallbackData(d.hLaunch, d.function, d.hStream, nullptr);
+    if (patched) sanitizerSetLaunchCallbackData(d.hLaunch, d.function, d.hStream, nullptr);
     return;
   }
   launch_mutex_.lock();  // released in launch_end
@@ -658,9 +686,8 @@ void Sanitizer::collect_histogram(Sink& sink, const Sanitizer_LaunchData& d, con
                                    args, nullptr),
                     "launching the post-pass");
       void* publish_args[] = {&out_count, &host_count};
-      detail::check(
-          cuLaunchKernel(c.publish, 1, 1, 1, 1, 1, 1, 0, d.stream, publish_args, nullptr),
-          "launching the post-pass");
+      detail::check(cuLaunchKernel(c.publish, 1, 1, 1, 1, 1, 1, 0, d.stream, publish_args, nullptr),
+                    "launching the post-pass");
       detail::check(sanitizerStreamSynchronize(d.hStream), "waiting for the post-pass");
     } catch (...) {
       cuCtxPopCurrent(&previous);

@@ -71,7 +71,8 @@ class DeviceBuffer {
     return true;
   }
   void release() {
-    if (ptr_) memory_ == Memory::pinned_host ? sanitizerFreeHost(ctx_, ptr_) : sanitizerFree(ctx_, ptr_);
+    if (ptr_)
+      memory_ == Memory::pinned_host ? sanitizerFreeHost(ctx_, ptr_) : sanitizerFree(ctx_, ptr_);
     ptr_ = nullptr;
     bytes_ = 0;
   }
@@ -96,8 +97,8 @@ struct ContextState {
   DeviceBuffer params, ranges, slots, counters, records;
   // Written by the post-pass, read by the host in place.
   DeviceBuffer bins{Memory::pinned_host}, host_count{Memory::pinned_host};
-  std::uint64_t table_version = ~0ull;  // of the table the device holds
-  std::uint64_t slot_count = 0;         // in use, catch-all slots included
+  std::uint64_t table_version = ~0ull;          // of the table the device holds
+  std::uint64_t slot_count = 0;                 // in use, catch-all slots included
   std::vector<device::AllocRange> host_ranges;  // the table the device holds
 
   ~ContextState() {
