@@ -446,22 +446,19 @@ void Sanitizer::on_resource(Sink& sink, Sanitizer_CallbackId cbid, const void* d
                           .time_ns = pasta::detail::now_ns()});
       break;
     }
-    case SANITIZER_CBID_RESOURCE_MODULE_LOADED:
+    case SANITIZER_CBID_RESOURCE_MODULE_LOADED: {
+      const auto& m = *static_cast<const Sanitizer_ResourceModuleData*>(data);
       // Patched as it loads. Patching at a kernel's first launch instead
       // waited forever on a driver lock for cuDNN's lazily loaded modules
       // (H100, cuDNN 9.14): the launch holds it.
-      if (mode_ != Mode::none) {
-        const auto& m = *static_cast<const Sanitizer_ResourceModuleData*>(data);
-        if (wanted(m)) patch_module(context(m.context), m.module);
-      }
-      if constexpr (Sink::template wants<ModuleLoad>()) {
-        const auto& m = *static_cast<const Sanitizer_ResourceModuleData*>(data);
+      if (mode_ != Mode::none && wanted(m)) patch_module(context(m.context), m.module);
+      if constexpr (Sink::template wants<ModuleLoad>())
         sink.emit(ModuleLoad{.context = reinterpret_cast<std::uint64_t>(m.context),
                              .module = reinterpret_cast<std::uint64_t>(m.module),
                              .image_bytes = m.cubinSize,
                              .time_ns = pasta::detail::now_ns()});
-      }
       break;
+    }
     case SANITIZER_CBID_RESOURCE_MODULE_UNLOAD_STARTING: {
       const auto& m = *static_cast<const Sanitizer_ResourceModuleData*>(data);
       std::lock_guard lock(patch_mutex_);
@@ -687,7 +684,7 @@ void Sanitizer::collect_histogram(Sink& sink, const Sanitizer_LaunchData& d, con
                     "launching the post-pass");
       void* publish_args[] = {&out_count, &host_count};
       detail::check(cuLaunchKernel(c.publish, 1, 1, 1, 1, 1, 1, 0, d.stream, publish_args, nullptr),
-                    "launching the post-pass");
+                    "launching the post-pass's count copy");
       detail::check(sanitizerStreamSynchronize(d.hStream), "waiting for the post-pass");
     } catch (...) {
       cuCtxPopCurrent(&previous);
