@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing pasta needs on Debian/Ubuntu: the
 # compiler toolchain, Boost (Hana, CRC, Container), fmt, nlohmann/json,
-# doctest, Google Benchmark; with --all also Chromium (for the report test),
+# doctest, Google Benchmark; with --all also Chromium (for the report test), Debian's HIP and rocPRIM,
 # and from PyPI Conan, Jinja2, atheris and the Compute Sanitizer API wheel. Does nothing for what is already there; safe to run again.
 set -euo pipefail
 
@@ -36,6 +36,16 @@ if [ "${1:-}" = "--all" ]; then
   "$py" -m pip show jinja2 >/dev/null 2>&1 || "$py" -m pip install -q "jinja2>=3"
   # atheris: libFuzzer for Python, for the launcher's fuzz target (tests/fuzz).
   "$py" -m pip show atheris >/dev/null 2>&1 || "$py" -m pip install -q "atheris>=2.3,<4"
+  # Debian's HIP (hipcc on clang 15) and rocPRIM: the AMD code paths
+  # (examples/hip, the rocPRIM post-pass) are compiled for gfx90a; there is
+  # no AMD GPU to run them on.
+  if ! command -v hipcc >/dev/null || ! have_header rocprim/rocprim.hpp; then
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends \
+      hipcc libamdhip64-dev librocprim-dev rocm-device-libs
+  fi
   # clang and its libFuzzer runtime for the fuzz targets (tests/fuzz).
   if ! command -v clang++ >/dev/null; then
     sudo=""

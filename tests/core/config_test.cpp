@@ -145,6 +145,21 @@ TEST_CASE("memory-access settings: patch, spaces, trace buffer") {
   CHECK(cfg.access_patch == AccessPatch::object_atomic);  // kept
 }
 
+TEST_CASE("PASTA_ANNOTATION_BINS: a power of two from 1K to 1G") {
+  Config cfg;
+  CHECK(apply_env(cfg, FakeEnv{{{"PASTA_ANNOTATION_BINS", "4M"}}}).empty());
+  CHECK(cfg.annotation_bins == (4ull << 20));
+  for (const char* bad : {"1000", "512", "2G", "many"}) {
+    CAPTURE(bad);
+    const auto errors = apply_env(cfg, FakeEnv{{{"PASTA_ANNOTATION_BINS", bad}}});
+    REQUIRE(errors.size() == 1);
+    CHECK(errors[0] == fmt::format("PASTA_ANNOTATION_BINS=\"{}\" is not accepted: expected a "
+                                   "power of two from 1K to 1G (suffixes K, M, G); using 4194304",
+                                   bad));
+  }
+  CHECK(cfg.annotation_bins == (4ull << 20));
+}
+
 TEST_CASE("PASTA_TOOLS: a comma list of tool names, duplicates folded; malformed lists refused") {
   Config cfg;
   CHECK(apply_env(cfg, FakeEnv{{{"PASTA_TOOLS", "timeline,kernel_freq,timeline"}}}).empty());

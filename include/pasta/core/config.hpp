@@ -60,6 +60,7 @@ struct Config {
   AccessPatch access_patch = AccessPatch::automatic;  // PASTA_ACCESS_PATCH (benchmarks)
   unsigned access_spaces = space::global;  // PASTA_ACCESS_SPACES: global,shared,local
   std::uint64_t trace_buffer_bytes = 256ull << 20;  // PASTA_TRACE_BUFFER: device access records
+  std::uint64_t annotation_bins = 1ull << 20;  // PASTA_ANNOTATION_BINS: device::Annotations table
   // PASTA_TOOLS: run only these of the tools compiled into the Profiler, by
   // name (empty = all). The Profiler checks the names against its tools.
   std::vector<std::string> tools;
@@ -190,7 +191,8 @@ inline constexpr std::string_view config_variables[] = {
     "PASTA_TRACE",        "PASTA_LAUNCH_CALLBACKS", "PASTA_OP_INPUTS", "PASTA_OP_TAGS",
     "PASTA_VERBOSE",      "PASTA_FLUSH_MS",
     "PASTA_FLUSH_ON_SYNC", "PASTA_ACCESS_PATCH",
-    "PASTA_ACCESS_SPACES", "PASTA_TRACE_BUFFER", "PASTA_TOOLS"};
+    "PASTA_ACCESS_SPACES", "PASTA_TRACE_BUFFER", "PASTA_ANNOTATION_BINS",
+    "PASTA_TOOLS"};
 
 // Applies the PASTA_* variables that `getenv(name)` returns (nullptr or ""
 // = unset) on top of `cfg`. Returns one line per rejected value.
@@ -311,6 +313,14 @@ std::vector<std::string> apply_env(Config& cfg, Getenv&& getenv) {
     else
       reject("PASTA_TRACE_BUFFER", *v, "a size from 1M to 64G (suffixes K, M, G)",
              std::to_string(cfg.trace_buffer_bytes));
+  }
+  if (auto v = value("PASTA_ANNOTATION_BINS")) {
+    auto n = detail::parse_bytes(*v);
+    if (n && *n >= 1024 && *n <= (1ull << 30) && (*n & (*n - 1)) == 0)
+      cfg.annotation_bins = *n;
+    else
+      reject("PASTA_ANNOTATION_BINS", *v, "a power of two from 1K to 1G (suffixes K, M, G)",
+             std::to_string(cfg.annotation_bins));
   }
   if (auto v = value("PASTA_TOOLS")) {
     if (auto names = detail::parse_names(*v))
