@@ -405,6 +405,45 @@ def case_access_injection(build, out):
                   {"copy_half": 1, "count": 1, "hot_page": 1, "init": 1, "stage": 1}) and ok
 
 
+def case_annotations_exact(build, out):
+    """device::Annotations counts access_pattern's annotated kernels exactly (the same truth
+    as the sanitizer path), per buffer and per page, and the program prints the same."""
+    proc = run([f"{build}/examples/annotated_pasta"], profiled_env(out))
+    buffers = buffers_of(proc.stdout)
+    ok = expect_access_counts(out, buffers, access_truth())
+    _, objects, pages = hotness(out)
+    a = buffers["a"]
+    per_page = N * 4 // PAGE
+    floats = PAGE // 4
+    ok &= expect("a: pages touched", objects[a]["pages_touched"], per_page)
+    ok &= expect("a: page 0 (reads, writes, bytes)", pages.get((a, 0)),
+                 (floats + 256 * REPS, floats, 4 * (2 * floats + 256 * REPS)))
+    with open(os.path.join(out, "device_annotations.json")) as f:
+        summary = json.load(f)["summary"]
+    ok &= expect("annotated launches", summary.get("annotated launches"), 5)
+    ok &= expect("accesses lost", summary.get("annotated accesses lost (device table full)"), 0)
+    checksum = lambda text: [l for l in text.splitlines() if l.startswith("checksum")]
+    plain = run([f"{build}/examples/annotated"]).stdout
+    sanitizer = run([f"{build}/examples/access_pattern"]).stdout
+    ok &= expect("checksum printed", len(checksum(plain)), 1)
+    ok &= expect("output of annotated_pasta", checksum(proc.stdout), checksum(plain))
+    return expect("same checksum as access_pattern", checksum(plain), checksum(sanitizer)) and ok
+
+
+def case_annotations_full_table(build, out):
+    """A table too small for the launch: accesses are counted as lost, the reports say so,
+    and the program's output does not change."""
+    proc = run([f"{build}/examples/annotated_pasta"],
+               profiled_env(out, PASTA_ANNOTATION_BINS="1K", PASTA_PRINT="stderr"))
+    plain = run([f"{build}/examples/annotated"]).stdout
+    checksum = lambda text: [l for l in text.splitlines() if l.startswith("checksum")]
+    ok = expect("output unchanged", checksum(proc.stdout), checksum(plain))
+    with open(os.path.join(out, "device_annotations.json")) as f:
+        lost = json.load(f)["summary"].get("annotated accesses lost (device table full)", 0)
+    ok &= expect("some accesses lost", lost > 0, True)
+    return expect("the reports say why", "raise PASTA_ANNOTATION_BINS" in proc.stderr, True) and ok
+
+
 def case_uvm_advice(build, out):
     """UvmHotness on managed memory first touched on the GPU: pages per allocation and
     kernel, and the advice (preferred location, prefetch before `init`); results unchanged

@@ -29,6 +29,7 @@ targets=()
   access_pattern access_pattern_cpu conv pasta_inject pasta_record pasta_memory pasta_memory_cpu
   pasta_memory_record inject_torch inject_torch_memory inject_torch_record tensor_access pasta-trace)
 [ "$what" = memory ] && targets=(--target access_pattern access_pattern_pasta access_pattern_cpu
+  annotated annotated_pasta
   pasta_memory pasta_memory_cpu pasta_memory_record memory_workloads uvm_advice uvm_advice_pasta)
 cmake --build "$build" --parallel "$(nproc)" "${targets[@]}" >"$work/build.log" 2>&1 ||
   { grep -E "error|Error" "$work/build.log" | head -60 | tee "$out/build-errors.log"; exit 1; }
@@ -41,7 +42,7 @@ if [ "$what" = multi ]; then
 fi
 if [ "$what" = memory ]; then
   echo "== memory-access GPU tests"
-  (cd "$build" && ctest -R "gpu: (access|uvm)" -V) 2>&1 | tee "$out/gpu-tests-memory.log"
+  (cd "$build" && ctest -R "gpu: (access|uvm|annotations)" -V) 2>&1 | tee "$out/gpu-tests-memory.log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
   echo "== record memory-access traces for tests/data"
   "$build/bin/pasta" run --memory --record -o "$work/rec-access" -- "$build/examples/access_pattern" \
@@ -53,6 +54,9 @@ if [ "$what" = memory ]; then
   python3 bench/gpu/memory.py "$build" "$work/memory" ${MEMORY_BENCH_ONLY:+--only $MEMORY_BENCH_ONLY} \
     2>&1 | tee "$out/memory-bench.log"
   cp "$work/memory/memory.csv" "$out/memory.csv" 2>/dev/null
+  echo "== device annotations against the sanitizer path (same kernel)"
+  python3 bench/gpu/annotations.py "$build" "$work/annotations" 2>&1 | tee "$out/annotations-bench.log"
+  cp "$work/annotations/annotations.csv" "$out/annotations.csv" 2>/dev/null
 fi
 if [ "$what" = reliability ]; then
   echo "== reliability GPU tests: results under every pipeline, contexts, overflow"
