@@ -84,7 +84,6 @@ class Annotations {
 
   std::string partial_reason() const {
     const auto lost = lost_.load();
-    if (!error_.empty()) return error_;
     if (!lost) return {};
     return fmt::format(
         "{} annotated accesses found no free bin in the device table of {} bins and were not "
@@ -162,7 +161,6 @@ class Annotations {
   std::uint64_t epoch_ = 0;
   std::atomic<std::uint64_t> next_correlation_{1};
   std::atomic<std::uint64_t> launches_{0}, lost_{0};
-  std::string error_;
 };
 
 #if defined(PASTA_DEVICE_ANNOTATIONS)
@@ -247,7 +245,6 @@ inline void Annotations::end(const Recorder& r, Stream stream) {
   Slot& s = *slot;
   try {
     check(detail::gpu::event_record(s.finished, stream), "recording the end event");
-    *s.count = 0;
     check(post_pass()(s.temp, &s.temp_bytes, s.table.bins, s.out, s.count, bins_, stream),
           "the post-pass (select of non-empty bins)");
     check(detail::gpu::zero(s.table.bins, bins_ * sizeof(Bin), stream), "clearing the table");

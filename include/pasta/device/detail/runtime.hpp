@@ -19,11 +19,9 @@
 namespace pasta::device::detail::gpu {
 
 #if defined(__HIP_PLATFORM_AMD__)
-inline constexpr const char* vendor = "HIP";
 using Stream = hipStream_t;
 using Event = hipEvent_t;
 using Error = hipError_t;
-inline constexpr Error success = hipSuccess;
 inline const char* error_string(int e) { return hipGetErrorString(static_cast<Error>(e)); }
 inline Error device(int* d) { return hipGetDevice(d); }
 inline Error alloc(void** p, std::size_t bytes) { return hipMalloc(p, bytes); }
@@ -60,11 +58,9 @@ inline std::optional<Range> allocation(std::uint64_t address) {
                .kind = managed ? MemKind::managed : MemKind::device};
 }
 #else
-inline constexpr const char* vendor = "CUDA";
 using Stream = cudaStream_t;
 using Event = cudaEvent_t;
 using Error = cudaError_t;
-inline constexpr Error success = cudaSuccess;
 inline const char* error_string(int e) { return cudaGetErrorString(static_cast<Error>(e)); }
 inline Error device(int* d) { return cudaGetDevice(d); }
 inline Error alloc(void** p, std::size_t bytes) { return cudaMalloc(p, bytes); }
