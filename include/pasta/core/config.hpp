@@ -131,6 +131,15 @@ std::string join(const Range& items, std::string_view sep) {
   return out;
 }
 
+// The tool names a profiler type has, comma-separated (what PASTA_TOOLS
+// chooses among), built once: what injection libraries export as
+// pasta_tool_names, so `pasta run` can check a library without starting it.
+template <class Profiler>
+const char* tool_names() noexcept {
+  static const std::string names = join(Profiler::tool_names, ",");
+  return names.c_str();
+}
+
 template <std::size_t N>
 std::optional<unsigned> parse_flags(std::string_view s, const Flag (&flags)[N]) {
   unsigned out = 0;

@@ -111,15 +111,15 @@ class Annotations {
     // The launch it holds.
     KernelLaunch launch{};
 
-    void release() {
-      if (table.bins) detail::gpu::free(table.bins);
-      if (table.lost) detail::gpu::free(table.lost);
-      if (temp) detail::gpu::free(temp);
+    void release() {  // best effort: a failing free leaves nothing to undo
+      if (table.bins) (void)detail::gpu::free(table.bins);
+      if (table.lost) (void)detail::gpu::free(table.lost);
+      if (temp) (void)detail::gpu::free(temp);
       for (void* p :
            {static_cast<void*>(out), static_cast<void*>(count), static_cast<void*>(host_lost)})
-        if (p) detail::gpu::free_host(p);
-      if (started) detail::gpu::event_destroy(started);
-      if (finished) detail::gpu::event_destroy(finished);
+        if (p) (void)detail::gpu::free_host(p);
+      if (started) (void)detail::gpu::event_destroy(started);
+      if (finished) (void)detail::gpu::event_destroy(finished);
       *this = Slot{};
     }
   };

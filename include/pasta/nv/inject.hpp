@@ -38,22 +38,14 @@ int initialize_injection() noexcept {
   return 1;
 }
 
-// The tool names a profiler type has, comma-separated (what PASTA_TOOLS
-// chooses among), built once.
-template <class Profiler>
-const char* tool_names() noexcept {
-  static const std::string names = pasta::detail::join(Profiler::tool_names, ",");
-  return names.c_str();
-}
-
 }  // namespace pasta::nv::detail
 
 // pasta_tool_names() lets `pasta run` and its tests check which tools a
 // library has without starting it.
-#define PASTA_INJECT(...)                                                           \
-  extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) { \
-    return ::pasta::nv::detail::initialize_injection<__VA_ARGS__>();                \
-  }                                                                                 \
+#define PASTA_INJECT(...)                                                                \
+  extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {      \
+    return ::pasta::nv::detail::initialize_injection<__VA_ARGS__>();                     \
+  }                                                                                      \
   extern "C" __attribute__((visibility("default"))) const char* pasta_tool_names(void) { \
-    return ::pasta::nv::detail::tool_names<__VA_ARGS__>();                          \
+    return ::pasta::detail::tool_names<__VA_ARGS__>();                                   \
   }
