@@ -34,6 +34,8 @@ if [ "${1:-}" = "--all" ]; then
   # Jinja2 renders `pasta report`'s HTML page; Chromium (Debian) is the
   # browser the report test loads it in.
   "$py" -m pip show jinja2 >/dev/null 2>&1 || "$py" -m pip install -q "jinja2>=3"
+  # jsonschema: checks the per-operator profile against docs/schema.
+  "$py" -m pip show jsonschema >/dev/null 2>&1 || "$py" -m pip install -q "jsonschema>=4"
   # atheris: libFuzzer for Python, for the launcher's fuzz target (tests/fuzz).
   "$py" -m pip show atheris >/dev/null 2>&1 || "$py" -m pip install -q "atheris>=2.3,<4"
   # Debian's HIP (hipcc on clang 15) and rocPRIM: the AMD code paths

@@ -51,6 +51,42 @@ int main(int argc, char** argv) {
            .empty() ||
       !detail::write_file(detail::join_path(dir, "flipped.pasta"), flipped).empty())
     return 1;
+  // Operators, kernels and their counters: the per-operator profile
+  // (tools::OpCounters) that tests/cli/op_profile_test.py checks against
+  // docs/schema/op_profile.v1.json.
+  {
+    trace::TraceWriter w;
+    if (auto why =
+            w.open(detail::join_path(dir, "counters.pasta"), {{"command", "make_test_traces"}});
+        !why.empty()) {
+      std::fprintf(stderr, "%s\n", why.c_str());
+      return 1;
+    }
+    w.write(OpBegin{.id = 1, .name = intern("aten::linear"), .thread = 1});
+    w.write(OpBegin{.id = 2, .parent = 1, .name = intern("aten::addmm"), .thread = 1, .depth = 1});
+    const NameId gemm = intern("sm90_xmma_gemm"), add = intern("vecAdd");
+    for (std::uint64_t i = 1; i <= 3; ++i)
+      w.write(KernelComplete{.correlation = 10 + i,
+                             .name = gemm,
+                             .grid = {132, 1, 1},
+                             .block = {384, 1, 1},
+                             .start_ns = 1000 * i,
+                             .end_ns = 1000 * i + 400,
+                             .op = 2});
+    w.write(KernelCounters{.correlation = 11,
+                           .passes = 8,
+                           .dram_bytes_read = 3 << 20,
+                           .dram_bytes_write = 1 << 20,
+                           .dram_throughput_pct = 71.5,
+                           .sm_throughput_pct = 88,
+                           .l1_hit_rate_pct = 12,
+                           .l2_hit_rate_pct = 64,
+                           .achieved_occupancy_pct = 22,
+                           .tensor_active_pct = 81,
+                           .inst_executed = 1.5e6,
+                           .flops = 6.4e9});
+    w.write(KernelComplete{.correlation = 20, .name = add, .start_ns = 9000, .end_ns = 9100});
+  }
   std::printf("wrote traces to %s\n", dir.c_str());
   return 0;
 }

@@ -127,6 +127,14 @@ std::vector<test::AnyEvent> every_event() {
                  .total_allocated = 512,
                  .total_reserved = 2048,
                  .time_ns = 19},
+      KernelCounters{.correlation = 42,
+                     .device = 1,
+                     .passes = 9,
+                     .dram_bytes_read = 1048576,
+                     .dram_bytes_write = 524288,
+                     .dram_throughput_pct = 87.25,
+                     .l2_hit_rate_pct = 0.5,
+                     .flops = 3.0e12},
   };
 }
 
@@ -187,9 +195,9 @@ TEST_CASE("the header carries the format version, the schema and the metadata") 
   write_trace(dir.file("t.pasta"), every_event());
   TraceReader r(dir.file("t.pasta"));
   CHECK(r.major_version() == 1);
-  CHECK(r.minor_version() == 1);
+  CHECK(r.minor_version() == 2);
   CHECK(r.metadata() == trace::Metadata{{"purpose", "test"}});
-  REQUIRE(r.schema().size() == 17);
+  REQUIRE(r.schema().size() == 18);
   const auto& launch = r.schema()[1];
   CHECK(launch.name == "KernelLaunch");
   CHECK(launch.payload_bytes == 8 + 8 + 8 + 4 + 4 + 12 + 12 + 4 + 4 + 8);

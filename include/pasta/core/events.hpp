@@ -38,6 +38,7 @@ enum class EventKind : std::uint16_t {
   op_end = 15,
   tensor_alloc = 16,
   tensor_free = 17,
+  kernel_counters = 18,
 };
 
 struct Dim3 {
@@ -292,12 +293,28 @@ struct TensorFree {
   std::uint64_t time_ns = 0;
 };
 
+struct KernelCounters {  // hardware counters of one kernel launch, from a profiling handler
+  static constexpr EventKind kind = EventKind::kernel_counters;
+  static constexpr std::string_view type_name = "KernelCounters";
+  std::uint64_t correlation = 0;  // of the launch measured (KernelComplete::correlation)
+  std::uint32_t device = 0;
+  std::uint32_t passes = 0;  // replays of the kernel it took to collect them
+  // Each field is the value of the ncu metric core/metrics.hpp names for it.
+  double dram_bytes_read = 0, dram_bytes_write = 0;
+  double dram_throughput_pct = 0, sm_throughput_pct = 0;
+  double l1_hit_rate_pct = 0, l2_hit_rate_pct = 0;
+  double achieved_occupancy_pct = 0;
+  double tensor_active_pct = 0;
+  double inst_executed = 0;
+  double flops = 0;  // floating-point operations (an FMA counts two), all precisions
+};
+
 // Every event type, in EventKind order. A new event goes here and in
 // EventKind, and gets a BOOST_HANA_ADAPT_STRUCT line in detail/reflect.hpp.
 inline constexpr auto all_events =
     boost::hana::tuple_t<DeviceInfo, KernelLaunch, KernelComplete, MemAlloc, MemFree, Memcpy,
                          Memset, Synchronize, ModuleLoad, MemAccess, AccessHistogram, ScopeBegin,
-                         ScopeEnd, OpBegin, OpEnd, TensorAlloc, TensorFree>;
+                         ScopeEnd, OpBegin, OpEnd, TensorAlloc, TensorFree, KernelCounters>;
 
 namespace detail {
 

@@ -49,6 +49,10 @@ BOOST_HANA_ADAPT_STRUCT(pasta::TensorAlloc, address, bytes, device, total_alloca
                         time_ns, op, thread);
 BOOST_HANA_ADAPT_STRUCT(pasta::TensorFree, address, bytes, device, total_allocated, total_reserved,
                         time_ns);
+BOOST_HANA_ADAPT_STRUCT(pasta::KernelCounters, correlation, device, passes, dram_bytes_read,
+                        dram_bytes_write, dram_throughput_pct, sm_throughput_pct, l1_hit_rate_pct,
+                        l2_hit_rate_pct, achieved_occupancy_pct, tensor_active_pct, inst_executed,
+                        flops);
 
 namespace pasta::detail {
 

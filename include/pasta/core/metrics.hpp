@@ -1,0 +1,51 @@
+// The hardware metrics of KernelCounters, each under the name ncu gives it,
+// so numbers from pasta and from `ncu --metrics` can be compared column by
+// column. A profiling handler collects `collect` and fills the field; tools
+// and reports read the field and print `ncu`.
+#pragma once
+
+#include <array>
+#include <string_view>
+
+#include <pasta/core/events.hpp>
+
+namespace pasta::metrics {
+
+struct Metric {
+  std::string_view key;   // the JSON key and CSV column
+  std::string_view ncu;   // the ncu metric it reports
+  std::string_view unit;  // "bytes", "%", "instructions", "flop"
+  bool additive;          // summed over kernels; otherwise averaged, weighted by device time
+  double KernelCounters::*field;
+};
+
+inline constexpr std::array<Metric, 10> all{{
+    {"dram_bytes_read", "dram__bytes_read.sum", "bytes", true, &KernelCounters::dram_bytes_read},
+    {"dram_bytes_write", "dram__bytes_write.sum", "bytes", true, &KernelCounters::dram_bytes_write},
+    {"dram_throughput_pct", "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", "%", false,
+     &KernelCounters::dram_throughput_pct},
+    {"sm_throughput_pct", "sm__throughput.avg.pct_of_peak_sustained_elapsed", "%", false,
+     &KernelCounters::sm_throughput_pct},
+    {"l1_hit_rate_pct", "l1tex__t_sector_hit_rate.pct", "%", false,
+     &KernelCounters::l1_hit_rate_pct},
+    {"l2_hit_rate_pct", "lts__t_sector_hit_rate.pct", "%", false, &KernelCounters::l2_hit_rate_pct},
+    {"achieved_occupancy_pct", "sm__warps_active.avg.pct_of_peak_sustained_active", "%", false,
+     &KernelCounters::achieved_occupancy_pct},
+    {"tensor_active_pct", "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+     "%", false, &KernelCounters::tensor_active_pct},
+    {"inst_executed", "smsp__inst_executed.sum", "instructions", true,
+     &KernelCounters::inst_executed},
+    {"flops",
+     "smsp__sass_thread_inst_executed_op_{h,f,d}{add,mul}_pred_on.sum + "
+     "2 * smsp__sass_thread_inst_executed_op_{h,f,d}fma_pred_on.sum",
+     "flop", true, &KernelCounters::flops},
+}};
+
+// Floating-point operations per DRAM byte (ncu's roofline x axis); 0 when
+// the kernel moved no DRAM bytes.
+inline double arithmetic_intensity(const KernelCounters& c) {
+  const double bytes = c.dram_bytes_read + c.dram_bytes_write;
+  return bytes > 0 ? c.flops / bytes : 0.0;
+}
+
+}  // namespace pasta::metrics

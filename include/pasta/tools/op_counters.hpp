@@ -1,0 +1,308 @@
+// Hardware counters per kernel and per operator: DRAM bytes and throughput,
+// SM throughput, L1/L2 hit rates, occupancy, tensor-core activity,
+// instructions, FLOPs and arithmetic intensity, under ncu's metric names
+// (core/metrics.hpp). Answers "why is this operator slow".
+//
+// Launches with the same signature (kernel, grid, block, operator path) run
+// the same code on the same shapes, so a profiling handler measures the
+// first few of each and this tool gives the others the mean of the measured
+// ones, counting them as propagated: twelve identical transformer blocks
+// cost one block of replay. Besides the report tables it writes the
+// per-operator profile, <output_dir>/op_counters.profile.json, in the
+// versioned schema of docs/op-profile.md.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <pasta/core/config.hpp>
+#include <pasta/core/detail/demangle.hpp>
+#include <pasta/core/detail/files.hpp>
+#include <pasta/core/events.hpp>
+#include <pasta/core/metrics.hpp>
+#include <pasta/core/names.hpp>
+#include <pasta/core/report.hpp>
+
+namespace pasta::tools {
+
+class OpCounters {
+ public:
+  static constexpr std::string_view name = "op_counters";
+  static constexpr std::string_view schema = "pasta.op_profile";
+  static constexpr std::string_view schema_version = "1.0";
+  // Operators are looked up when their kernels complete, after they ended:
+  // a direct-mapped table of recent ones, as in OpSummary.
+  static constexpr std::size_t table_slots = std::size_t{1} << 17;
+  static constexpr std::size_t max_depth = 1024;  // against parent loops in damaged traces
+
+  explicit OpCounters(const Config& cfg)
+      : path_(detail::join_path(cfg.output_dir, "op_counters.profile.json")) {}
+
+  void on(const OpBegin& e) {
+    if (ops_.empty()) ops_.resize(table_slots);
+    ops_[e.id & (table_slots - 1)] = {e.id, e.parent, e.name};
+  }
+  void on(const KernelComplete& e) {
+    const Signature sig{e.name, e.grid, e.block, op_path(e.op)};
+    auto [it, fresh] = index_.try_emplace(sig, groups_.size());
+    if (fresh) groups_.push_back({sig});
+    Group& g = groups_[it->second];
+    ++g.launches;
+    g.device_ns += e.end_ns > e.start_ns ? e.end_ns - e.start_ns : 0;
+    launches_.push_back(
+        {e.correlation, it->second, e.end_ns > e.start_ns ? e.end_ns - e.start_ns : 0});
+  }
+  void on(const KernelCounters& e) { counters_[e.correlation] = e; }
+
+  // Per signature: launches, device time, and the measured launches' counters.
+  struct Group {
+    struct Signature {
+      NameId kernel;
+      Dim3 grid, block;
+      NameId path;  // operator names, outermost first, '/'-joined; empty id: no operator
+      auto operator<=>(const Signature&) const = default;
+    } sig;
+    std::uint64_t launches = 0, device_ns = 0;
+    std::uint64_t measured = 0, measured_ns = 0;
+    KernelCounters sum{};  // measured launches: additive fields summed, rates time-weighted
+  };
+  using Signature = Group::Signature;
+
+  // The groups with the counters of their measured launches joined; what
+  // report() prints, for tests and other tools.
+  std::vector<Group> groups() const {
+    std::vector<Group> out = groups_;
+    for (const Launch& l : launches_) {
+      auto it = counters_.find(l.correlation);
+      if (it == counters_.end()) continue;
+      Group& g = out[l.group];
+      ++g.measured;
+      g.measured_ns += l.device_ns;
+      for (const auto& m : metrics::all)
+        g.sum.*m.field +=
+            (m.additive ? 1.0 : static_cast<double>(l.device_ns)) * it->second.*m.field;
+    }
+    return out;
+  }
+  // A metric of all launches of a group: additive ones are the measured mean
+  // times the launches, rates the measured time-weighted mean.
+  static double total(const Group& g, const metrics::Metric& m) {
+    if (!g.measured) return 0;
+    if (m.additive) return g.sum.*m.field / static_cast<double>(g.measured) * g.launches;
+    return g.measured_ns ? g.sum.*m.field / static_cast<double>(g.measured_ns) : 0;
+  }
+
+  void report(Report& out) const;
+
+ private:
+  struct Op {
+    std::uint64_t id = 0, parent = 0;
+    NameId name{};
+  };
+  struct Launch {
+    std::uint64_t correlation;
+    std::size_t group;
+    std::uint64_t device_ns;
+  };
+  struct SignatureHash {
+    std::size_t operator()(const Signature& s) const {
+      std::size_t h = s.kernel.value;
+      for (std::uint64_t v :
+           {std::uint64_t{s.grid.x}, std::uint64_t{s.grid.y}, std::uint64_t{s.grid.z},
+            std::uint64_t{s.block.x}, std::uint64_t{s.block.y}, std::uint64_t{s.block.z},
+            std::uint64_t{s.path.value}})
+        h = h * 1000003u ^ v;
+      return h;
+    }
+  };
+
+  NameId op_path(std::uint64_t op) {
+    if (!op) return {};
+    if (auto it = paths_.find(op); it != paths_.end()) return it->second;
+    std::vector<NameId> chain;
+    for (std::uint64_t id = op; id && chain.size() < max_depth;) {
+      const Op* o = find(id);
+      if (!o) {
+        if (chain.empty()) ++evicted_;
+        break;
+      }
+      chain.push_back(o->name);
+      id = o->parent;
+    }
+    if (chain.empty()) return {};
+    std::string path;
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it)
+      path += (path.empty() ? "" : "/") + std::string(name_of(*it));
+    const NameId id = intern(path);
+    if (paths_.size() > table_slots) paths_.clear();  // a cache, bounded like the table
+    paths_[op] = id;
+    return id;
+  }
+  const Op* find(std::uint64_t id) const {
+    if (ops_.empty()) return nullptr;
+    const Op& o = ops_[id & (table_slots - 1)];
+    return o.id == id ? &o : nullptr;
+  }
+  static std::string dims(Dim3 d) {
+    return std::to_string(d.x) + "," + std::to_string(d.y) + "," + std::to_string(d.z);
+  }
+
+  std::string path_;
+  std::vector<Op> ops_;
+  std::unordered_map<std::uint64_t, NameId> paths_;
+  std::unordered_map<Signature, std::size_t, SignatureHash> index_;
+  std::vector<Group> groups_;
+  std::vector<Launch> launches_;
+  std::unordered_map<std::uint64_t, KernelCounters> counters_;
+  std::uint64_t evicted_ = 0;
+};
+
+inline void OpCounters::report(Report& out) const {
+  const std::vector<Group> gs = groups();
+  std::uint64_t launches = 0, measured = 0, unmeasured = 0, matched = 0;
+  for (const Group& g : gs) {
+    launches += g.launches;
+    measured += g.measured;
+    matched += g.measured;
+    if (!g.measured) unmeasured += g.launches;
+  }
+  const std::uint64_t propagated = launches - measured - unmeasured;
+  const std::uint64_t stray = counters_.size() - std::min<std::uint64_t>(matched, counters_.size());
+
+  // Operators: groups by path, additive metrics summed, rates weighted by
+  // the device time of the groups that have them.
+  struct OpRow {
+    std::uint64_t launches = 0, measured = 0, propagated = 0, unmeasured = 0, device_ns = 0;
+    std::uint64_t rated_ns = 0;
+    std::vector<double> values = std::vector<double>(metrics::all.size());
+    std::vector<std::size_t> groups;
+  };
+  std::map<std::string, OpRow> ops;  // by path, "" for kernels outside every operator
+  for (std::size_t i = 0; i < gs.size(); ++i) {
+    const Group& g = gs[i];
+    OpRow& r = ops[g.sig.path.value ? std::string(name_of(g.sig.path)) : std::string()];
+    r.groups.push_back(i);
+    r.launches += g.launches;
+    r.device_ns += g.device_ns;
+    r.measured += g.measured;
+    (g.measured ? r.propagated : r.unmeasured) += g.launches - g.measured;
+    if (g.measured) r.rated_ns += g.device_ns;
+    for (std::size_t m = 0; m < metrics::all.size(); ++m)
+      r.values[m] += metrics::all[m].additive ? total(g, metrics::all[m])
+                                              : total(g, metrics::all[m]) * g.device_ns;
+  }
+  for (auto& [path, r] : ops)
+    for (std::size_t m = 0; m < metrics::all.size(); ++m)
+      if (!metrics::all[m].additive) r.values[m] = r.rated_ns ? r.values[m] / r.rated_ns : 0;
+  auto intensity = [](const std::vector<double>& v) {
+    KernelCounters c{};
+    for (std::size_t m = 0; m < metrics::all.size(); ++m) c.*metrics::all[m].field = v[m];
+    return metrics::arithmetic_intensity(c);
+  };
+  auto group_values = [&](const Group& g) {
+    std::vector<double> v;
+    for (const auto& m : metrics::all) v.push_back(total(g, m));
+    return v;
+  };
+
+  out.summary("kernel launches", launches);
+  out.summary("measured", measured);
+  out.summary("propagated from a measured launch of the same signature", propagated);
+  out.summary("without counters", unmeasured);
+  out.summary("signatures", gs.size());
+  if (stray) out.summary("counter records of no completed launch", stray);
+  std::vector<std::string> warnings;
+  if (unmeasured)
+    warnings.push_back(std::to_string(unmeasured) +
+                       " launches have no counters: no launch of their signature was measured");
+  if (stray)
+    warnings.push_back(std::to_string(stray) +
+                       " counter records name a launch whose completion was never seen");
+  if (evicted_)
+    warnings.push_back(std::to_string(evicted_) +
+                       " launches name an operator that left the operator table; they are listed "
+                       "as unattributed");
+  for (const auto& w : warnings) out.note(w);
+
+  std::vector<std::string> columns{"operator", "launches", "measured", "propagated", "device_ms"};
+  for (const auto& m : metrics::all) columns.emplace_back(m.key);
+  columns.emplace_back("arithmetic_intensity");
+  auto& op_table =
+      out.table("operators", "Counters per operator (ncu metric names in the JSON)", columns);
+  for (const auto& [path, r] : ops) {
+    std::vector<Cell> row{path.empty() ? "(outside every operator)" : path, r.launches, r.measured,
+                          r.propagated, r.device_ns * 1e-6};
+    for (double v : r.values) row.emplace_back(v);
+    row.emplace_back(intensity(r.values));
+    op_table.row(std::move(row));
+  }
+
+  // The profile document: operators -> kernels -> metrics.
+  nlohmann::json metric_names = nlohmann::json::object();
+  for (const auto& m : metrics::all)
+    metric_names[std::string(m.key)] = {{"ncu", m.ncu}, {"unit", m.unit}};
+  auto kernel_json = [&](const Group& g) {
+    nlohmann::json k{{"kernel", std::string(name_of(g.sig.kernel))},
+                     {"grid", {g.sig.grid.x, g.sig.grid.y, g.sig.grid.z}},
+                     {"block", {g.sig.block.x, g.sig.block.y, g.sig.block.z}},
+                     {"launches", g.launches},
+                     {"measured", g.measured},
+                     {"propagated", g.measured ? g.launches - g.measured : 0},
+                     {"device_ns", g.device_ns}};
+    if (g.measured) {
+      const auto v = group_values(g);
+      nlohmann::json ms = nlohmann::json::object();
+      for (std::size_t m = 0; m < metrics::all.size(); ++m)
+        ms[std::string(metrics::all[m].key)] = v[m];
+      ms["arithmetic_intensity"] = intensity(v);
+      k["metrics"] = std::move(ms);
+    } else {
+      k["metrics"] = nullptr;
+    }
+    return k;
+  };
+  nlohmann::json doc{{"schema", schema},
+                     {"version", schema_version},
+                     {"metrics", metric_names},
+                     {"operators", nlohmann::json::array()},
+                     {"unattributed", nlohmann::json::array()},
+                     {"warnings", warnings}};
+  for (const auto& [path, r] : ops) {
+    nlohmann::json kernels = nlohmann::json::array();
+    for (std::size_t i : r.groups) kernels.push_back(kernel_json(gs[i]));
+    if (path.empty()) {
+      doc["unattributed"] = std::move(kernels);
+      continue;
+    }
+    nlohmann::json totals = nlohmann::json::object();
+    for (std::size_t m = 0; m < metrics::all.size(); ++m)
+      totals[std::string(metrics::all[m].key)] = r.values[m];
+    totals["arithmetic_intensity"] = intensity(r.values);
+    doc["operators"].push_back({{"path", path},
+                                {"operator", path.substr(path.rfind('/') + 1)},
+                                {"launches", r.launches},
+                                {"measured", r.measured},
+                                {"propagated", r.propagated},
+                                {"device_ns", r.device_ns},
+                                {"metrics", r.measured ? totals : nlohmann::json(nullptr)},
+                                {"kernels", std::move(kernels)}});
+  }
+  if (const auto why = detail::make_dirs(detail::parent_dir(path_)); !why.empty()) {
+    out.summary("error", why);
+  } else if (const auto why2 = detail::write_file(path_, doc.dump(2) + "\n"); !why2.empty()) {
+    out.summary("error", why2);
+  } else {
+    out.summary("profile", path_);
+    out.attach(path_);
+  }
+}
+
+}  // namespace pasta::tools

@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""op_profile_test.py PASTA_TRACE TRACE OUT SCHEMA: replays a trace with kernel
+counters, and checks op_counters.profile.json against the published schema
+and against the values the trace implies."""
+import json
+import os
+import subprocess
+import sys
+
+import jsonschema
+
+pasta_trace, trace, out, schema_path = sys.argv[1:5]
+subprocess.run([pasta_trace, "replay", trace, "-o", out], check=True,
+               env={**os.environ, "PASTA_PRINT": "none"})
+with open(os.path.join(out, "op_counters.profile.json")) as f:
+    doc = json.load(f)
+with open(schema_path) as f:
+    jsonschema.validate(doc, json.load(f))
+
+# Three launches of one GEMM under aten::linear/aten::addmm, the first
+# measured; a vecAdd outside every operator, never measured.
+MiB = 1 << 20
+(op,) = doc["operators"]
+assert op["path"] == "aten::linear/aten::addmm", op["path"]
+assert (op["launches"], op["measured"], op["propagated"]) == (3, 1, 2), op
+assert op["device_ns"] == 1200, op["device_ns"]
+m = op["metrics"]
+assert m["dram_bytes_read"] == 9 * MiB, m
+assert m["dram_bytes_write"] == 3 * MiB, m
+assert m["dram_throughput_pct"] == 71.5, m
+assert m["flops"] == 3 * 6.4e9, m
+assert abs(m["arithmetic_intensity"] - 3 * 6.4e9 / (12 * MiB)) < 1e-9, m
+(k,) = op["kernels"]
+assert k["grid"] == [132, 1, 1] and k["block"] == [384, 1, 1], k
+(outside,) = doc["unattributed"]
+assert outside["kernel"] == "vecAdd" and outside["metrics"] is None, outside
+assert doc["warnings"] == [
+    "1 launches have no counters: no launch of their signature was measured"], doc["warnings"]
+
+# A document that breaks the schema is refused (the schema is not vacuous).
+broken = dict(doc, version="2.0")
+try:
+    jsonschema.validate(broken, json.load(open(schema_path)))
+except jsonschema.ValidationError:
+    pass
+else:
+    sys.exit("the schema accepted version 2.0")
+print("op_counters.profile.json follows docs/schema/op_profile.v1.json; values exact")

@@ -1,0 +1,161 @@
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <pasta/core/concepts.hpp>
+#include <pasta/core/detail/files.hpp>
+#include <pasta/tools/op_counters.hpp>
+
+#include "../support.hpp"
+
+using namespace pasta;
+using test::cell;
+
+static_assert(Tool<tools::OpCounters>);
+
+namespace {
+OpBegin op(std::uint64_t id, std::uint64_t parent, std::string_view name) {
+  return {.id = id, .parent = parent, .name = intern(name), .thread = 1};
+}
+KernelComplete kernel(std::uint64_t correlation, std::string_view name, Dim3 grid, std::uint64_t op,
+                      std::uint64_t ns) {
+  return {.correlation = correlation,
+          .name = intern(name),
+          .grid = grid,
+          .block = {128, 1, 1},
+          .start_ns = 1000,
+          .end_ns = 1000 + ns,
+          .op = op};
+}
+KernelCounters counters(std::uint64_t correlation, double read, double write, double dram_pct,
+                        double flops) {
+  return {.correlation = correlation,
+          .passes = 8,
+          .dram_bytes_read = read,
+          .dram_bytes_write = write,
+          .dram_throughput_pct = dram_pct,
+          .sm_throughput_pct = 80,
+          .l1_hit_rate_pct = 20,
+          .l2_hit_rate_pct = 60,
+          .achieved_occupancy_pct = 40,
+          .tensor_active_pct = 70,
+          .inst_executed = 2000,
+          .flops = flops};
+}
+
+// A linear layer (addmm under linear) launching one GEMM three times, two of
+// them measured; the same GEMM on another grid, a relu, and a kernel
+// outside every operator.
+void feed(tools::OpCounters& t) {
+  t.on(op(1, 0, "aten::linear"));
+  t.on(op(2, 1, "aten::addmm"));
+  t.on(op(3, 0, "aten::relu"));
+  t.on(counters(10, 1000, 500, 50, 3000));  // counters may come before the completion
+  t.on(kernel(10, "gemm", {4, 1, 1}, 2, 1000));
+  t.on(kernel(11, "gemm", {4, 1, 1}, 2, 3000));
+  t.on(counters(11, 2000, 500, 70, 9000));
+  t.on(kernel(12, "gemm", {4, 1, 1}, 2, 2000));  // not measured: propagated
+  t.on(kernel(13, "gemm", {8, 1, 1}, 2, 700));   // another signature, never measured
+  t.on(kernel(20, "relu_kernel", {8, 1, 1}, 3, 500));
+  t.on(kernel(30, "vec_add", {1, 1, 1}, 0, 400));
+  t.on(counters(30, 100, 100, 10, 0));
+  t.on(counters(99, 1, 1, 1, 1));  // of a launch never seen complete
+}
+}  // namespace
+
+TEST_CASE("OpCounters groups launches by signature and gives unmeasured ones the measured mean") {
+  test::TempDir dir;
+  Config cfg;
+  cfg.output_dir = dir.path();
+  tools::OpCounters t(cfg);
+  feed(t);
+  const auto groups = t.groups();
+  REQUIRE(groups.size() == 4);
+  const auto& gemm = groups[0];
+  CHECK(name_of(gemm.sig.kernel) == "gemm");
+  CHECK(name_of(gemm.sig.path) == "aten::linear/aten::addmm");
+  CHECK(gemm.launches == 3);
+  CHECK(gemm.measured == 2);
+  CHECK(gemm.device_ns == 6000);
+  using M = const metrics::Metric&;
+  auto metric = [](std::string_view key) -> M {
+    for (M m : metrics::all)
+      if (m.key == key) return m;
+    FAIL("no metric " << key);
+    return metrics::all[0];
+  };
+  // Additive: mean of the measured (1500 read, 500 written, 6000 flop) times 3 launches.
+  CHECK(tools::OpCounters::total(gemm, metric("dram_bytes_read")) == 4500);
+  CHECK(tools::OpCounters::total(gemm, metric("dram_bytes_write")) == 1500);
+  CHECK(tools::OpCounters::total(gemm, metric("flops")) == 18000);
+  // Rates: weighted by the measured launches' device time, (50*1000 + 70*3000) / 4000.
+  CHECK(tools::OpCounters::total(gemm, metric("dram_throughput_pct")) == 65);
+  CHECK(tools::OpCounters::total(gemm, metric("l2_hit_rate_pct")) == 60);
+  CHECK(groups[1].sig.grid == Dim3{8, 1, 1});
+  CHECK(groups[1].measured == 0);
+  CHECK(tools::OpCounters::total(groups[1], metric("dram_bytes_read")) == 0);
+}
+
+TEST_CASE("OpCounters reports per operator, and writes the versioned profile") {
+  test::TempDir dir;
+  Config cfg;
+  cfg.output_dir = dir.path();
+  tools::OpCounters t(cfg);
+  feed(t);
+  Report r("op_counters");
+  t.report(r);
+
+  auto s = test::summary(r);
+  CHECK(std::get<std::uint64_t>(s["kernel launches"]) == 6);
+  CHECK(std::get<std::uint64_t>(s["measured"]) == 3);
+  CHECK(std::get<std::uint64_t>(s["propagated from a measured launch of the same signature"]) == 1);
+  CHECK(std::get<std::uint64_t>(s["without counters"]) == 2);
+  CHECK(std::get<std::uint64_t>(s["signatures"]) == 4);
+  CHECK(std::get<std::uint64_t>(s["counter records of no completed launch"]) == 1);
+  CHECK(r.notes().size() == 2);
+
+  const Table& ops = test::table(r, "operators");
+  REQUIRE(ops.rows().size() == 3);  // by path: outside, linear/addmm, relu
+  CHECK(cell<std::string>(ops, 0, 0) == "(outside every operator)");
+  CHECK(cell<std::string>(ops, 1, 0) == "aten::linear/aten::addmm");
+  CHECK(cell<std::uint64_t>(ops, 1, 1) == 4);  // launches
+  CHECK(cell<std::uint64_t>(ops, 1, 2) == 2);  // measured
+  CHECK(cell<std::uint64_t>(ops, 1, 3) == 1);  // propagated
+  CHECK(cell<double>(ops, 1, 4) == doctest::Approx(6700e-6));
+  CHECK(cell<double>(ops, 1, 5) == 4500);  // dram_bytes_read
+  CHECK(cell<double>(ops, 1, 7) == 65);  // dram_throughput_pct: the unmeasured grid weighs nothing
+  CHECK(cell<double>(ops, 1, 15) == 3);  // arithmetic intensity: 18000 flop / 6000 bytes
+  CHECK(cell<std::uint64_t>(ops, 2, 2) == 0);
+
+  const auto doc = nlohmann::json::parse(detail::read_file(dir.file("op_counters.profile.json")));
+  CHECK(doc["schema"] == "pasta.op_profile");
+  CHECK(doc["version"] == "1.0");
+  CHECK(doc["metrics"]["dram_bytes_read"]["ncu"] == "dram__bytes_read.sum");
+  REQUIRE(doc["operators"].size() == 2);
+  const auto& addmm = doc["operators"][0];
+  CHECK(addmm["path"] == "aten::linear/aten::addmm");
+  CHECK(addmm["operator"] == "aten::addmm");
+  CHECK(addmm["metrics"]["flops"] == 18000.0);
+  REQUIRE(addmm["kernels"].size() == 2);
+  CHECK(addmm["kernels"][0]["grid"] == nlohmann::json({4, 1, 1}));
+  CHECK(addmm["kernels"][0]["propagated"] == 1);
+  CHECK(addmm["kernels"][0]["metrics"]["dram_throughput_pct"] == 65.0);
+  CHECK(addmm["kernels"][1]["metrics"].is_null());
+  CHECK(doc["operators"][1]["metrics"].is_null());  // relu: nothing measured
+  REQUIRE(doc["unattributed"].size() == 1);
+  CHECK(doc["unattributed"][0]["kernel"] == "vec_add");
+  CHECK(doc["unattributed"][0]["metrics"]["dram_bytes_write"] == 100.0);
+  CHECK(doc["warnings"].size() == 2);
+}
+
+TEST_CASE("OpCounters says so when the profile cannot be written") {
+  Config cfg;
+  cfg.output_dir = "/proc/pasta-cannot-write-here";
+  tools::OpCounters t(cfg);
+  feed(t);
+  Report r("op_counters");
+  t.report(r);
+  auto s = test::summary(r);
+  CHECK(s.count("error") == 1);
+  CHECK(s.count("profile") == 0);
+}
