@@ -92,6 +92,12 @@ inline constexpr std::uint8_t atomic = 4;
 // timestamps for *_ns fields filled from activity records, a host steady
 // clock otherwise); 0 means unknown.
 
+// The time from `start` to `end`; 0 when the start is unknown or the two
+// are out of order.
+constexpr std::uint64_t duration_ns(std::uint64_t start, std::uint64_t end) {
+  return start && end >= start ? end - start : 0;
+}
+
 struct DeviceInfo {  // one per device the handler sees, emitted when it attaches
   static constexpr EventKind kind = EventKind::device_info;
   static constexpr std::string_view type_name = "DeviceInfo";

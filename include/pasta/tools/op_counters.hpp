@@ -17,7 +17,6 @@
 #include <map>
 #include <string>
 #include <string_view>
-#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -30,6 +29,7 @@
 #include <pasta/core/metrics.hpp>
 #include <pasta/core/names.hpp>
 #include <pasta/core/report.hpp>
+#include <pasta/tools/detail/op_table.hpp>
 
 namespace pasta::tools {
 
@@ -38,27 +38,22 @@ class OpCounters {
   static constexpr std::string_view name = "op_counters";
   static constexpr std::string_view schema = "pasta.op_profile";
   static constexpr std::string_view schema_version = "1.0";
-  // Operators are looked up when their kernels complete, after they ended:
-  // a direct-mapped table of recent ones, as in OpSummary.
-  static constexpr std::size_t table_slots = std::size_t{1} << 17;
   static constexpr std::size_t max_depth = 1024;  // against parent loops in damaged traces
 
   explicit OpCounters(const Config& cfg)
       : path_(detail::join_path(cfg.output_dir, "op_counters.profile.json")) {}
 
-  void on(const OpBegin& e) {
-    if (ops_.empty()) ops_.resize(table_slots);
-    ops_[e.id & (table_slots - 1)] = {e.id, e.parent, e.name};
-  }
+  // Operators are looked up when their kernels complete, after they ended.
+  void on(const OpBegin& e) { ops_.put({e.id, e.parent, e.name}); }
   void on(const KernelComplete& e) {
     const Signature sig{e.name, e.grid, e.block, op_path(e.op)};
     auto [it, fresh] = index_.try_emplace(sig, groups_.size());
     if (fresh) groups_.push_back({sig});
     Group& g = groups_[it->second];
+    const std::uint64_t d = duration_ns(e.start_ns, e.end_ns);
     ++g.launches;
-    g.device_ns += e.end_ns > e.start_ns ? e.end_ns - e.start_ns : 0;
-    launches_.push_back(
-        {e.correlation, it->second, e.end_ns > e.start_ns ? e.end_ns - e.start_ns : 0});
+    g.device_ns += d;
+    launches_.push_back({e.correlation, it->second, d});
   }
   void on(const KernelCounters& e) { counters_[e.correlation] = e; }
 
@@ -129,7 +124,7 @@ class OpCounters {
     if (auto it = paths_.find(op); it != paths_.end()) return it->second;
     std::vector<NameId> chain;
     for (std::uint64_t id = op; id && chain.size() < max_depth;) {
-      const Op* o = find(id);
+      const Op* o = ops_.find(id);
       if (!o) {
         if (chain.empty()) ++evicted_;
         break;
@@ -142,21 +137,13 @@ class OpCounters {
     for (auto it = chain.rbegin(); it != chain.rend(); ++it)
       path += (path.empty() ? "" : "/") + std::string(name_of(*it));
     const NameId id = intern(path);
-    if (paths_.size() > table_slots) paths_.clear();  // a cache, bounded like the table
+    if (paths_.size() > detail::op_table_slots) paths_.clear();  // a cache, bounded like the table
     paths_[op] = id;
     return id;
   }
-  const Op* find(std::uint64_t id) const {
-    if (ops_.empty()) return nullptr;
-    const Op& o = ops_[id & (table_slots - 1)];
-    return o.id == id ? &o : nullptr;
-  }
-  static std::string dims(Dim3 d) {
-    return std::to_string(d.x) + "," + std::to_string(d.y) + "," + std::to_string(d.z);
-  }
 
   std::string path_;
-  std::vector<Op> ops_;
+  detail::OpTable<Op> ops_;
   std::unordered_map<std::uint64_t, NameId> paths_;
   std::unordered_map<Signature, std::size_t, SignatureHash> index_;
   std::vector<Group> groups_;
@@ -167,15 +154,15 @@ class OpCounters {
 
 inline void OpCounters::report(Report& out) const {
   const std::vector<Group> gs = groups();
-  std::uint64_t launches = 0, measured = 0, unmeasured = 0, matched = 0;
+  std::uint64_t launches = 0, measured = 0, unmeasured = 0;
   for (const Group& g : gs) {
     launches += g.launches;
     measured += g.measured;
-    matched += g.measured;
     if (!g.measured) unmeasured += g.launches;
   }
   const std::uint64_t propagated = launches - measured - unmeasured;
-  const std::uint64_t stray = counters_.size() - std::min<std::uint64_t>(matched, counters_.size());
+  const std::uint64_t stray =
+      counters_.size() - std::min<std::uint64_t>(measured, counters_.size());
 
   // Operators: groups by path, additive metrics summed, rates weighted by
   // the device time of the groups that have them.

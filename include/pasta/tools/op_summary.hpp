@@ -15,6 +15,7 @@
 #include <pasta/core/events.hpp>
 #include <pasta/core/names.hpp>
 #include <pasta/core/report.hpp>
+#include <pasta/tools/detail/op_table.hpp>
 
 namespace pasta::tools {
 
@@ -22,9 +23,8 @@ class OpSummary {
  public:
   static constexpr std::string_view name = "op_summary";
   // Device activities complete after their operator ended, so ended
-  // instances are kept in a direct-mapped table: ids are handed out in
-  // order, and an activity arrives long before 1<<17 more operators began.
-  static constexpr std::size_t table_slots = std::size_t{1} << 17;
+  // instances are kept in a detail::OpTable of this many slots.
+  static constexpr std::size_t table_slots = detail::op_table_slots;
   // A bound on ancestor walks, against parent links that loop in a damaged trace.
   static constexpr std::size_t max_depth = 1024;
 
@@ -38,9 +38,8 @@ class OpSummary {
   };
 
   void on(const OpBegin& e) {
-    if (table_.empty()) table_.resize(table_slots);  // on first use: 4 MiB
     const Instance inst{e.id, e.parent, e.name, e.inputs, e.thread};
-    table_[e.id & (table_slots - 1)] = inst;
+    table_.put(inst);
     auto& stack = stacks_[e.thread];
     if (stack.size() > e.depth) stack.resize(e.depth);  // ends we missed
     stack.push_back({inst, e.time_ns, 0});
@@ -66,7 +65,7 @@ class OpSummary {
   }
 
   void on(const KernelComplete& e) {
-    const std::uint64_t d = duration(e.start_ns, e.end_ns);
+    const std::uint64_t d = duration_ns(e.start_ns, e.end_ns);
     ++kernels_;
     device_ns_ += d;
     if (e.op == 0) {
@@ -82,8 +81,8 @@ class OpSummary {
       evicted_.device_self_ns += d;
     }
   }
-  void on(const Memcpy& e) { copy(e.op, duration(e.start_ns, e.end_ns)); }
-  void on(const Memset& e) { copy(e.op, duration(e.start_ns, e.end_ns)); }
+  void on(const Memcpy& e) { copy(e.op, duration_ns(e.start_ns, e.end_ns)); }
+  void on(const Memset& e) { copy(e.op, duration_ns(e.start_ns, e.end_ns)); }
 
   // nullptr if the operator was never seen.
   const Stats* stats(std::string_view op) const {
@@ -188,9 +187,6 @@ class OpSummary {
     std::uint64_t calls = 0, device_self_ns = 0;
   };
 
-  static std::uint64_t duration(std::uint64_t start, std::uint64_t end) {
-    return start && end >= start ? end - start : 0;
-  }
   static std::uint64_t input_key(NameId op, NameId inputs) {
     return std::uint64_t{op.value} << 32 | inputs.value;
   }
@@ -204,24 +200,19 @@ class OpSummary {
   // Instance `id`: from the table or, for an operator still open whose slot
   // was reused (a long one, e.g. a whole training step), from its thread's stack.
   const Instance* find(std::uint64_t id, std::uint32_t thread) const {
-    if (const Instance* inst = find(id)) return inst;
+    if (const Instance* inst = table_.find(id)) return inst;
     auto it = stacks_.find(thread);
     if (it == stacks_.end()) return nullptr;
     for (const Open& o : it->second)
       if (o.inst.id == id) return &o.inst;
     return nullptr;
   }
-  const Instance* find(std::uint64_t id) const {
-    if (table_.empty() || id == 0) return nullptr;
-    const Instance& inst = table_[id & (table_slots - 1)];
-    return inst.id == id ? &inst : nullptr;
-  }
 
   // Device time `d` of an activity of instance `op`: self to its operator,
   // total to it and each distinct operator name above it, once per name so
   // that recursion is not counted twice. The instance, or nullptr if unknown.
   const Instance* charge(std::uint64_t op, std::uint64_t d) {
-    const Instance* const self = find(op);
+    const Instance* const self = table_.find(op);
     if (!self) return nullptr;
     at(self->name).device_self_ns += d;
     if (self->inputs) inputs_[input_key(self->name, self->inputs)].device_self_ns += d;
@@ -249,7 +240,7 @@ class OpSummary {
     }
   }
 
-  std::vector<Instance> table_;  // indexed by id & (table_slots - 1)
+  detail::OpTable<Instance> table_;
   std::unordered_map<std::uint32_t, std::vector<Open>> stacks_;  // per thread: open operators
   std::vector<Stats> by_name_;                                   // indexed by NameId
   std::unordered_map<std::uint64_t, InputStats> inputs_;         // (name, inputs) -> stats
