@@ -51,24 +51,16 @@ void tool_finalize(void*) {
   if (Profiler* p = tool_instance<Profiler>().load()) p->stop();
 }
 
-template <class Profiler>
-rocprofiler_tool_configure_result_t* tool_configure(rocprofiler_client_id_t* client) {
-  client->name = "pasta";
-  registration().client = client;
-  static rocprofiler_tool_configure_result_t result{sizeof(rocprofiler_tool_configure_result_t),
-                                                    &tool_initialize<Profiler>,
-                                                    &tool_finalize<Profiler>, nullptr};
-  return &result;
-}
-
 }  // namespace pasta::amd::detail
 
-#define PASTA_ROCPROFILER_TOOL(...)                                                      \
-  extern "C" __attribute__((visibility("default"))) rocprofiler_tool_configure_result_t* \
-  rocprofiler_configure(std::uint32_t, const char*, std::uint32_t,                       \
-                        rocprofiler_client_id_t* client) {                               \
-    return ::pasta::amd::detail::tool_configure<__VA_ARGS__>(client);                    \
-  }                                                                                      \
-  extern "C" __attribute__((visibility("default"))) const char* pasta_tool_names(void) { \
-    return ::pasta::detail::tool_names<__VA_ARGS__>();                                   \
+#define PASTA_ROCPROFILER_TOOL(...)                                                               \
+  extern "C" __attribute__((visibility("default"))) rocprofiler_tool_configure_result_t*          \
+  rocprofiler_configure(std::uint32_t, const char*, std::uint32_t,                                \
+                        rocprofiler_client_id_t* client) {                                        \
+    return ::pasta::amd::detail::tool_result<&::pasta::amd::detail::tool_initialize<__VA_ARGS__>, \
+                                             &::pasta::amd::detail::tool_finalize<__VA_ARGS__>>(  \
+        client);                                                                                  \
+  }                                                                                               \
+  extern "C" __attribute__((visibility("default"))) const char* pasta_tool_names(void) {          \
+    return ::pasta::detail::tool_names<__VA_ARGS__>();                                            \
   }

@@ -90,7 +90,6 @@ struct Registration {
   std::atomic<void*> pending{nullptr};
   void (*initialize)(void* handler) = nullptr;
   std::atomic<bool> inside_initialize{false};  // the tool library's initialize is running
-  rocprofiler_client_id_t* client = nullptr;
 };
 inline Registration& registration() {
   static Registration r;
@@ -102,13 +101,18 @@ inline int tool_initialize(rocprofiler_client_finalize_t, void*) {
   return 0;
 }
 inline void tool_finalize(void*) {}
+// What a configure function hands rocprofiler-sdk: the client's name and
+// the tool's initialize and finalize callbacks.
+template <rocprofiler_tool_initialize_t Initialize, rocprofiler_tool_finalize_t Finalize>
+rocprofiler_tool_configure_result_t* tool_result(rocprofiler_client_id_t* client) {
+  client->name = "pasta";
+  static rocprofiler_tool_configure_result_t result{sizeof(rocprofiler_tool_configure_result_t),
+                                                    Initialize, Finalize, nullptr};
+  return &result;
+}
 inline rocprofiler_tool_configure_result_t* configure(std::uint32_t, const char*, std::uint32_t,
                                                       rocprofiler_client_id_t* client) {
-  client->name = "pasta";
-  registration().client = client;
-  static rocprofiler_tool_configure_result_t result{sizeof(rocprofiler_tool_configure_result_t),
-                                                    &tool_initialize, &tool_finalize, nullptr};
-  return &result;
+  return tool_result<&tool_initialize, &tool_finalize>(client);
 }
 
 }  // namespace detail
