@@ -6,7 +6,8 @@ The kernel is vector add (c = a + b, 3 accesses a thread) from
 examples/cuda/annotated.cu, timed per launch (cudaEvents around K launches):
   native       the plain build: recorders compile to nothing
   annotations  device::Annotations (-DPASTA_DEVICE_ANNOTATIONS): warp-aggregated
-               bins + CUB post-pass + copy back, begin/end included
+               page counters (the warm-up launch taught the allocations),
+               post-pass + copy back, begin/end included
   sanitizer    the plain build under `pasta run --memory` (nv::Sanitizer +
                proc::GpuBucketing patching every global access)
 

@@ -7,7 +7,7 @@
 //
 //   annotated                 the access pattern; prints buffers and a checksum
 //   annotated --vecadd N K    c = a + b over N floats, K times; prints the mean
-//                             time per launch (bench/gpu/annotations.sh)
+//                             time per launch (bench/gpu/annotations.py)
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -61,12 +61,17 @@ __global__ void count(unsigned* c, unsigned* last, int n, Recorder rec) {
   }
 }
 
+// Shared and local accesses are not annotated: the recorder counts global memory.
 __global__ void stage(float* out, Recorder rec) {
   __shared__ float s[256];
+  volatile float a[64];  // the same local array as access_pattern's, so the same output
   const int t = threadIdx.x;
   s[t] = static_cast<float>(t);
+  for (int i = 0; i < 64; ++i) a[i] = static_cast<float>(i * t);
   __syncthreads();
-  out[t] = s[255 - t];
+  float sum = s[255 - t];
+  for (int i = 0; i < 64; ++i) sum += a[(t * 7 + i) % 64];
+  out[t] = sum;
   rec.access(&out[t], sizeof(float), true);
 }
 

@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <optional>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -147,4 +148,103 @@ TEST_CASE("device annotations: a known allocation is checked once per collect") 
     CHECK(std::get<MemAlloc>(out[1]).address == 0x8000);
     CHECK(a.size() == 1);
   }
+}
+
+namespace {
+
+// A page a launch counted on known range slot `slot`.
+Bin page(std::uint64_t slot, std::uint64_t reads, std::uint64_t writes) {
+  return {.key = slot + 1,
+          .reads = reads,
+          .writes = writes,
+          .read_bytes = reads * 4,
+          .write_bytes = writes * 4};
+}
+
+std::pair<std::vector<Event>, std::uint64_t> run_pages(std::vector<Bin> pages,
+                                                       const std::vector<device::KnownRange>& known,
+                                                       const Collect& c, Allocations& a,
+                                                       FakeRuntime& rt) {
+  std::vector<Event> out;
+  const auto moved = device::detail::emit_pages(pages, known, c, a, std::ref(rt),
+                                                [&](const auto& e) { out.emplace_back(e); });
+  return {out, moved};
+}
+
+}  // namespace
+
+TEST_CASE("device annotations: learnt allocations become the device's known ranges") {
+  FakeRuntime rt{.live = {{.base = 0x90000, .bytes = 0x100}, {.base = 0x10100, .bytes = 0x20001}}};
+  Allocations a;
+  CHECK(a.version() == 0);
+  CHECK(a.known(0x10000).empty());
+  run({bin(0x90000, 1, 0), bin(0x10100, 1, 0)}, first, a, rt);
+  CHECK(a.version() == 2);
+  const auto known = a.known(0x10000);
+  REQUIRE(known.size() == 2);
+  // By base; 0x20001 bytes take three pages of 0x10000, 0x100 bytes one.
+  CHECK(known[0].base == 0x10100);
+  CHECK(known[0].end == 0x30101);
+  CHECK(known[0].first_page == 0);
+  CHECK(known[1].base == 0x90000);
+  CHECK(known[1].end == 0x90100);
+  CHECK(known[1].first_page == 3);
+  Collect next = first;
+  next.epoch = 2;
+  run({bin(0x10100, 1, 0)}, next, a, rt);
+  CHECK(a.version() == 2);  // nothing learnt, nothing dropped
+}
+
+TEST_CASE("device annotations: pages counted on known ranges become histograms of their page") {
+  FakeRuntime rt{.live = {{.base = 0x10100, .bytes = 0x20001}, {.base = 0x90000, .bytes = 0x100}}};
+  Allocations a;
+  run({bin(0x10100, 1, 0), bin(0x90000, 1, 0)}, first, a, rt);
+  const auto known = a.known(0x10000);
+  Collect next = first;
+  next.epoch = 2;
+  // Out of order; slot 2 is the third page of the first range, slot 3 the second range.
+  const auto [out, moved] =
+      run_pages({page(3, 0, 7), page(0, 2, 1), page(2, 5, 0)}, known, next, a, rt);
+  CHECK(moved == 0);
+  REQUIRE(out.size() == 3);
+  const auto& p0 = std::get<AccessHistogram>(out[0]);
+  CHECK(p0.correlation == 7);
+  CHECK(p0.address == 0x10100);
+  CHECK(p0.alloc_base == 0x10100);
+  CHECK(p0.bin_bytes == 0x10000);
+  CHECK(p0.reads == 2);
+  CHECK(p0.writes == 1);
+  CHECK(p0.read_bytes == 8);
+  CHECK(p0.write_bytes == 4);
+  CHECK(std::get<AccessHistogram>(out[1]).address == 0x30100);
+  CHECK(std::get<AccessHistogram>(out[1]).reads == 5);
+  CHECK(std::get<AccessHistogram>(out[2]).address == 0x90000);
+  CHECK(std::get<AccessHistogram>(out[2]).alloc_base == 0x90000);
+  CHECK(std::get<AccessHistogram>(out[2]).writes == 7);
+  CHECK(rt.queries == 4);  // each allocation once in each of the two collects
+}
+
+TEST_CASE("device annotations: a known range that changed has its pages charged by page") {
+  FakeRuntime rt{.live = {{.base = 0x10000, .bytes = 0x40000}}};
+  Allocations a;
+  run({bin(0x10000, 1, 0)}, first, a, rt);
+  const auto known = a.known(0x10000);
+  // Freed; a smaller allocation at 0x30000 now holds the third page's first byte.
+  rt.live = {{.base = 0x30000, .bytes = 0x8000}};
+  Collect next = first;
+  next.epoch = 2;
+  next.time_ns = 90;
+  const auto [out, moved] = run_pages({page(2, 3, 1), page(0, 4, 0)}, known, next, a, rt);
+  CHECK(moved == 8);
+  REQUIRE(out.size() == 4);
+  // Page 0: nothing holds 0x10000 now; the stale allocation is dropped.
+  CHECK(std::get<MemFree>(out[0]).address == 0x10000);
+  CHECK(std::get<AccessHistogram>(out[1]).address == 0x10000);
+  CHECK(std::get<AccessHistogram>(out[1]).alloc_base == 0);
+  CHECK(std::get<AccessHistogram>(out[1]).reads == 4);
+  CHECK(std::get<MemAlloc>(out[2]).address == 0x30000);
+  CHECK(std::get<AccessHistogram>(out[3]).address == 0x30000);
+  CHECK(std::get<AccessHistogram>(out[3]).alloc_base == 0x30000);
+  CHECK(std::get<AccessHistogram>(out[3]).reads == 3);
+  CHECK(std::get<AccessHistogram>(out[3]).writes == 1);
 }

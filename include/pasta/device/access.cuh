@@ -3,8 +3,10 @@
 // the recorder that Annotations::begin returns, and call
 //   rec.access(ptr, bytes, is_write);
 // at the accesses to count. Counting is warp-aggregated (one atomic set per
-// distinct bin, kind and size in a warp, as the sanitizer patches do) into a
-// device hash table of 256-byte bins. Written once for CUDA and HIP.
+// distinct page or bin, kind and size in a warp, as the sanitizer patches
+// do): an access to an allocation an earlier launch touched counts on its
+// page (a binary search of the known allocations), any other on a 256-byte
+// bin of a device hash table. Written once for CUDA and HIP.
 // With PASTA_DEVICE_ANNOTATIONS defined, this file also compiles the
 // post-pass (CUB on NVIDIA, rocPRIM on AMD) and registers it for the
 // handler; without it, access() compiles to nothing.
@@ -17,9 +19,9 @@
 #if defined(PASTA_DEVICE_ANNOTATIONS)
 #if defined(__HIP_PLATFORM_AMD__)
 #include <iostream>  // rocPRIM 5.x's debug output uses std::cout without including it
-#include <rocprim/device/device_select.hpp>
+#include <rocprim/block/block_scan.hpp>
 #else
-#include <cub/device/device_select.cuh>
+#include <cub/block/block_scan.cuh>
 #endif
 #include <pasta/device/annotations.hpp>
 #endif
@@ -30,6 +32,19 @@ namespace pasta::device {
 
 namespace detail {
 
+// n accesses of `bytes` each on a Bin's or a page's counters.
+template <class C>
+__device__ __forceinline__ void add(C& c, unsigned kind, unsigned long long n, unsigned bytes) {
+  if (kind & 2u) {
+    atomicAdd(&c.writes, n);
+    atomicAdd(&c.write_bytes, n * bytes);
+  } else {
+    atomicAdd(&c.reads, n);
+    atomicAdd(&c.read_bytes, n * bytes);
+  }
+}
+
+// A fine bin of memory no known allocation holds.
 __device__ __forceinline__ void count(const Table& t, unsigned long long bin, unsigned kind,
                                       unsigned long long n, unsigned bytes) {
   // Fibonacci hashing: neighbouring bins land far apart in the table.
@@ -39,32 +54,56 @@ __device__ __forceinline__ void count(const Table& t, unsigned long long bin, un
     unsigned long long key = *static_cast<volatile unsigned long long*>(&b.key);
     if (key == 0) {
       key = atomicCAS(&b.key, 0ull, bin);
-      if (key == 0) key = bin;  // this thread claimed it
+      if (key == 0) {  // this thread claimed it
+        key = bin;
+        atomicAdd(&t.counters->used, 1ull);
+      }
     }
     if (key != bin) continue;
-    if (kind & 2u) {
-      atomicAdd(&b.writes, n);
-      atomicAdd(&b.write_bytes, n * bytes);
-    } else {
-      atomicAdd(&b.reads, n);
-      atomicAdd(&b.read_bytes, n * bytes);
-    }
+    add(b, kind, n, bytes);
     return;
   }
-  atomicAdd(t.lost, n);
+  atomicAdd(&t.counters->lost, n);
+}
+
+// The page slot of a known allocation holding `address`, or ~0: none does.
+__device__ __forceinline__ unsigned long long page_of(const Table& t, unsigned long long address) {
+  unsigned lo = 0, hi = t.range_count;  // the first range with base > address
+  while (lo < hi) {
+    const unsigned mid = (lo + hi) >> 1;
+    if (t.ranges[mid].base <= address)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo && address < t.ranges[lo - 1].end)
+    return t.ranges[lo - 1].first_page + ((address - t.ranges[lo - 1].base) >> t.page_shift);
+  return ~0ull;
 }
 
 __device__ __forceinline__ void record(const Table& t, const void* p, unsigned bytes,
                                        bool is_write) {
   if (!t.bins) return;
-  const unsigned long long bin = (reinterpret_cast<uintptr_t>(p) >> t.bin_shift) + 1;
+  const unsigned long long address = reinterpret_cast<uintptr_t>(p);
+  const unsigned long long page = page_of(t, address);
+  // A page slot, or a fine bin (address >> bin_shift) + 1; bit 47 tells them
+  // apart (user-space addresses stay below 2^47, bins below 2^39).
+  const unsigned long long where =
+      page != ~0ull ? page | (1ull << 47) : (address >> t.bin_shift) + 1;
   const unsigned kind = is_write ? 2u : 1u;
+  auto flush = [&](unsigned long long n) {
+    if (page != ~0ull)
+      add(t.pages[page], kind, n, bytes);
+    else
+      count(t, where, kind, n, bytes);
+  };
   if (bytes > max_aggregated_bytes) {
-    count(t, bin, kind, 1, bytes);
+    flush(1);
     return;
   }
-  // Addresses below 2^56 leave bin < 2^48 with 256-byte bins: the key is exact.
-  const unsigned long long key = (bin << 16) | (static_cast<unsigned long long>(bytes) << 2) | kind;
+  // where < 2^48: the key is exact.
+  const unsigned long long key =
+      (where << 16) | (static_cast<unsigned long long>(bytes) << 2) | kind;
 #if defined(__HIP_PLATFORM_AMD__)
   // No match instruction: peel off one key per round (the first active
   // lane's), one atomic set per distinct key, as __match_any_sync gives.
@@ -74,7 +113,7 @@ __device__ __forceinline__ void record(const Table& t, const void* p, unsigned b
     const unsigned long long leader_key = __shfl(key, leader);
     const unsigned long long same = __ballot(key == leader_key);
     if (key == leader_key) {
-      if (static_cast<int>(__lane_id()) == leader) count(t, bin, kind, __popcll(same), bytes);
+      if (static_cast<int>(__lane_id()) == leader) flush(__popcll(same));
       break;
     }
     active &= ~same;
@@ -83,29 +122,94 @@ __device__ __forceinline__ void record(const Table& t, const void* p, unsigned b
   const unsigned peers = __match_any_sync(__activemask(), key);
   unsigned lane;
   asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
-  if (lane == static_cast<unsigned>(__ffs(peers) - 1)) count(t, bin, kind, __popc(peers), bytes);
+  if (lane == static_cast<unsigned>(__ffs(peers) - 1)) flush(__popc(peers));
 #endif
 }
 
-struct NonEmpty {
-  __host__ __device__ bool operator()(const Bin& b) const { return b.key != 0; }
+// The post-pass kernel, for pages and for bins: one tile of 256 elements a
+// round, a block scan gives each non-empty one its place in `out`, one
+// atomic a tile reserves the tile's places. What it hands back it clears.
+inline constexpr unsigned compact_block = 256;
+
+struct PageSource {
+  Counts* pages;
+  __device__ bool keep(unsigned long long i) const {
+    return (pages[i].reads | pages[i].writes) != 0;
+  }
+  __device__ Bin take(unsigned long long i) const {
+    const Counts c = pages[i];
+    pages[i] = Counts{};
+    return Bin{i + 1, c.reads, c.writes, c.read_bytes, c.write_bytes};
+  }
+};
+struct BinSource {
+  Bin* bins;
+  __device__ bool keep(unsigned long long i) const { return bins[i].key != 0; }
+  __device__ Bin take(unsigned long long i) const {
+    const Bin b = bins[i];
+    bins[i] = Bin{};
+    return b;
+  }
 };
 
-inline int select_bins(void* temp, size_t* temp_bytes, const Bin* in, Bin* out,
-                       unsigned long long* count, size_t n, void* stream) {
+template <class Source>
+__global__ void __launch_bounds__(compact_block)
+    compact(Source src, unsigned long long n, const unsigned long long* skip_if_zero, Bin* out,
+            unsigned long long* out_count) {
+  if (skip_if_zero && *skip_if_zero == 0) return;  // nothing was counted there
 #if defined(__HIP_PLATFORM_AMD__)
-  return static_cast<int>(rocprim::select(temp, *temp_bytes, in, out, count, n, NonEmpty{},
-                                          static_cast<hipStream_t>(stream)));
+  using Scan = rocprim::block_scan<unsigned, compact_block>;
+  __shared__ typename Scan::storage_type storage;
 #else
-  return static_cast<int>(cub::DeviceSelect::If(temp, *temp_bytes, in, out, count,
-                                                static_cast<int64_t>(n), NonEmpty{},
-                                                static_cast<cudaStream_t>(stream)));
+  using Scan = cub::BlockScan<unsigned, compact_block>;
+  __shared__ typename Scan::TempStorage storage;
+#endif
+  __shared__ unsigned long long base;
+  const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * compact_block;
+  for (unsigned long long tile = static_cast<unsigned long long>(blockIdx.x) * compact_block;
+       tile < n; tile += stride) {
+    const unsigned long long i = tile + threadIdx.x;
+    const unsigned keep = i < n && src.keep(i);
+    unsigned position = 0, total = 0;
+#if defined(__HIP_PLATFORM_AMD__)
+    Scan().exclusive_scan(keep, position, 0u, total, storage);
+#else
+    Scan(storage).ExclusiveSum(keep, position, total);
+#endif
+    if (threadIdx.x == 0)
+      base = total ? atomicAdd(out_count, static_cast<unsigned long long>(total)) : 0;
+    __syncthreads();
+    if (keep) out[base + position] = src.take(i);
+    __syncthreads();
+  }
+}
+
+inline unsigned compact_grid(unsigned long long n) {
+  const unsigned long long tiles = (n + compact_block - 1) / compact_block;
+  return static_cast<unsigned>(tiles < 1024 ? (tiles ? tiles : 1) : 1024);
+}
+
+inline int post_pass_kernels(const Table& t, Bin* bins, Bin* pages, void* stream) {
+#if defined(__HIP_PLATFORM_AMD__)
+  const auto s = static_cast<hipStream_t>(stream);
+#else
+  const auto s = static_cast<cudaStream_t>(stream);
+#endif
+  if (t.page_count)
+    compact<<<compact_grid(t.page_count), compact_block, 0, s>>>(
+        PageSource{t.pages}, t.page_count, nullptr, pages, &t.counters->pages_out);
+  compact<<<compact_grid(t.mask + 1), compact_block, 0, s>>>(
+      BinSource{t.bins}, t.mask + 1, &t.counters->used, bins, &t.counters->bins_out);
+#if defined(__HIP_PLATFORM_AMD__)
+  return static_cast<int>(hipGetLastError());
+#else
+  return static_cast<int>(cudaGetLastError());
 #endif
 }
 
 // Registers the post-pass when the program starts.
 inline const bool post_pass_registered = [] {
-  post_pass() = &select_bins;
+  post_pass() = &post_pass_kernels;
   return true;
 }();
 

@@ -12,12 +12,16 @@
 //   // or the same in one call (access.cuh):
 //   pasta::device::launch(ann, "vec_add", vec_add, grid, block, 0, stream, a, b, c, n);
 //
-// begin() hands out a recorder whose device table is empty; end() reduces it
-// on the device (the post-pass access.cuh registers: CUB DeviceSelect on
-// NVIDIA, rocPRIM select on AMD) into pinned host memory, waits for the
-// stream, and emits KernelLaunch, KernelComplete (device time from events
-// around the launch), MemAlloc for allocations seen the first time, and
-// AccessHistogram per allocation page. No CUPTI, no Sanitizer API: the only
+// begin() hands out a recorder whose device table is empty and which knows
+// the allocations earlier launches touched (their accesses count per page,
+// as the sanitizer patches count them; others by 256-byte bin, whose
+// allocations the host learns after the launch). end() compacts the
+// non-empty pages and bins on the device (the post-pass access.cuh
+// registers: a CUB block scan on NVIDIA, rocPRIM's on AMD) into pinned host
+// memory, clearing only what it hands back, waits for the stream, and emits
+// KernelLaunch, KernelComplete (device time from events around the launch),
+// MemAlloc for allocations seen the first time, and AccessHistogram per
+// allocation page. No CUPTI, no Sanitizer API: the only
 // cost is the annotated accesses. Without PASTA_DEVICE_ANNOTATIONS, begin
 // and end do nothing.
 #pragma once
@@ -94,6 +98,8 @@ class Annotations {
     out.summary("annotated launches", launches_.load());
     out.summary("annotated accesses lost (device table full)", lost_.load());
     out.summary("annotation table bins", bins_);
+    if (const auto moved = moved_.load())
+      out.summary("annotated accesses charged by page (their allocation changed)", moved);
   }
 
  private:
@@ -101,22 +107,33 @@ class Annotations {
   // One launch's device table, its post-pass output and its timing events.
   struct Slot {
     Table table{};
-    Bin* out = nullptr;                       // pinned host
-    unsigned long long* count = nullptr;      // pinned host
-    unsigned long long* host_lost = nullptr;  // pinned host
-    void* temp = nullptr;
-    std::size_t temp_bytes = 0;
+    Bin* out = nullptr;          // pinned host: non-empty bins
+    Bin* out_pages = nullptr;    // pinned host: non-empty pages
+    Counters* counts = nullptr;  // pinned host: the table's counters, read back
+    std::size_t range_capacity = 0, page_capacity = 0;
+    std::uint64_t known_version = 0;  // of the ranges the table holds
+    std::vector<KnownRange> known;    // those ranges, on the host
     detail::gpu::Event started{}, finished{};
     bool busy = false;
     // The launch it holds.
     KernelLaunch launch{};
 
+    void release_pages() {
+      if (table.ranges) (void)detail::gpu::free(const_cast<KnownRange*>(table.ranges));
+      if (table.pages) (void)detail::gpu::free(table.pages);
+      if (out_pages) (void)detail::gpu::free_host(out_pages);
+      table.ranges = nullptr;
+      table.pages = nullptr;
+      out_pages = nullptr;
+      table.range_count = 0;
+      table.page_count = 0;
+      range_capacity = page_capacity = 0;
+    }
     void release() {  // best effort: a failing free leaves nothing to undo
+      release_pages();
       if (table.bins) (void)detail::gpu::free(table.bins);
-      if (table.lost) (void)detail::gpu::free(table.lost);
-      if (temp) (void)detail::gpu::free(temp);
-      for (void* p :
-           {static_cast<void*>(out), static_cast<void*>(count), static_cast<void*>(host_lost)})
+      if (table.counters) (void)detail::gpu::free(table.counters);
+      for (void* p : {static_cast<void*>(out), static_cast<void*>(counts)})
         if (p) (void)detail::gpu::free_host(p);
       if (started) (void)detail::gpu::event_destroy(started);
       if (finished) (void)detail::gpu::event_destroy(finished);
@@ -130,11 +147,11 @@ class Annotations {
 #endif
 
   // Emits one finished launch: its events, in one batch.
-  using EmitFn = void (*)(void* sink, Annotations&, std::span<Bin>, const Slot&,
-                          const detail::Collect&, std::uint64_t device_ns);
+  using EmitFn = void (*)(void* sink, Annotations&, const Slot&, const detail::Collect&,
+                          std::uint64_t device_ns);
   template <class Sink>
-  static void emit_to(void* sink, Annotations& self, std::span<Bin> bins, const Slot& slot,
-                      const detail::Collect& c, std::uint64_t device_ns);
+  static void emit_to(void* sink, Annotations& self, const Slot& slot, const detail::Collect& c,
+                      std::uint64_t device_ns);
 
   template <class E>
   void check(E e, std::string_view what) const {
@@ -148,7 +165,8 @@ class Annotations {
         fmt::format("annotations:{}", what),
         fmt::format("device annotations: {}; the launch is not recorded", what));
   }
-  Slot& take_slot();  // under mutex_
+  Slot& take_slot();         // under mutex_
+  void give_known(Slot& s);  // under mutex_: the known allocations to s's table
 
   std::uint64_t page_bytes_;
   std::uint64_t bins_;
@@ -158,9 +176,11 @@ class Annotations {
   std::mutex mutex_;  // guards slots_, allocations_, epoch_
   std::vector<std::unique_ptr<Slot>> slots_;
   detail::Allocations allocations_;
+  std::vector<KnownRange> known_;  // allocations_ as the device looks them up
+  std::uint64_t known_version_ = 0;
   std::uint64_t epoch_ = 0;
   std::atomic<std::uint64_t> next_correlation_{1};
-  std::atomic<std::uint64_t> launches_{0}, lost_{0};
+  std::atomic<std::uint64_t> launches_{0}, lost_{0}, moved_{0};
 };
 
 #if defined(PASTA_DEVICE_ANNOTATIONS)
@@ -171,32 +191,25 @@ inline Annotations::Slot& Annotations::take_slot() {
   if (slots_.size() >= max_in_flight)
     throw std::runtime_error(fmt::format(
         "more than {} annotated launches between begin() and end() at once", max_in_flight));
+  if (!post_pass())
+    throw std::runtime_error(
+        "no post-pass: include <pasta/device/access.cuh> in the .cu/.hip file of the "
+        "annotated kernels, with PASTA_DEVICE_ANNOTATIONS defined there too");
   auto s = std::make_unique<Slot>();
   try {
     const std::size_t table_bytes = bins_ * sizeof(Bin);
     check(detail::gpu::alloc(reinterpret_cast<void**>(&s->table.bins), table_bytes),
           fmt::format("allocating the {} MiB device table", table_bytes >> 20));
-    check(detail::gpu::alloc(reinterpret_cast<void**>(&s->table.lost), sizeof(unsigned long long)),
-          "allocating the lost-access counter");
+    check(detail::gpu::alloc(reinterpret_cast<void**>(&s->table.counters), sizeof(Counters)),
+          "allocating the table's counters");
     check(detail::gpu::alloc_host(reinterpret_cast<void**>(&s->out), table_bytes),
           fmt::format("allocating {} MiB of pinned host memory", table_bytes >> 20));
-    check(detail::gpu::alloc_host(reinterpret_cast<void**>(&s->count), sizeof(unsigned long long)),
+    check(detail::gpu::alloc_host(reinterpret_cast<void**>(&s->counts), sizeof(Counters)),
           "allocating pinned host memory");
-    check(detail::gpu::alloc_host(reinterpret_cast<void**>(&s->host_lost),
-                                  sizeof(unsigned long long)),
-          "allocating pinned host memory");
-    if (!post_pass())
-      throw std::runtime_error(
-          "no post-pass: include <pasta/device/access.cuh> in the .cu/.hip file of the "
-          "annotated kernels, with PASTA_DEVICE_ANNOTATIONS defined there too");
-    check(post_pass()(nullptr, &s->temp_bytes, s->table.bins, s->out, s->count, bins_, nullptr),
-          "sizing the post-pass");
-    check(detail::gpu::alloc(&s->temp, s->temp_bytes), "allocating the post-pass's storage");
     check(detail::gpu::event_create(&s->started), "creating an event");
     check(detail::gpu::event_create(&s->finished), "creating an event");
     check(detail::gpu::zero(s->table.bins, table_bytes, 0), "clearing the device table");
-    check(detail::gpu::zero(s->table.lost, sizeof(unsigned long long), 0),
-          "clearing the device table");
+    check(detail::gpu::zero(s->table.counters, sizeof(Counters), 0), "clearing the device table");
     check(detail::gpu::synchronize(0), "clearing the device table");
   } catch (...) {
     s->release();
@@ -205,8 +218,49 @@ inline Annotations::Slot& Annotations::take_slot() {
   s->table.mask = bins_ - 1;
   s->table.bin_shift = default_bin_shift;
   s->table.max_probes = default_max_probes;
+  s->table.page_shift = static_cast<unsigned>(std::countr_zero(page_bytes_));
   slots_.push_back(std::move(s));
   return *slots_.back();
+}
+
+inline void Annotations::give_known(Slot& s) {
+  if (s.known_version == known_version_) return;
+  const std::uint64_t pages =
+      known_.empty() ? 0
+                     : known_.back().first_page +
+                           (known_.back().end - known_.back().base + page_bytes_ - 1) / page_bytes_;
+  try {
+    if (known_.size() > s.range_capacity || pages > s.page_capacity) {
+      s.release_pages();
+      // Room to grow, so that a few new allocations do not reallocate each time.
+      const std::size_t ranges = known_.size() + known_.size() / 2 + 16;
+      const std::size_t slots = pages + pages / 2 + 1024;
+      check(detail::gpu::alloc(reinterpret_cast<void**>(const_cast<KnownRange**>(&s.table.ranges)),
+                               ranges * sizeof(KnownRange)),
+            "allocating the device table of known allocations");
+      check(detail::gpu::alloc(reinterpret_cast<void**>(&s.table.pages), slots * sizeof(Counts)),
+            fmt::format("allocating {} MiB of page counters", slots * sizeof(Counts) >> 20));
+      check(detail::gpu::alloc_host(reinterpret_cast<void**>(&s.out_pages), slots * sizeof(Bin)),
+            fmt::format("allocating {} MiB of pinned host memory", slots * sizeof(Bin) >> 20));
+      check(detail::gpu::zero(s.table.pages, slots * sizeof(Counts), 0), "clearing page counters");
+      check(detail::gpu::synchronize(0), "clearing page counters");
+      s.range_capacity = ranges;
+      s.page_capacity = slots;
+    }
+    if (!known_.empty())
+      check(detail::gpu::to_device(const_cast<KnownRange*>(s.table.ranges), known_.data(),
+                                   known_.size() * sizeof(KnownRange)),
+            "copying the known allocations to the device");
+  } catch (...) {
+    s.release_pages();  // the table counts by bin alone: slower, still exact
+    s.known.clear();
+    s.known_version = 0;
+    throw;
+  }
+  s.table.range_count = static_cast<unsigned>(known_.size());
+  s.table.page_count = pages;
+  s.known = known_;
+  s.known_version = known_version_;
 }
 
 inline Recorder Annotations::begin(std::string_view kernel, dim3 grid, dim3 block, Stream stream) {
@@ -216,6 +270,11 @@ inline Recorder Annotations::begin(std::string_view kernel, dim3 grid, dim3 bloc
     check(detail::gpu::device(&device), "finding the current device");
     std::lock_guard lock(mutex_);
     Slot& s = take_slot();
+    try {
+      give_known(s);
+    } catch (const std::exception& e) {
+      fail(e.what());  // counted by bin only
+    }
     check(detail::gpu::event_record(s.started, stream), "recording the start event");
     s.busy = true;
     s.launch = KernelLaunch{.correlation = next_correlation_.fetch_add(1),
@@ -245,18 +304,17 @@ inline void Annotations::end(const Recorder& r, Stream stream) {
   Slot& s = *slot;
   try {
     check(detail::gpu::event_record(s.finished, stream), "recording the end event");
-    check(post_pass()(s.temp, &s.temp_bytes, s.table.bins, s.out, s.count, bins_, stream),
-          "the post-pass (select of non-empty bins)");
-    check(detail::gpu::zero(s.table.bins, bins_ * sizeof(Bin), stream), "clearing the table");
-    check(detail::gpu::to_host(s.host_lost, s.table.lost, sizeof *s.host_lost, stream),
-          "reading the lost-access counter");
-    check(detail::gpu::zero(s.table.lost, sizeof(unsigned long long), stream),
-          "clearing the table");
+    check(post_pass()(s.table, s.out, s.out_pages, stream),
+          "the post-pass (compaction of non-empty pages and bins)");
+    check(detail::gpu::to_host(s.counts, s.table.counters, sizeof(Counters), stream),
+          "reading the table's counters");
+    check(detail::gpu::zero(s.table.counters, sizeof(Counters), stream),
+          "clearing the table's counters");
     check(detail::gpu::synchronize(stream), "waiting for the annotated launch");
     float ms = 0;
     check(detail::gpu::elapsed_ms(&ms, s.started, s.finished), "timing the annotated launch");
     launches_.fetch_add(1, std::memory_order_relaxed);
-    lost_.fetch_add(*s.host_lost, std::memory_order_relaxed);
+    lost_.fetch_add(s.counts->lost, std::memory_order_relaxed);
     std::lock_guard lock(mutex_);
     const detail::Collect c{.correlation = s.launch.correlation,
                             .device = s.launch.device,
@@ -264,8 +322,12 @@ inline void Annotations::end(const Recorder& r, Stream stream) {
                             .page_bytes = page_bytes_,
                             .epoch = ++epoch_,
                             .time_ns = s.launch.time_ns};
-    emit_(sink_, *this, std::span<Bin>(s.out, *s.count), s, c,
-          static_cast<std::uint64_t>(static_cast<double>(ms) * 1e6));
+    const std::uint64_t version = allocations_.version();
+    emit_(sink_, *this, s, c, static_cast<std::uint64_t>(static_cast<double>(ms) * 1e6));
+    if (allocations_.version() != version) {  // learnt or dropped some: the next launches know
+      known_ = allocations_.known(page_bytes_);
+      ++known_version_;
+    }
     s.busy = false;
   } catch (const std::exception& e) {
     fail(e.what());
@@ -275,14 +337,19 @@ inline void Annotations::end(const Recorder& r, Stream stream) {
 }
 
 template <class Sink>
-void Annotations::emit_to(void* sink, Annotations& self, std::span<Bin> bins, const Slot& slot,
-                          const detail::Collect& c, std::uint64_t device_ns) {
+void Annotations::emit_to(void* sink, Annotations& self, const Slot& slot, const detail::Collect& c,
+                          std::uint64_t device_ns) {
   static_cast<Sink*>(sink)->batch([&](auto& s) {
     if constexpr (Sink::template wants<KernelLaunch>()) s.emit(slot.launch);
-    detail::emit_bins(bins, c, self.allocations_, &detail::gpu::allocation, [&](const auto& e) {
+    auto emit = [&](const auto& e) {
       using E = std::decay_t<decltype(e)>;
       if constexpr (Sink::template wants<E>()) s.emit(e);
-    });
+    };
+    self.moved_ +=
+        detail::emit_pages(std::span<Bin>(slot.out_pages, slot.counts->pages_out), slot.known, c,
+                           self.allocations_, &detail::gpu::allocation, emit);
+    detail::emit_bins(std::span<Bin>(slot.out, slot.counts->bins_out), c, self.allocations_,
+                      &detail::gpu::allocation, emit);
     if constexpr (Sink::template wants<KernelComplete>())
       s.emit(KernelComplete{.correlation = slot.launch.correlation,
                             .stream = slot.launch.stream,
@@ -300,8 +367,8 @@ void Annotations::emit_to(void* sink, Annotations& self, std::span<Bin> bins, co
 inline Recorder Annotations::begin(std::string_view, dim3, dim3, detail::gpu::Stream) { return {}; }
 inline void Annotations::end(const Recorder&, detail::gpu::Stream) {}
 template <class Sink>
-void Annotations::emit_to(void*, Annotations&, std::span<Bin>, const Slot&, const detail::Collect&,
-                          std::uint64_t) {}
+void Annotations::emit_to(void*, Annotations&, const Slot&, const detail::Collect&, std::uint64_t) {
+}
 
 #endif
 

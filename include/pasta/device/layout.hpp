@@ -10,19 +10,49 @@ namespace pasta::device {
 
 // Counters of one bin of addresses: the accesses that fell in
 // [(key - 1) << bin_shift, key << bin_shift). key 0 marks an empty bin.
+// The post-pass hands pages back in the same shape, key = page slot + 1.
 struct Bin {
   unsigned long long key;
   unsigned long long reads, writes, read_bytes, write_bytes;
 };
 
-// The device-side hash table an annotated launch counts into (open
-// addressing, linear probing). bins == nullptr: the launch is not recorded.
+// Counters of one page of a known allocation.
+struct Counts {
+  unsigned long long reads, writes, read_bytes, write_bytes;
+};
+
+// An allocation an earlier launch touched, sorted by base. Its pages are
+// counted in Table::pages[first_page .. first_page + pages - 1].
+struct KnownRange {
+  uint64_t base;
+  uint64_t end;  // one past the last byte
+  uint64_t first_page;
+};
+
+// Device counters of one launch, read back and cleared after it.
+struct Counters {
+  unsigned long long lost;       // accesses that found no free bin within max_probes
+  unsigned long long used;       // bins claimed: 0 lets the post-pass skip the bin table
+  unsigned long long bins_out;   // non-empty bins the post-pass handed back
+  unsigned long long pages_out;  // non-empty pages the post-pass handed back
+};
+
+// What an annotated launch counts into. An access inside a known allocation
+// goes straight to its page's counters (one lookup, no hashing); any other
+// goes to a hash table of fine bins (open addressing, linear probing), whose
+// allocations the host learns after the launch and hands the next launches
+// as known ranges. bins == nullptr: the launch is not recorded.
 struct Table {
   Bin* bins;
-  unsigned long long mask;   // capacity - 1; capacity is a power of two
-  unsigned long long* lost;  // accesses that found no free bin within max_probes
+  unsigned long long mask;  // bin capacity - 1; capacity is a power of two
+  Counters* counters;
   unsigned bin_shift;
   unsigned max_probes;
+  const KnownRange* ranges;
+  unsigned range_count;
+  unsigned page_shift;
+  Counts* pages;
+  unsigned long long page_count;
 };
 
 // Bins of 256 bytes: CUDA and HIP allocations start on a 256-byte boundary
@@ -44,13 +74,13 @@ struct Recorder {
 #endif
 };
 
-// The post-pass: copies the non-empty bins of `in` to `out` and their number
-// to *count, stream-ordered; with temp == nullptr only sizes *temp_bytes.
-// Returns the runtime's error code (0 = success). It is compiled where the
-// kernels are (access.cuh registers it, with CUB or rocPRIM), so the
-// handler itself needs no device compiler.
-using PostPass = int (*)(void* temp, size_t* temp_bytes, const Bin* in, Bin* out,
-                         unsigned long long* count, size_t n, void* stream);
+// The post-pass, stream-ordered after the launch: appends the non-empty
+// pages of t.pages to `pages` and the non-empty bins of t.bins to `bins`
+// (their numbers to t.counters), clearing what it hands back. Returns the
+// runtime's error code (0 = success). It is compiled where the kernels are
+// (access.cuh registers it, with CUB or rocPRIM), so the handler itself
+// needs no device compiler.
+using PostPass = int (*)(const Table& t, Bin* bins, Bin* pages, void* stream);
 inline PostPass& post_pass() {
   static PostPass f = nullptr;
   return f;

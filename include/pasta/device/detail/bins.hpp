@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <span>
+#include <vector>
 
 #include <pasta/core/events.hpp>
 #include <pasta/device/layout.hpp>
@@ -62,6 +63,20 @@ class Allocations {
   }
 
   std::size_t size() const { return by_base_.size(); }
+  // Changes whenever an allocation is learnt or dropped.
+  std::uint64_t version() const { return version_; }
+  // The cached allocations, by base, as the device looks them up: each gets
+  // ceil(bytes / page_bytes) page slots, numbered on from the one before.
+  std::vector<KnownRange> known(std::uint64_t page_bytes) const {
+    std::vector<KnownRange> out;
+    out.reserve(by_base_.size());
+    std::uint64_t next = 0;
+    for (const auto& [base, e] : by_base_) {
+      out.push_back({.base = base, .end = base + e.range.bytes, .first_page = next});
+      next += (e.range.bytes + page_bytes - 1) / page_bytes;
+    }
+    return out;
+  }
 
  private:
   struct Entry {
@@ -79,6 +94,7 @@ class Allocations {
                  .mem_kind = r.kind,
                  .time_ns = c.time_ns});
     by_base_.erase(it);
+    ++version_;
   }
 
   template <class Emit>
@@ -95,10 +111,12 @@ class Allocations {
                   .device = c.device,
                   .mem_kind = r.kind,
                   .time_ns = c.time_ns});
+    ++version_;
     return &by_base_.emplace(r.base, Entry{r, c.epoch}).first->second.range;
   }
 
   Map by_base_;
+  std::uint64_t version_ = 0;
 };
 
 // Turns one launch's non-empty bins (any order; sorted here) into
@@ -148,6 +166,50 @@ void emit_bins(std::span<Bin> bins, const Collect& c, Allocations& allocations, 
     add(page, b);
   }
   close();
+}
+
+}  // namespace pasta::device::detail
+
+namespace pasta::device::detail {
+
+// The pages a launch counted on its known ranges (Bin::key = page slot + 1)
+// become AccessHistogram events. Each allocation is checked against the
+// runtime once per collect; if it changed since it was handed to the
+// device, its pages are charged to whatever allocation now holds each
+// page's first byte (exact to the page, not to the byte). Returns the
+// accesses charged so.
+template <class Query, class Emit>
+std::uint64_t emit_pages(std::span<Bin> pages, std::span<const KnownRange> known, const Collect& c,
+                         Allocations& allocations, Query&& query, Emit&& emit) {
+  std::sort(pages.begin(), pages.end(), [](const Bin& a, const Bin& b) { return a.key < b.key; });
+  std::uint64_t moved = 0;
+  for (const Bin& p : pages) {
+    const std::uint64_t slot = p.key - 1;
+    auto k =
+        std::upper_bound(known.begin(), known.end(), slot,
+                         [](std::uint64_t s, const KnownRange& r) { return s < r.first_page; });
+    if (k == known.begin()) continue;  // not a slot the device was given
+    --k;
+    const std::uint64_t address = k->base + (slot - k->first_page) * c.page_bytes;
+    if (address >= k->end) continue;
+    AccessHistogram h{.correlation = c.correlation,
+                      .address = address,
+                      .alloc_base = k->base,
+                      .device = c.device,
+                      .bin_bytes = static_cast<std::uint32_t>(c.page_bytes),
+                      .reads = p.reads,
+                      .writes = p.writes,
+                      .read_bytes = p.read_bytes,
+                      .write_bytes = p.write_bytes};
+    const Range* r = allocations.find(address, c, query, emit);
+    if (!r || r->base != k->base || r->base + r->bytes != k->end) {
+      moved += p.reads + p.writes;
+      h.alloc_base = r ? r->base : 0;
+      if (r) h.address = r->base + (address - r->base) / c.page_bytes * c.page_bytes;
+    }
+    emit(h);
+  }
+  return moved;
 }
 
 }  // namespace pasta::device::detail

@@ -35,6 +35,9 @@ inline Error zero(void* p, std::size_t bytes, Stream s) { return hipMemsetAsync(
 inline Error to_host(void* dst, const void* src, std::size_t bytes, Stream s) {
   return hipMemcpyAsync(dst, src, bytes, hipMemcpyDeviceToHost, s);
 }
+inline Error to_device(void* dst, const void* src, std::size_t bytes) {
+  return hipMemcpy(dst, src, bytes, hipMemcpyHostToDevice);
+}
 inline Error event_create(Event* e) { return hipEventCreate(e); }
 inline Error event_destroy(Event e) { return hipEventDestroy(e); }
 inline Error event_record(Event e, Stream s) { return hipEventRecord(e, s); }
@@ -72,6 +75,9 @@ inline Error free_host(void* p) { return cudaFreeHost(p); }
 inline Error zero(void* p, std::size_t bytes, Stream s) { return cudaMemsetAsync(p, 0, bytes, s); }
 inline Error to_host(void* dst, const void* src, std::size_t bytes, Stream s) {
   return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s);
+}
+inline Error to_device(void* dst, const void* src, std::size_t bytes) {
+  return cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
 }
 inline Error event_create(Event* e) { return cudaEventCreate(e); }
 inline Error event_destroy(Event e) { return cudaEventDestroy(e); }
