@@ -8,6 +8,9 @@
 
 #include <fmt/core.h>
 
+#include <nlohmann/json.hpp>
+
+#include <pasta/core/metrics.hpp>
 #include <pasta/pasta.hpp>
 #include <pasta/trace.hpp>
 #include <pasta/trace/dump.hpp>
@@ -19,6 +22,8 @@ constexpr const char* usage =
     "       pasta-trace dump FILE [--limit N] one line per event\n"
     "       pasta-trace replay FILE [-o DIR]  run the default tools over the trace\n"
     "       pasta-trace convert FILE OUT      rewrite the trace in the current format\n"
+    "       pasta-trace metrics               the hardware metrics of KernelCounters as JSON:\n"
+    "                                         key -> ncu metrics and weights that sum to it\n"
     "       pasta-trace --version\n";
 
 int fail_usage(const std::string& why) {
@@ -157,6 +162,16 @@ int main(int argc, char** argv) {
   if (cmd == "--version") {
     fmt::print("pasta-trace {} (trace format {}.{})\n", PASTA_VERSION_STRING,
                pasta::trace::version_major, pasta::trace::version_minor);
+    return 0;
+  }
+  if (cmd == "metrics") {  // for scripts that ask ncu for the same numbers
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& m : pasta::metrics::all) {
+      auto& parts = out[std::string(m.key)] = nlohmann::json::array();
+      for (const auto& c : pasta::metrics::counters)
+        if (c.field == m.field) parts.push_back({{"ncu", c.name}, {"weight", c.weight}});
+    }
+    fmt::print("{}\n", out.dump(1));
     return 0;
   }
   if (argc < 3) return fail_usage(fmt::format("'{}' needs a trace file", cmd));

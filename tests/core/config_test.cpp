@@ -160,6 +160,18 @@ TEST_CASE("PASTA_ANNOTATION_BINS: a power of two from 1K to 1G") {
   CHECK(cfg.annotation_bins == (4ull << 20));
 }
 
+TEST_CASE("PASTA_COUNTER_LAUNCHES: a whole number, 0 measuring every launch") {
+  Config cfg;
+  CHECK(cfg.counter_launches == 1);
+  CHECK(apply_env(cfg, FakeEnv{{{"PASTA_COUNTER_LAUNCHES", "0"}}}).empty());
+  CHECK(cfg.counter_launches == 0);
+  const auto errors = apply_env(cfg, FakeEnv{{{"PASTA_COUNTER_LAUNCHES", "-2"}}});
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0] == "PASTA_COUNTER_LAUNCHES=\"-2\" is not accepted: expected a whole number (0 = "
+                     "measure every launch); using 0");
+  CHECK(cfg.counter_launches == 0);
+}
+
 TEST_CASE("PASTA_TOOLS: a comma list of tool names, duplicates folded; malformed lists refused") {
   Config cfg;
   CHECK(apply_env(cfg, FakeEnv{{{"PASTA_TOOLS", "timeline,kernel_freq,timeline"}}}).empty());

@@ -8,6 +8,7 @@ machine has no GPU, or fewer GPUs than the case needs. Ground truth comes
 from the programs themselves: examples/cuda/launches.cu launches a known
 number of times per kernel.
 """
+import itertools
 import json
 import os
 import shutil
@@ -403,6 +404,101 @@ def case_access_injection(build, out):
     ok = expect_access_counts(out, buffers, access_truth())
     return expect("kernels counted", kernel_counts(out),
                   {"copy_half": 1, "count": 1, "hot_page": 1, "init": 1, "stage": 1}) and ok
+
+
+def counter_kernels(out_dir):
+    """{kernel name before '(': entry} from op_counters.profile.json (operators and unattributed)."""
+    with open(os.path.join(out_dir, "op_counters.profile.json")) as f:
+        profile = json.load(f)
+    entries = list(profile["unattributed"])
+    for op in profile["operators"]:
+        entries += op["kernels"]
+    return profile, {base_name(e["kernel"]): e for e in entries}
+
+
+def base_name(kernel):
+    """A kernel's function name: 'stream' from '_Z6streamPKfPfm' or 'void stream(...)'."""
+    if kernel.startswith("_Z"):
+        digits = "".join(itertools.takewhile(str.isdigit, kernel[2:]))
+        if digits:
+            return kernel[2 + len(digits):2 + len(digits) + int(digits)]
+    return kernel.split("(")[0].replace("void ", "")
+
+
+def within(what, got, want, rel):
+    ok = got is not None and abs(got - want) <= rel * abs(want)
+    shown = "none" if got is None else f"{got:.6g}"
+    print(f"{'ok  ' if ok else 'FAIL'} {what}: {shown} vs {want:.6g} (within {rel:.0%})")
+    return ok
+
+
+def case_counters_exact(build, out):
+    """Hardware counters of kernels with known traffic and work: the streaming kernel's DRAM
+    bytes within 2% of what it must move, the FMA kernels' flop counts exact on 101 grids
+    (more ranges than one counter-data image holds), one of three launches of a signature
+    measured and the other two given its numbers, and the program prints what it prints
+    unprofiled."""
+    proc = run([f"{build}/examples/counters_pasta", "--sweep"],
+               profiled_env(out, PASTA_PRINT="stderr"))
+    plain = run([f"{build}/examples/counters", "--sweep"]).stdout
+    lines = [l.split() for l in proc.stdout.splitlines() if l.startswith("expect")]
+    bytes_moved = int(lines[0][-1])
+    flops, per_block = int(lines[1][3].rstrip(",")), int(lines[1][4])
+    checksum = lambda text: [l for l in text.splitlines() if l.startswith("checksum")]
+    ok = expect("output unchanged", checksum(proc.stdout), checksum(plain))
+    with open(os.path.join(out, "op_counters.profile.json")) as f:
+        profile = json.load(f)
+    entries = list(profile["unattributed"]) + [k for op in profile["operators"] for k in op["kernels"]]
+    streams = [e for e in entries if base_name(e["kernel"]) == "stream"]
+    ok &= expect("stream: signatures", len(streams), 1)
+    s = streams[0] if streams else {"launches": 0, "measured": 0, "propagated": 0, "metrics": {}}
+    ok &= expect("stream: launches, measured, propagated",
+                 (s["launches"], s["measured"], s["propagated"]), (3, 1, 2))
+    m = s.get("metrics") or {}
+    ok &= within("stream: DRAM bytes read (3 launches)", m.get("dram_bytes_read"), 3 * bytes_moved,
+                 0.02)
+    ok &= within("stream: DRAM bytes written (3 launches)", m.get("dram_bytes_write"),
+                 3 * bytes_moved, 0.02)
+    fmas = {e["grid"][0]: e for e in entries if base_name(e["kernel"]) == "fma"}
+    ok &= expect("fma: grids measured", sorted(g for g, e in fmas.items() if e["measured"] == 1),
+                 list(range(1, 101)) + [4096])
+    wrong = {g: (e.get("metrics") or {}).get("flops") for g, e in fmas.items()
+             if (e.get("metrics") or {}).get("flops") != float(g * per_block)}
+    ok &= expect("fma: grids whose flops are not (2 K + 1) x threads exactly", wrong, {})
+    ok &= expect("fma: flops on 4096 blocks", (fmas.get(4096, {}).get("metrics") or {}).get("flops"),
+                 float(flops))
+    ok &= expect("warnings", profile["warnings"], [])
+    for e in [s, fmas.get(4096, {})]:
+        if e.get("metrics"):
+            print(f"  {base_name(e['kernel'])} {e['grid']}: " +
+                  ", ".join(f"{k}={v:.4g}" for k, v in e["metrics"].items()))
+    return ok
+
+
+def case_counters_ncu(build, out):
+    """The same metrics from `ncu --metrics` on the plain program agree within 5%."""
+    ncu = shutil.which("ncu") or "/usr/local/cuda/bin/ncu"
+    if not os.path.exists(ncu):
+        print("ncu not found: skipped")
+        return SKIP
+    sys.path.insert(0, os.path.join(ROOT, "bench", "gpu"))
+    import ncu_metrics  # bench/gpu/ncu_metrics.py: runs ncu, parses its CSV
+    run([f"{build}/examples/counters_pasta"], profiled_env(out))
+    _, ours = counter_kernels(out)
+    theirs = ncu_metrics.collect(ncu, build, [f"{build}/examples/counters"], os.path.join(out, "ncu"))
+    ok = True
+    for kernel in ("stream", "fma"):
+        mine = (ours.get(kernel) or {}).get("metrics") or {}
+        dram = [mine.get(k) or 0 for k in ("dram_bytes_read", "dram_bytes_write")] + \
+            [theirs.get(kernel, {}).get(k, 0) for k in ("dram_bytes_read", "dram_bytes_write")]
+        for key, value in sorted(theirs.get(kernel, {}).items()):
+            if key.startswith("dram_") and max(dram) < (1 << 20):
+                # Under 1 MiB of DRAM traffic, what each run leaves in L2 decides the numbers.
+                print(f"     {kernel}: {key}: pasta {mine.get(key)}, ncu {value}: under 1 MiB of "
+                      "DRAM traffic, not compared")
+                continue
+            ok &= ncu_metrics.agree(f"{kernel}: {key}", mine.get(key), value)
+    return expect("kernels ncu measured", sorted(theirs), ["fma", "stream"]) and ok
 
 
 def case_annotations_exact(build, out):

@@ -2,13 +2,14 @@
 # The one script for the GPU machine: builds from a clean tree, runs the GPU
 # tests (ctest -L gpu), the overhead benchmark, records the traces that
 # tests/data keeps, and prints a short table. Logs go to $OUT (or ./gpu-out).
-#   tests/gpu/run.sh [tests|bench|record|all|multi|memory|annotations|torch|reliability]
+#   tests/gpu/run.sh [tests|bench|record|all|multi|memory|annotations|counters|torch|reliability]
 #   (default all)
 # `multi` builds only the CUDA example and runs the tests that need it (the
 # several-GPU test among them), for a machine with two GPUs. `reliability`
 # takes RELIABILITY_TESTS (a ctest regex of case names) and MATRIX_SKIP
 # (examples the results matrix leaves out, comma-separated). `annotations` is
 # the device-annotation part of `memory` alone: its GPU tests and benchmark.
+# `counters`: hardware counters (Range Profiler) against known values and ncu.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-$root/gpu-out}
@@ -30,6 +31,7 @@ targets=()
 [ "$what" = reliability ] && targets=(--target launches launches_pasta uvm_advice uvm_advice_pasta
   access_pattern access_pattern_cpu conv pasta_inject pasta_record pasta_memory pasta_memory_cpu
   pasta_memory_record inject_torch inject_torch_memory inject_torch_record tensor_access pasta-trace)
+[ "$what" = counters ] && targets=(--target counters counters_pasta pasta-trace)
 [ "$what" = annotations ] && targets=(--target access_pattern annotated annotated_pasta pasta_memory)
 [ "$what" = memory ] && targets=(--target access_pattern access_pattern_pasta access_pattern_cpu
   annotated annotated_pasta
@@ -61,6 +63,11 @@ fi
 if [ "$what" = annotations ]; then
   echo "== device-annotation GPU tests"
   (cd "$build" && ctest -R "gpu: annotations" -V) 2>&1 | tee "$out/gpu-tests-annotations.log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
+if [ "$what" = counters ]; then
+  echo "== hardware-counter GPU tests"
+  (cd "$build" && ctest -R "gpu: counters" -V) 2>&1 | tee "$out/gpu-tests-counters.log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
 if [ "$what" = memory ] || [ "$what" = annotations ]; then

@@ -1,5 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 #include <pasta/core/concepts.hpp>
@@ -158,4 +161,41 @@ TEST_CASE("OpCounters says so when the profile cannot be written") {
   auto s = test::summary(r);
   CHECK(s.count("error") == 1);
   CHECK(s.count("profile") == 0);
+}
+
+TEST_CASE("OpCounters averages the rates of untimed launches (kernel replay) plainly") {
+  test::TempDir dir;
+  Config cfg;
+  cfg.output_dir = dir.path();
+  tools::OpCounters t(cfg);
+  // Under CUPTI's kernel replay the completions carry no device time.
+  t.on(kernel(1, "stream", {4, 1, 1}, 0, 0));
+  t.on(kernel(2, "stream", {4, 1, 1}, 0, 0));
+  t.on(counters(1, 1000, 1000, 40, 0));
+  t.on(counters(2, 3000, 1000, 60, 0));
+  const auto groups = t.groups();
+  REQUIRE(groups.size() == 1);
+  CHECK(groups[0].measured == 2);
+  const auto& dram_pct = metrics::all[2];
+  REQUIRE(dram_pct.key == "dram_throughput_pct");
+  CHECK(tools::OpCounters::total(groups[0], dram_pct) == doctest::Approx(50.0));
+  CHECK(tools::OpCounters::total(groups[0], metrics::all[0]) == doctest::Approx(4000.0));
+}
+
+TEST_CASE("metrics::fill adds each counter, times its weight, to its field") {
+  std::vector<double> values(metrics::counters.size(), 0.0);
+  values[0] = 4096;  // dram__bytes_read.sum
+  values[7] = 12.5;  // sm__pipe_tensor_cycles_active...
+  for (std::size_t i = 9; i < values.size(); ++i) values[i] = 10;  // the nine flop parts
+  KernelCounters c{};
+  metrics::fill(c, values);
+  CHECK(c.dram_bytes_read == 4096);
+  CHECK(c.dram_bytes_write == 0);
+  CHECK(c.tensor_active_pct == 12.5);
+  CHECK(c.flops == 10 * (6 * 1 + 3 * 2));  // adds and muls once, FMAs twice
+  CHECK(metrics::counters[7].name == "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active");
+  // Every metric of KernelCounters is collected.
+  for (const auto& m : metrics::all)
+    CHECK(std::any_of(metrics::counters.begin(), metrics::counters.end(),
+                      [&](const metrics::Counter& k) { return k.field == m.field; }));
 }

@@ -176,7 +176,7 @@ class Rocprofiler {
   }
   // Operator sources tag the calling thread's device work with the operator
   // through rocprofiler's external correlation ids.
-  static void op_enter(std::uint64_t op) {
+  static void op_enter(std::uint64_t op, NameId) {
     if (Rocprofiler* self = current().load())
       rocprofiler_push_external_correlation_id(self->context_, pasta::detail::thread_id(),
                                                rocprofiler_user_data_t{.value = op});

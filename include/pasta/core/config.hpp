@@ -61,6 +61,7 @@ struct Config {
   unsigned access_spaces = space::global;  // PASTA_ACCESS_SPACES: global,shared,local
   std::uint64_t trace_buffer_bytes = 256ull << 20;  // PASTA_TRACE_BUFFER: device access records
   std::uint64_t annotation_bins = 1ull << 20;  // PASTA_ANNOTATION_BINS: device::Annotations table
+  std::uint64_t counter_launches = 1;  // PASTA_COUNTER_LAUNCHES: measured per signature (0 = all)
   // PASTA_TOOLS: run only these of the tools compiled into the Profiler, by
   // name (empty = all). The Profiler checks the names against its tools.
   std::vector<std::string> tools;
@@ -266,6 +267,13 @@ std::vector<std::string> apply_env(Config& cfg, Getenv&& getenv) {
       cfg.top = *n;
     else
       reject("PASTA_TOP", *v, "a whole number >= 1", std::to_string(cfg.top));
+  }
+  if (auto v = value("PASTA_COUNTER_LAUNCHES")) {
+    if (auto n = detail::parse_uint(*v))
+      cfg.counter_launches = *n;
+    else
+      reject("PASTA_COUNTER_LAUNCHES", *v, "a whole number (0 = measure every launch)",
+             std::to_string(cfg.counter_launches));
   }
   if (auto v = value("PASTA_PAGE_BYTES")) {
     auto n = detail::parse_bytes(*v);

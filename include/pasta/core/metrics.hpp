@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <span>
 #include <string_view>
 
 #include <pasta/core/events.hpp>
@@ -31,8 +32,8 @@ inline constexpr std::array<Metric, 10> all{{
     {"l2_hit_rate_pct", "lts__t_sector_hit_rate.pct", "%", false, &KernelCounters::l2_hit_rate_pct},
     {"achieved_occupancy_pct", "sm__warps_active.avg.pct_of_peak_sustained_active", "%", false,
      &KernelCounters::achieved_occupancy_pct},
-    {"tensor_active_pct", "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
-     "%", false, &KernelCounters::tensor_active_pct},
+    {"tensor_active_pct", "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active", "%",
+     false, &KernelCounters::tensor_active_pct},
     {"inst_executed", "smsp__inst_executed.sum", "instructions", true,
      &KernelCounters::inst_executed},
     {"flops",
@@ -40,6 +41,45 @@ inline constexpr std::array<Metric, 10> all{{
      "2 * smsp__sass_thread_inst_executed_op_{h,f,d}fma_pred_on.sum",
      "flop", true, &KernelCounters::flops},
 }};
+
+// What a profiling handler asks the hardware for: the ncu metrics above,
+// the flop count as its nine parts. Each value, times its weight, adds to
+// its field (fill()).
+struct Counter {
+  std::string_view name;
+  double KernelCounters::*field;
+  double weight;
+};
+
+inline constexpr std::array<Counter, 18> counters{{
+    {"dram__bytes_read.sum", &KernelCounters::dram_bytes_read, 1},
+    {"dram__bytes_write.sum", &KernelCounters::dram_bytes_write, 1},
+    {"gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", &KernelCounters::dram_throughput_pct,
+     1},
+    {"sm__throughput.avg.pct_of_peak_sustained_elapsed", &KernelCounters::sm_throughput_pct, 1},
+    {"l1tex__t_sector_hit_rate.pct", &KernelCounters::l1_hit_rate_pct, 1},
+    {"lts__t_sector_hit_rate.pct", &KernelCounters::l2_hit_rate_pct, 1},
+    {"sm__warps_active.avg.pct_of_peak_sustained_active", &KernelCounters::achieved_occupancy_pct,
+     1},
+    {"sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+     &KernelCounters::tensor_active_pct, 1},
+    {"smsp__inst_executed.sum", &KernelCounters::inst_executed, 1},
+    {"smsp__sass_thread_inst_executed_op_hadd_pred_on.sum", &KernelCounters::flops, 1},
+    {"smsp__sass_thread_inst_executed_op_hmul_pred_on.sum", &KernelCounters::flops, 1},
+    {"smsp__sass_thread_inst_executed_op_hfma_pred_on.sum", &KernelCounters::flops, 2},
+    {"smsp__sass_thread_inst_executed_op_fadd_pred_on.sum", &KernelCounters::flops, 1},
+    {"smsp__sass_thread_inst_executed_op_fmul_pred_on.sum", &KernelCounters::flops, 1},
+    {"smsp__sass_thread_inst_executed_op_ffma_pred_on.sum", &KernelCounters::flops, 2},
+    {"smsp__sass_thread_inst_executed_op_dadd_pred_on.sum", &KernelCounters::flops, 1},
+    {"smsp__sass_thread_inst_executed_op_dmul_pred_on.sum", &KernelCounters::flops, 1},
+    {"smsp__sass_thread_inst_executed_op_dfma_pred_on.sum", &KernelCounters::flops, 2},
+}};
+
+// Adds values (one per entry of `counters`, in order) into c's fields.
+inline void fill(KernelCounters& c, std::span<const double> values) {
+  for (std::size_t i = 0; i < counters.size() && i < values.size(); ++i)
+    c.*counters[i].field += counters[i].weight * values[i];
+}
 
 // Floating-point operations per DRAM byte (ncu's roofline x axis); 0 when
 // the kernel moved no DRAM bytes.

@@ -4,6 +4,9 @@
 // application's threads; host-side launch callbacks are taken only when a
 // tool wants KernelLaunch and Config::launch_callbacks asks for them (they
 // cost about 5 us a launch). NVTX ranges of the program become scopes.
+// When a tool wants KernelCounters (tools::OpCounters), every kernel is
+// measured with CUPTI's Range Profiler under kernel replay
+// (detail/range_counters.hpp): slow, exact, the program's results unchanged.
 // Everything is enabled only if some tool consumes it.
 #pragma once
 
@@ -15,7 +18,9 @@
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -32,6 +37,7 @@
 #include <pasta/core/scope.hpp>
 #include <pasta/nv/detail/activity.hpp>
 #include <pasta/nv/detail/cupti_api.hpp>
+#include <pasta/nv/detail/range_counters.hpp>
 
 namespace pasta::nv {
 
@@ -60,6 +66,7 @@ class Cupti {
         flush_period_(cfg.flush_ms),
         flush_on_sync_(cfg.flush_on_sync),
         op_tags_(cfg.op_tags) {
+    counters_.set_per_signature(cfg.counter_launches);
     // The program's NVTX ranges reach CUPTI only if NVTX loads CUPTI as its
     // injection, and NVTX reads this when it initialises: set it now, before
     // the profiler's first scope initialises NVTX.
@@ -89,6 +96,7 @@ class Cupti {
   // Why the reports may miss events; empty when nothing was lost.
   std::string partial_reason() const {
     if (!error_.empty()) return error_;
+    if (!counters_.error().empty()) return counters_.error();
     const auto dropped = stats_.dropped.load(), refused = stats_.refused.load();
     if (!dropped && !refused) return {};
     return fmt::format("CUPTI dropped {} activity records ({} buffers refused at the {} MiB limit)",
@@ -118,12 +126,52 @@ class Cupti {
   // the operator through CUPTI's external correlation ids, the kind
   // PyTorch's own profiler leaves free.
   static constexpr auto op_kind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2;
-  static void op_enter(std::uint64_t op) { cuptiActivityPushExternalCorrelationId(op_kind, op); }
+  static void op_enter(std::uint64_t op, NameId name) {
+    cuptiActivityPushExternalCorrelationId(op_kind, op);
+    auto& paths = op_paths();
+    const std::uint64_t parent = paths.empty() ? 0xcbf29ce484222325ull : paths.back();
+    paths.push_back((parent ^ (name.value + 1ull)) * 0x100000001b3ull);
+  }
   static void op_exit() {
     std::uint64_t last = 0;
     cuptiActivityPopExternalCorrelationId(op_kind, &last);
+    if (auto& paths = op_paths(); !paths.empty()) paths.pop_back();
+  }
+  // The calling thread's operator path, one hash a level (signatures of the
+  // launches counters measure).
+  static std::vector<std::uint64_t>& op_paths() {
+    thread_local std::vector<std::uint64_t> paths;
+    return paths;
   }
   static constexpr pasta::detail::OpCorrelator op_hooks{&op_enter, &op_exit};
+
+  // Inside a launch that RangeCounters::before saw: after() is owed.
+  static bool& counting() {
+    thread_local bool on = false;
+    return on;
+  }
+  static bool is_launch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API)
+      return cbid != CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020;
+    return domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid != CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize;
+  }
+  void enable_launch_callbacks() {
+    for (CUpti_CallbackId id : {CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+                                CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+                                CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+                                CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+                                CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+                                CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000})
+      check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, id),
+            "a runtime launch callback");
+    for (CUpti_CallbackId id :
+         {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+          CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+          CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+          CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz})
+      check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id),
+            "a driver launch callback");
+  }
 
   static int& runtime_depth() {  // inside a runtime launch: skip the driver launch under it
     thread_local int depth = 0;
@@ -220,9 +268,26 @@ class Cupti {
     auto it = context_device_.find(context);
     return it == context_device_.end() ? 0 : it->second;
   }
+  // Grid, block, shared memory and stream of a launch callback's call.
+  struct LaunchShape {
+    Dim3 grid, block;
+    std::uint32_t shared = 0;
+    CUstream stream = nullptr;
+  };
+  static std::optional<LaunchShape> launch_shape(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                                 const void* params);
+  // What the counters deduplicate on: kernel, grid, block, operator path.
+  static std::uint64_t signature(const CUpti_CallbackData& cb, const LaunchShape& s) {
+    std::uint64_t h = std::hash<std::string_view>{}(cb.symbolName ? cb.symbolName : "");
+    for (std::uint64_t v :
+         {std::uint64_t{s.grid.x}, std::uint64_t{s.grid.y}, std::uint64_t{s.grid.z},
+          std::uint64_t{s.block.x}, std::uint64_t{s.block.y}, std::uint64_t{s.block.z},
+          op_paths().empty() ? 0 : op_paths().back()})
+      h = (h ^ v) * 0x100000001b3ull;
+    return h;
+  }
   template <class Sink>
-  void emit_launch(Sink& sink, const CUpti_CallbackData& cb, Dim3 grid, Dim3 block,
-                   std::uint32_t shared, CUstream stream);
+  void emit_launch(Sink& sink, const CUpti_CallbackData& cb, const LaunchShape& s);
   template <class Sink>
   void on_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData& d);
   // pasta's own scopes reach the profiler directly; their NVTX ranges are
@@ -280,8 +345,10 @@ class Cupti {
   bool verbose_;
   std::chrono::milliseconds flush_period_;  // 0: flush only when asked and at exit
   bool flush_on_sync_;
-  bool op_tags_;  // Config::op_tags: tag device work with operators
-  bool host_launches_ = false;  // KernelLaunch comes from callbacks, not from records
+  bool op_tags_;                    // Config::op_tags: tag device work with operators
+  bool host_launches_ = false;      // KernelLaunch comes from callbacks, not from records
+  detail::RangeCounters counters_;  // KernelCounters, when a tool wants them
+  void (*finish_counters_)(Cupti*) = nullptr;
   bool active_ = false;
   void* sink_ = nullptr;
   void (*process_)(Cupti*, std::uint8_t*, std::size_t) = nullptr;
@@ -350,23 +417,14 @@ void Cupti::start(Sink& sink) {
   }
   if constexpr (Sink::template wants<KernelLaunch>()) {
     host_launches_ = launch_callbacks_;
-    if (host_launches_) {
-      for (CUpti_CallbackId id : {CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
-                                  CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
-                                  CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
-                                  CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
-                                  CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
-                                  CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000})
-        check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, id),
-              "a runtime launch callback");
-      for (CUpti_CallbackId id :
-           {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
-            CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
-            CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
-            CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz})
-        check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id),
-              "a driver launch callback");
-    }
+    if (host_launches_) enable_launch_callbacks();
+  }
+  if constexpr (Sink::template wants<KernelCounters>()) {
+    if (!host_launches_) enable_launch_callbacks();
+    finish_counters_ = [](Cupti* self) {
+      self->counters_.finish(
+          [&](const KernelCounters& c) { static_cast<Sink*>(self->sink_)->emit(c); });
+    };
   }
   if constexpr (modules)
     check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE,
@@ -422,6 +480,16 @@ void Cupti::start(Sink& sink) {
 inline void Cupti::stop() {
   if (!active_) return;
   active_ = false;
+  if (finish_counters_) {
+    finish_counters_(this);
+    if (verbose_ || counters_.mismatched() || counters_.other_context())
+      pasta::detail::log(fmt::format(
+          "cupti handler: hardware counters of {} launches ({} replay passes each), {} launches "
+          "left to the measured mean of their signature; {} launches on another context and {} "
+          "whose ranges did not match launches were not measured",
+          counters_.measured(), counters_.passes(), counters_.skipped(), counters_.other_context(),
+          counters_.mismatched()));
+  }
   const pasta::detail::OpCorrelator* ours = &op_hooks;
   pasta::detail::op_correlator().compare_exchange_strong(ours, nullptr);
   if (worker_.joinable()) {
@@ -451,21 +519,73 @@ inline void Cupti::stop() {
 }
 
 template <class Sink>
-void Cupti::emit_launch(Sink& sink, const CUpti_CallbackData& cb, Dim3 grid, Dim3 block,
-                        std::uint32_t shared, CUstream stream) {
+void Cupti::emit_launch(Sink& sink, const CUpti_CallbackData& cb, const LaunchShape& s) {
   std::uint32_t stream_id = 0, device = 0;
-  cuptiGetStreamId(cb.context, stream, &stream_id);
+  cuptiGetStreamId(cb.context, s.stream, &stream_id);
   cuptiGetDeviceId(cb.context, &device);
   sink.emit(KernelLaunch{.correlation = cb.correlationId,
                          .context = cb.contextUid,
                          .stream = stream_id,
                          .device = device,
                          .name = cb.symbolName ? intern(cb.symbolName) : NameId{},
-                         .grid = grid,
-                         .block = block,
-                         .shared_mem_bytes = shared,
+                         .grid = s.grid,
+                         .block = s.block,
+                         .shared_mem_bytes = s.shared,
                          .thread = pasta::detail::thread_id(),
                          .time_ns = cupti_clock()});
+}
+
+inline std::optional<Cupti::LaunchShape> Cupti::launch_shape(CUpti_CallbackDomain domain,
+                                                             CUpti_CallbackId cbid,
+                                                             const void* params) {
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    switch (cbid) {
+      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000: {
+        // The cooperative launch's parameters have the same layout.
+        const auto* p = static_cast<const detail::RuntimeLaunchParams*>(params);
+        return LaunchShape{{p->gridDim.x, p->gridDim.y, p->gridDim.z},
+                           {p->blockDim.x, p->blockDim.y, p->blockDim.z},
+                           static_cast<std::uint32_t>(p->sharedMem),
+                           reinterpret_cast<CUstream>(p->stream)};
+      }
+      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
+      case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060: {
+        const auto* c = static_cast<const detail::RuntimeLaunchExParams*>(params)->config;
+        return LaunchShape{{c->gridDim.x, c->gridDim.y, c->gridDim.z},
+                           {c->blockDim.x, c->blockDim.y, c->blockDim.z},
+                           static_cast<std::uint32_t>(c->dynamicSmemBytes),
+                           reinterpret_cast<CUstream>(c->stream)};
+      }
+      default:
+        return std::nullopt;
+    }
+  }
+  if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return std::nullopt;
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: {
+      const auto* p = static_cast<const detail::DriverLaunchParams*>(params);
+      return LaunchShape{{p->gridDimX, p->gridDimY, p->gridDimZ},
+                         {p->blockDimX, p->blockDimY, p->blockDimZ},
+                         p->sharedMemBytes,
+                         p->hStream};
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
+      const auto* c = static_cast<const detail::DriverLaunchExParams*>(params)->config;
+      return LaunchShape{{c->gridDimX, c->gridDimY, c->gridDimZ},
+                         {c->blockDimX, c->blockDimY, c->blockDimZ},
+                         c->sharedMemBytes,
+                         c->hStream};
+    }
+    default:
+      return std::nullopt;
+  }
 }
 
 template <class Sink>
@@ -509,9 +629,32 @@ template <class Sink>
 void CUPTIAPI Cupti::on_callback(void* user, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                                  const void* data) {
   auto* self = static_cast<Cupti*>(user);
+  if constexpr (Sink::template wants<KernelCounters>()) {
+    // The launch measured: its range is in, perhaps time to decode (even
+    // while stopping: before() holds the counters until this after()).
+    if (counting() && is_launch(domain, cbid) &&
+        static_cast<const CUpti_CallbackData*>(data)->callbackSite == CUPTI_API_EXIT &&
+        runtime_depth() == (domain == CUPTI_CB_DOMAIN_RUNTIME_API ? 1 : 0)) {
+      counting() = false;
+      self->counters_.after(
+          [&](const KernelCounters& c) { static_cast<Sink*>(self->sink_)->emit(c); });
+    }
+  }
   if (pasta::detail::inside_dispatch() || !self->active_) return;  // pasta's own device work
   Sink& sink = *static_cast<Sink*>(self->sink_);
   try {
+    if constexpr (Sink::template wants<KernelCounters>()) {
+      const auto& cb = *static_cast<const CUpti_CallbackData*>(data);
+      // The outermost launch call: a runtime launch, or a driver launch outside one.
+      if (is_launch(domain, cbid) && cb.callbackSite == CUPTI_API_ENTER && !counting() &&
+          runtime_depth() == 0) {
+        counting() = true;
+        const auto shape = launch_shape(domain, cbid, cb.functionParams);
+        self->counters_.before(
+            cb.context, cb.correlationId, shape ? signature(cb, *shape) : 0,
+            [&](const KernelCounters& c) { static_cast<Sink*>(self->sink_)->emit(c); });
+      }
+    }
     self->stats_.callbacks.fetch_add(1, std::memory_order_relaxed);
     if (domain == CUPTI_CB_DOMAIN_NVTX) {
       self->on_nvtx<Sink>(cbid, *static_cast<const CUpti_NvtxData*>(data));
@@ -538,35 +681,10 @@ void CUPTIAPI Cupti::on_callback(void* user, CUpti_CallbackDomain domain, CUpti_
         return;
       }
       runtime_depth() += enter ? 1 : -1;
-      if (!enter) return;
-      if constexpr (Sink::template wants<KernelLaunch>()) {
-        switch (cbid) {
-          case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
-          case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
-          case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
-          case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000: {
-            // The cooperative launch's parameters have the same layout.
-            const auto* p = static_cast<const detail::RuntimeLaunchParams*>(cb.functionParams);
-            self->emit_launch(sink, cb, {p->gridDim.x, p->gridDim.y, p->gridDim.z},
-                              {p->blockDim.x, p->blockDim.y, p->blockDim.z},
-                              static_cast<std::uint32_t>(p->sharedMem),
-                              reinterpret_cast<CUstream>(p->stream));
-            break;
-          }
-          case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
-          case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060: {
-            const auto* c =
-                static_cast<const detail::RuntimeLaunchExParams*>(cb.functionParams)->config;
-            self->emit_launch(sink, cb, {c->gridDim.x, c->gridDim.y, c->gridDim.z},
-                              {c->blockDim.x, c->blockDim.y, c->blockDim.z},
-                              static_cast<std::uint32_t>(c->dynamicSmemBytes),
-                              reinterpret_cast<CUstream>(c->stream));
-            break;
-          }
-          default:
-            break;
-        }
-      }
+      if (!enter || !self->host_launches_) return;
+      if constexpr (Sink::template wants<KernelLaunch>())
+        if (const auto shape = launch_shape(domain, cbid, cb.functionParams))
+          self->emit_launch(sink, cb, *shape);
       return;
     }
     if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
@@ -574,32 +692,11 @@ void CUPTIAPI Cupti::on_callback(void* user, CUpti_CallbackDomain domain, CUpti_
         if (!enter && self->flush_on_sync_) self->request_flush();
         return;
       }
-      if (!enter || runtime_depth() > 0) return;  // the runtime launch was reported
-      if constexpr (Sink::template wants<KernelLaunch>()) {
-        switch (cbid) {
-          case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
-          case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
-          case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
-          case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz: {
-            const auto* p = static_cast<const detail::DriverLaunchParams*>(cb.functionParams);
-            self->emit_launch(sink, cb, {p->gridDimX, p->gridDimY, p->gridDimZ},
-                              {p->blockDimX, p->blockDimY, p->blockDimZ}, p->sharedMemBytes,
-                              p->hStream);
-            break;
-          }
-          case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
-          case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
-            const auto* c =
-                static_cast<const detail::DriverLaunchExParams*>(cb.functionParams)->config;
-            self->emit_launch(sink, cb, {c->gridDimX, c->gridDimY, c->gridDimZ},
-                              {c->blockDimX, c->blockDimY, c->blockDimZ}, c->sharedMemBytes,
-                              c->hStream);
-            break;
-          }
-          default:
-            break;
-        }
-      }
+      if (!enter || runtime_depth() > 0 || !self->host_launches_)
+        return;  // the runtime launch was reported
+      if constexpr (Sink::template wants<KernelLaunch>())
+        if (const auto shape = launch_shape(domain, cbid, cb.functionParams))
+          self->emit_launch(sink, cb, *shape);
     }
   } catch (const std::exception& e) {
     pasta::detail::log_once("cupti:callback", fmt::format("a CUPTI callback failed: {}", e.what()));

@@ -79,11 +79,13 @@ class OpCounters {
       auto it = counters_.find(l.correlation);
       if (it == counters_.end()) continue;
       Group& g = out[l.group];
+      // A launch with no device time (CUPTI gives none under kernel replay)
+      // weighs as one nanosecond: rates of untimed launches are a plain mean.
+      const std::uint64_t weight = l.device_ns ? l.device_ns : 1;
       ++g.measured;
-      g.measured_ns += l.device_ns;
+      g.measured_ns += weight;
       for (const auto& m : metrics::all)
-        g.sum.*m.field +=
-            (m.additive ? 1.0 : static_cast<double>(l.device_ns)) * it->second.*m.field;
+        g.sum.*m.field += (m.additive ? 1.0 : static_cast<double>(weight)) * it->second.*m.field;
     }
     return out;
   }

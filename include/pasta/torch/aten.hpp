@@ -166,7 +166,7 @@ class Aten {
       const std::uint64_t parent = t.open.empty() ? 0 : t.open.back();
       t.open.push_back(ctx->id);
       if (const auto* hooks = pasta::detail::op_correlator().load(std::memory_order_acquire)) {
-        hooks->enter(ctx->id);
+        hooks->enter(ctx->id, ctx->name);
         ctx->tagged = true;
       }
       self->stats_.ops.fetch_add(1, std::memory_order_relaxed);

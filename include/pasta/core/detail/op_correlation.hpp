@@ -7,11 +7,13 @@
 #include <atomic>
 #include <cstdint>
 
+#include <pasta/core/names.hpp>
+
 namespace pasta::detail {
 
 struct OpCorrelator {
-  void (*enter)(std::uint64_t op);  // the calling thread enters operator `op`
-  void (*exit)();                   // ... and leaves the innermost one it entered
+  void (*enter)(std::uint64_t op, NameId name);  // the calling thread enters operator `op`
+  void (*exit)();                                // ... and leaves the innermost one it entered
 };
 
 inline std::atomic<const OpCorrelator*>& op_correlator() {
