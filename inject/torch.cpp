@@ -8,6 +8,8 @@
 //   libpasta_torch_memory.so  (PASTA_TORCH_MEMORY) accesses per tensor through
 //                             the Compute Sanitizer API (TensorHotness);
 //   libpasta_torch_record.so  (PASTA_TORCH_RECORD) every event to a trace;
+//   libpasta_torch_counters.so (PASTA_TORCH_COUNTERS) hardware counters per
+//                             operator and kernel (OpCounters), OpSummary;
 //   libpasta_torch_bench.so   (PASTA_TORCH_BENCH) OpSummary + TensorAlloc only,
 //                             the pipeline bench/gpu/torch_overhead.py measures.
 #include <pasta/nv/inject.hpp>
@@ -30,6 +32,10 @@ using TorchProfiler =
 using Handler = pasta::Handlers<pasta::nv::Cupti, pasta::torch::Aten>;
 #if defined(PASTA_TORCH_RECORD)
 using TorchProfiler = pasta::Profiler<Handler, pasta::proc::Cpu, pasta::tools::Record>;
+#elif defined(PASTA_TORCH_COUNTERS)
+#include <pasta/tools/op_counters.hpp>
+using TorchProfiler = pasta::Profiler<Handler, pasta::proc::Cpu, pasta::tools::OpCounters,
+                                      pasta::tools::OpSummary, pasta::tools::KernelFreq>;
 #elif defined(PASTA_TORCH_BENCH)
 using TorchProfiler = pasta::Profiler<Handler, pasta::proc::Cpu, pasta::tools::OpSummary,
                                       pasta::tools::TensorAlloc>;

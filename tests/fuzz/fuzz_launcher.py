@@ -38,7 +38,7 @@ TOOLS = sorted({t for _, _, tools in launcher.PIPELINES for t in tools})
 LIBRARIES = {library: tools for library, _, tools in launcher.PIPELINES}
 WORDS = (["run", "tools", "report", "replay", "info", "dump", "--", "-o", "--output", "-t",
           "--tools", "--record", "--kernel-filter", "--launch-callbacks", "--memory",
-          "--host-reduction", "--torch", "--op-inputs", "--limit", "-h", "true", "/bin/true",
+          "--host-reduction", "--torch", "--counters", "--op-inputs", "--limit", "-h", "true", "/bin/true",
           "python3", ",", "", "-1"] + TOOLS + [",".join(TOOLS[:2])])
 
 

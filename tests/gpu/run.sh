@@ -9,7 +9,8 @@
 # takes RELIABILITY_TESTS (a ctest regex of case names) and MATRIX_SKIP
 # (examples the results matrix leaves out, comma-separated). `annotations` is
 # the device-annotation part of `memory` alone: its GPU tests and benchmark.
-# `counters`: hardware counters (Range Profiler) against known values and ncu.
+# `counters`: hardware counters (Range Profiler) against known values and ncu,
+# then bench/gpu/op_counters.py (COUNTERS_BENCH=0 leaves it out).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-$root/gpu-out}
@@ -31,7 +32,8 @@ targets=()
 [ "$what" = reliability ] && targets=(--target launches launches_pasta uvm_advice uvm_advice_pasta
   access_pattern access_pattern_cpu conv pasta_inject pasta_record pasta_memory pasta_memory_cpu
   pasta_memory_record inject_torch inject_torch_memory inject_torch_record tensor_access pasta-trace)
-[ "$what" = counters ] && targets=(--target counters counters_pasta pasta-trace)
+[ "$what" = counters ] && targets=(--target counters counters_pasta pasta-trace pasta_counters
+  inject_torch_counters)
 [ "$what" = annotations ] && targets=(--target access_pattern annotated annotated_pasta pasta_memory)
 [ "$what" = memory ] && targets=(--target access_pattern access_pattern_pasta access_pattern_cpu
   annotated annotated_pasta
@@ -69,6 +71,12 @@ if [ "$what" = counters ]; then
   echo "== hardware-counter GPU tests"
   (cd "$build" && ctest -R "gpu: counters" -V) 2>&1 | tee "$out/gpu-tests-counters.log"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  if [ "${COUNTERS_BENCH:-1}" = 1 ]; then
+    echo "== per-operator counters of a 12-block GPT: pasta against ncu"
+    python3 bench/gpu/op_counters.py "$build" "$work/op-counters" ${COUNTERS_BENCH_ARGS:-} 2>&1 |
+      tee "$out/op-counters-bench.log"
+    cp "$work/op-counters/pasta/op_counters.profile.json" "$out/gpt_op_counters.profile.json" 2>/dev/null
+  fi
 fi
 if [ "$what" = memory ] || [ "$what" = annotations ]; then
   echo "== device annotations against the sanitizer path (same kernel)"

@@ -71,7 +71,7 @@ class RangeCounters {
       }
       ++seen;
       if (!running_) arm();
-      pending_.push_back(correlation);
+      pending_.push_back({correlation, signature});
       return true;
     } catch (const std::exception& e) {
       fail(e.what());
@@ -246,7 +246,13 @@ class RangeCounters {
     info.counterDataImageSize = counter_data_.size();
     check(cuptiRangeProfilerGetCounterDataInfo(&info), "counting the decoded ranges");
     const std::size_t ranges = info.numTotalRanges;
-    if (ranges != pending_.size()) mismatched_ += pending_.size();
+    if (ranges != pending_.size()) {
+      // Which range is which launch is not known: none is reported, and
+      // their signatures are measured again at their next launch.
+      mismatched_ += pending_.size();
+      for (const Pending& p : pending_)
+        if (auto it = seen_.find(p.signature); it != seen_.end() && it->second) --it->second;
+    }
     std::array<double, metrics::counters.size()> values{};
     for (std::size_t i = 0; i < ranges && i < pending_.size(); ++i) {
       auto eval = params<CUpti_Profiler_Host_EvaluateToGpuValues_Params>(
@@ -260,7 +266,8 @@ class RangeCounters {
       eval.pMetricValues = values.data();
       check(cuptiProfilerHostEvaluateToGpuValues(&eval), "evaluating the counters");
       if (ranges != pending_.size()) continue;  // which launch a range is, is not known
-      KernelCounters c{.correlation = pending_[i], .device = device_, .passes = passes_};
+      KernelCounters c{
+          .correlation = pending_[i].correlation, .device = device_, .passes = passes_};
       metrics::fill(c, values);
       emit(c);
       ++measured_;
@@ -314,7 +321,10 @@ class RangeCounters {
   CUpti_Profiler_Host_Object* host_ = nullptr;
   CUpti_RangeProfiler_Object* object_ = nullptr;
   std::vector<std::uint8_t> config_, counter_data_;
-  std::vector<std::uint64_t> pending_;  // correlations of the ranges in the image, in order
+  struct Pending {
+    std::uint64_t correlation, signature;
+  };
+  std::vector<Pending> pending_;  // the launches of the ranges in the image, in order
   bool profiler_initialized_ = false, running_ = false, failed_ = false;
   std::uint64_t per_signature_ = 1;
   std::unordered_map<std::uint64_t, std::uint64_t> seen_;  // launches measured per signature

@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""Per-operator hardware counters for every operator of a GPT-style
+transformer (examples/pytorch/gpt_block.py: 12 identical blocks, random
+weights, torch.nn, one training step), with pasta and with Nsight Compute,
+over the same script on the same GPU, in one run:
+
+  native   python gpt_block.py                         (the script alone)
+  pasta    pasta run --torch --counters -- python ...  (Range Profiler, kernel replay,
+           the first launch of each signature measured)
+  ncu      ncu --metrics <the same metrics> python ...  (every launch replayed)
+
+Prints wall times and the ncu / pasta ratio, then compares the metrics per
+kernel (mangled name, grid, block; per-launch means): the share of values
+within 5% (bench/gpu/ncu_metrics.py's rule) and the worst ones.
+
+    op_counters.py BUILD_DIR OUT_DIR [--layers 12] [--ncu-timeout 420] [--ncu-cache all|none]
+
+--ncu-cache none runs ncu without flushing caches before each replay pass (its
+default, all, flushes and invalidates them; CUPTI's kernel replay does not).
+"""
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ncu_metrics  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def timed(cmd, env=None, timeout=None):
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})},
+                              timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return None, time.perf_counter() - t0
+    if proc.returncode != 0:
+        sys.exit(f"{' '.join(cmd[:4])}... failed ({proc.returncode}): {proc.stderr.strip()[-800:]}")
+    return proc, time.perf_counter() - t0
+
+
+def dims(text):
+    return tuple(int(v) for v in text.strip("()").split(","))
+
+
+def ncu_launches(build, text):
+    """[(kernel, grid, block, {key: value})] from ncu's CSV, one per launch."""
+    keys = ncu_metrics.metric_map(build)
+    rows = csv.DictReader(io.StringIO("\n".join(l for l in text.splitlines() if l.startswith('"'))))
+    raw = {}
+    for r in rows:
+        k = (int(r["ID"]), r["Kernel Name"], dims(r["Grid Size"]), dims(r["Block Size"]))
+        raw.setdefault(k, {})[r["Metric Name"]] = ncu_metrics.number(r["Metric Value"])
+    out = []
+    for (_, kernel, grid, block), values in sorted(raw.items()):
+        out.append((kernel, grid, block, {key: sum(w * (values.get(n) or 0.0) for n, w in parts)
+                                          for key, parts in keys.items()}))
+    return out
+
+
+def per_launch(entries, additive):
+    """{(kernel, grid, block): {key: per-launch mean}} from profile entries (pasta) or
+    launches (ncu, given as entries of one launch each)."""
+    sums, counts = {}, {}
+    for kernel, grid, block, launches, metrics in entries:
+        k = (kernel, tuple(grid), tuple(block))
+        s = sums.setdefault(k, {})
+        counts[k] = counts.get(k, 0) + launches
+        for key, v in metrics.items():
+            # Additive values of a profile entry cover all its launches; rates are means.
+            s[key] = s.get(key, 0.0) + (v if additive.get(key) else v * launches)
+    return {k: {key: v / counts[k] for key, v in s.items()} for k, s in sums.items()}
+
+
+def main(argv):
+    args = [a for a in argv[1:] if not a.startswith("--")]
+    opts = dict(zip(argv[1::2], argv[2::2]))
+    if len(args) < 2:
+        print(__doc__)
+        return 2
+    build, out = os.path.abspath(args[0]), os.path.abspath(args[1])
+    os.makedirs(out, exist_ok=True)
+    layers = opts.get("--layers", "12")
+    ncu_timeout = float(opts.get("--ncu-timeout", "420"))
+    cache = opts.get("--ncu-cache", "all")
+    script = [sys.executable, os.path.join(ROOT, "examples", "pytorch", "gpt_block.py"),
+              "--layers", layers, "--steps", "1"]
+    gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                         capture_output=True, text=True).stdout.strip().splitlines()[0]
+
+    native, t_native = timed(script)
+    pasta, t_pasta = timed([f"{build}/bin/pasta", "run", "--torch", "--counters", "-o",
+                            f"{out}/pasta", "--", *script], {"PASTA_PRINT": "none"})
+    keys = ncu_metrics.metric_map(build)
+    names = sorted({n for parts in keys.values() for n, _ in parts})
+    ncu, t_ncu = timed(["ncu", "--metrics", ",".join(names), "--csv", "--print-units", "base",
+                        "--print-kernel-base", "mangled", "--clock-control", "none",
+                        "--cache-control", cache, *script],
+                       timeout=ncu_timeout)
+
+    with open(os.path.join(out, "pasta", "op_counters.profile.json")) as f:
+        profile = json.load(f)
+    entries = list(profile["unattributed"]) + [k for op in profile["operators"] for k in op["kernels"]]
+    launches = sum(e["launches"] for e in entries)
+    measured = sum(e["measured"] for e in entries)
+    print(f"GPT, {layers} blocks, one training step, {gpu}; ncu --cache-control {cache}")
+    print(f"{'run':<8} {'wall s':>8} {'x native':>9}")
+    for name, t in [("native", t_native), ("pasta", t_pasta), ("ncu", t_ncu)]:
+        more = " (killed at the timeout: a lower bound)" if name == "ncu" and ncu is None else ""
+        print(f"{name:<8} {t:>8.1f} {t / t_native:>9.1f}{more}")
+    print(f"ncu / pasta: {'>= ' if ncu is None else ''}{t_ncu / t_pasta:.1f}x; pasta measured "
+          f"{measured} of {launches} launches ({len(entries)} signatures), operators: "
+          f"{len(profile['operators'])}")
+    print("results: native", native.stdout.strip().splitlines()[-1])
+    print("results: pasta ", pasta.stdout.strip().splitlines()[-1])
+    if ncu is None:
+        return 0
+    with open(os.path.join(out, "ncu.csv"), "w") as f:
+        f.write(ncu.stdout)
+    additive = {m: True for m in ("dram_bytes_read", "dram_bytes_write", "flops", "inst_executed")}
+    ours = per_launch([(e["kernel"], e["grid"], e["block"], e["launches"], e["metrics"] or {})
+                       for e in entries if e["metrics"]], additive)
+    theirs = per_launch([(k, g, b, 1, m) for k, g, b, m in ncu_launches(build, ncu.stdout)], {})
+    common = sorted(set(ours) & set(theirs))
+    agree, total, worst = 0, 0, []
+    for k in common:
+        dram = max(ours[k].get("dram_bytes_read", 0) + ours[k].get("dram_bytes_write", 0),
+                   theirs[k].get("dram_bytes_read", 0) + theirs[k].get("dram_bytes_write", 0))
+        for key, v in theirs[k].items():
+            if key not in ours[k] or (key.startswith("dram_") and dram < (1 << 20)):
+                continue
+            mine = ours[k][key]
+            diff = abs(mine - v)
+            ok = diff <= 0.05 * max(abs(mine), abs(v)) or (key.endswith("_pct") and diff <= 0.5)
+            total += 1
+            agree += ok
+            if not ok:
+                worst.append((diff / max(abs(mine), abs(v), 1e-30), k[0][:60], key, mine, v))
+    print(f"kernels compared: {len(common)} of {len(theirs)} ncu saw; metric values within 5%: "
+          f"{agree} of {total} ({100.0 * agree / max(total, 1):.1f}%)")
+    for rel, kernel, key, mine, v in sorted(worst, reverse=True)[:10]:
+        print(f"  off by {rel:.0%}: {kernel} {key}: pasta {mine:.4g}, ncu {v:.4g}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
