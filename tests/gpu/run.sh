@@ -42,15 +42,18 @@ cmake --build "$build" --parallel "$(nproc)" "${targets[@]}" >"$work/build.log" 
   { grep -E "error|Error" "$work/build.log" | head -60 | tee "$out/build-errors.log"; exit 1; }
 
 status=0
+# gpu_tests NAME REGEX: the GPU tests whose names match, verbose, into $out/gpu-tests-NAME.log.
+gpu_tests() {
+  (cd "$build" && ctest -R "$2" -V) 2>&1 | tee "$out/gpu-tests-$1.log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+}
 if [ "$what" = multi ]; then
   echo "== GPU tests on $(nvidia-smi -L | wc -l) GPUs"
-  (cd "$build" && ctest -R "gpu: (multi_gpu|in_binary|threads)" -V) 2>&1 | tee "$out/gpu-tests-multi.log"
-  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  gpu_tests multi "gpu: (multi_gpu|in_binary|threads)"
 fi
 if [ "$what" = memory ]; then
   echo "== memory-access GPU tests"
-  (cd "$build" && ctest -R "gpu: (access|uvm|annotations)" -V) 2>&1 | tee "$out/gpu-tests-memory.log"
-  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  gpu_tests memory "gpu: (access|uvm|annotations)"
   echo "== record memory-access traces for tests/data"
   "$build/bin/pasta" run --memory --record -o "$work/rec-access" -- "$build/examples/access_pattern" \
     >"$work/record-memory.log" 2>&1 && cp "$work/rec-access/trace.pasta" "$out/access_pattern_h100.pasta"
@@ -64,13 +67,11 @@ if [ "$what" = memory ]; then
 fi
 if [ "$what" = annotations ]; then
   echo "== device-annotation GPU tests"
-  (cd "$build" && ctest -R "gpu: annotations" -V) 2>&1 | tee "$out/gpu-tests-annotations.log"
-  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  gpu_tests annotations "gpu: annotations"
 fi
 if [ "$what" = counters ]; then
   echo "== hardware-counter GPU tests"
-  (cd "$build" && ctest -R "gpu: counters" -V) 2>&1 | tee "$out/gpu-tests-counters.log"
-  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  gpu_tests counters "gpu: counters"
   if [ "${COUNTERS_BENCH:-1}" = 1 ]; then
     echo "== per-operator counters of a 12-block GPT: pasta against ncu"
     python3 bench/gpu/op_counters.py "$build" "$work/op-counters" ${COUNTERS_BENCH_ARGS:-} 2>&1 |
@@ -85,15 +86,13 @@ if [ "$what" = memory ] || [ "$what" = annotations ]; then
 fi
 if [ "$what" = reliability ]; then
   echo "== reliability GPU tests: results under every pipeline, contexts, overflow"
-  (cd "$build" && ctest -R "gpu: (${RELIABILITY_TESTS:-pipelines_table|contexts|access_overflow|graph|uvm_advice|results_matrix})" -V) \
-    2>&1 | tee "$out/gpu-tests-reliability.log"
-  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  gpu_tests reliability \
+    "gpu: (${RELIABILITY_TESTS:-pipelines_table|contexts|access_overflow|graph|uvm_advice|results_matrix})"
   grep -E "^([0-9]+: )?\|" "$out/gpu-tests-reliability.log" | sed -E "s/^[0-9]+: //"
 fi
 if [ "$what" = torch ]; then
   echo "== PyTorch GPU tests"
-  (cd "$build" && ctest -R "gpu: torch" -V) 2>&1 | tee "$out/gpu-tests-torch.log"
-  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  gpu_tests torch "gpu: torch"
   echo "== record a PyTorch trace for tests/data"
   "$build/bin/pasta" run --torch --record -o "$work/rec-torch" -- python3 tests/gpu/torch_model.py \
     --steps 1 >"$work/record-torch.log" 2>&1 && cp "$work/rec-torch/trace.pasta" "$out/resnet18_torch_h100.pasta"

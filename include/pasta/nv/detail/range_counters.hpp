@@ -227,15 +227,18 @@ class RangeCounters {
     running_ = true;
   }
 
+  CUptiResult stop() {
+    auto p = params<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
+    p.pRangeProfilerObject = object_;
+    running_ = false;
+    return cuptiRangeProfilerStop(&p);
+  }
+
   // Stops, decodes the image, emits KernelCounters for its ranges, and
   // (again) arms a fresh image.
   template <class Emit>
   void drain(Emit& emit, bool again) {
-    auto stop =
-        params<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
-    stop.pRangeProfilerObject = object_;
-    check(cuptiRangeProfilerStop(&stop), "stopping the range profiler");
-    running_ = false;
+    check(stop(), "stopping the range profiler");
     auto decode = params<CUpti_RangeProfiler_DecodeData_Params>(
         CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE);
     decode.pRangeProfilerObject = object_;
@@ -278,12 +281,7 @@ class RangeCounters {
 
   void teardown() {
     if (object_) {
-      if (running_) {
-        auto stop =
-            params<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
-        stop.pRangeProfilerObject = object_;
-        (void)cuptiRangeProfilerStop(&stop);
-      }
+      if (running_) (void)stop();
       auto off = params<CUpti_RangeProfiler_Disable_Params>(
           CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE);
       off.pRangeProfilerObject = object_;
