@@ -118,6 +118,10 @@ def main(argv):
           f"{len(profile['operators'])}")
     print("results: native", native.stdout.strip().splitlines()[-1])
     print("results: pasta ", pasta.stdout.strip().splitlines()[-1])
+    for line in pasta.stderr.splitlines():  # what pasta said: skipped or mismatched launches
+        if line.startswith("pasta: ") and "reports in" not in line:
+            print("  " + line)
+    print("warnings:", profile["warnings"])
     if ncu is None:
         return 0
     with open(os.path.join(out, "ncu.csv"), "w") as f:
