@@ -177,18 +177,20 @@ TEST_CASE("device annotations: learnt allocations become the device's known rang
   FakeRuntime rt{.live = {{.base = 0x90000, .bytes = 0x100}, {.base = 0x10100, .bytes = 0x20001}}};
   Allocations a;
   CHECK(a.version() == 0);
-  CHECK(a.known(0x10000).empty());
+  CHECK(a.known(0x10000).ranges.empty());
   run({bin(0x90000, 1, 0), bin(0x10100, 1, 0)}, first, a, rt);
   CHECK(a.version() == 2);
   const auto known = a.known(0x10000);
-  REQUIRE(known.size() == 2);
+  CHECK(known.version == 2);
+  CHECK(known.pages == 4);
+  REQUIRE(known.ranges.size() == 2);
   // By base; 0x20001 bytes take three pages of 0x10000, 0x100 bytes one.
-  CHECK(known[0].base == 0x10100);
-  CHECK(known[0].end == 0x30101);
-  CHECK(known[0].first_page == 0);
-  CHECK(known[1].base == 0x90000);
-  CHECK(known[1].end == 0x90100);
-  CHECK(known[1].first_page == 3);
+  CHECK(known.ranges[0].base == 0x10100);
+  CHECK(known.ranges[0].end == 0x30101);
+  CHECK(known.ranges[0].first_page == 0);
+  CHECK(known.ranges[1].base == 0x90000);
+  CHECK(known.ranges[1].end == 0x90100);
+  CHECK(known.ranges[1].first_page == 3);
   Collect next = first;
   next.epoch = 2;
   run({bin(0x10100, 1, 0)}, next, a, rt);
@@ -199,7 +201,7 @@ TEST_CASE("device annotations: pages counted on known ranges become histograms o
   FakeRuntime rt{.live = {{.base = 0x10100, .bytes = 0x20001}, {.base = 0x90000, .bytes = 0x100}}};
   Allocations a;
   run({bin(0x10100, 1, 0), bin(0x90000, 1, 0)}, first, a, rt);
-  const auto known = a.known(0x10000);
+  const auto known = a.known(0x10000).ranges;
   Collect next = first;
   next.epoch = 2;
   // Out of order; slot 2 is the third page of the first range, slot 3 the second range.
@@ -228,7 +230,7 @@ TEST_CASE("device annotations: a known range that changed has its pages charged 
   FakeRuntime rt{.live = {{.base = 0x10000, .bytes = 0x40000}}};
   Allocations a;
   run({bin(0x10000, 1, 0)}, first, a, rt);
-  const auto known = a.known(0x10000);
+  const auto known = a.known(0x10000).ranges;
   // Freed; a smaller allocation at 0x30000 now holds the third page's first byte.
   rt.live = {{.base = 0x30000, .bytes = 0x8000}};
   Collect next = first;

@@ -176,8 +176,7 @@ class Annotations {
   std::mutex mutex_;  // guards slots_, allocations_, epoch_
   std::vector<std::unique_ptr<Slot>> slots_;
   detail::Allocations allocations_;
-  std::vector<KnownRange> known_;  // allocations_ as the device looks them up
-  std::uint64_t known_version_ = 0;
+  detail::KnownRanges known_;  // allocations_ as the device looks them up
   std::uint64_t epoch_ = 0;
   std::atomic<std::uint64_t> next_correlation_{1};
   std::atomic<std::uint64_t> launches_{0}, lost_{0}, moved_{0};
@@ -224,19 +223,16 @@ inline Annotations::Slot& Annotations::take_slot() {
 }
 
 inline void Annotations::give_known(Slot& s) {
-  if (s.known_version == known_version_) return;
-  const std::uint64_t pages =
-      known_.empty() ? 0
-                     : known_.back().first_page +
-                           (known_.back().end - known_.back().base + page_bytes_ - 1) / page_bytes_;
+  if (s.known_version == known_.version) return;
+  const std::vector<KnownRange>& ranges = known_.ranges;
   try {
-    if (known_.size() > s.range_capacity || pages > s.page_capacity) {
+    if (ranges.size() > s.range_capacity || known_.pages > s.page_capacity) {
       s.release_pages();
       // Room to grow, so that a few new allocations do not reallocate each time.
-      const std::size_t ranges = known_.size() + known_.size() / 2 + 16;
-      const std::size_t slots = pages + pages / 2 + 1024;
+      const std::size_t capacity = ranges.size() + ranges.size() / 2 + 16;
+      const std::size_t slots = known_.pages + known_.pages / 2 + 1024;
       check(detail::gpu::alloc(reinterpret_cast<void**>(const_cast<KnownRange**>(&s.table.ranges)),
-                               ranges * sizeof(KnownRange)),
+                               capacity * sizeof(KnownRange)),
             "allocating the device table of known allocations");
       check(detail::gpu::alloc(reinterpret_cast<void**>(&s.table.pages), slots * sizeof(Counts)),
             fmt::format("allocating {} MiB of page counters", slots * sizeof(Counts) >> 20));
@@ -244,12 +240,12 @@ inline void Annotations::give_known(Slot& s) {
             fmt::format("allocating {} MiB of pinned host memory", slots * sizeof(Bin) >> 20));
       check(detail::gpu::zero(s.table.pages, slots * sizeof(Counts), 0), "clearing page counters");
       check(detail::gpu::synchronize(0), "clearing page counters");
-      s.range_capacity = ranges;
+      s.range_capacity = capacity;
       s.page_capacity = slots;
     }
-    if (!known_.empty())
-      check(detail::gpu::to_device(const_cast<KnownRange*>(s.table.ranges), known_.data(),
-                                   known_.size() * sizeof(KnownRange)),
+    if (!ranges.empty())
+      check(detail::gpu::to_device(const_cast<KnownRange*>(s.table.ranges), ranges.data(),
+                                   ranges.size() * sizeof(KnownRange)),
             "copying the known allocations to the device");
   } catch (...) {
     s.release_pages();  // the table counts by bin alone: slower, still exact
@@ -257,10 +253,10 @@ inline void Annotations::give_known(Slot& s) {
     s.known_version = 0;
     throw;
   }
-  s.table.range_count = static_cast<unsigned>(known_.size());
-  s.table.page_count = pages;
-  s.known = known_;
-  s.known_version = known_version_;
+  s.table.range_count = static_cast<unsigned>(ranges.size());
+  s.table.page_count = known_.pages;
+  s.known = ranges;
+  s.known_version = known_.version;
 }
 
 inline Recorder Annotations::begin(std::string_view kernel, dim3 grid, dim3 block, Stream stream) {
@@ -322,12 +318,9 @@ inline void Annotations::end(const Recorder& r, Stream stream) {
                             .page_bytes = page_bytes_,
                             .epoch = ++epoch_,
                             .time_ns = s.launch.time_ns};
-    const std::uint64_t version = allocations_.version();
     emit_(sink_, *this, s, c, static_cast<std::uint64_t>(static_cast<double>(ms) * 1e6));
-    if (allocations_.version() != version) {  // learnt or dropped some: the next launches know
-      known_ = allocations_.known(page_bytes_);
-      ++known_version_;
-    }
+    // Allocations learnt or dropped: the next launches know.
+    if (allocations_.version() != known_.version) known_ = allocations_.known(page_bytes_);
     s.busy = false;
   } catch (const std::exception& e) {
     fail(e.what());

@@ -34,6 +34,14 @@ struct Collect {
   std::uint64_t time_ns = 0;             // stamps the MemAlloc/MemFree it emits
 };
 
+// The known allocations as the device looks them up, with the page slots
+// they take in all and the Allocations::version() they were built from.
+struct KnownRanges {
+  std::vector<KnownRange> ranges;
+  std::uint64_t pages = 0;
+  std::uint64_t version = 0;
+};
+
 // The allocations annotated launches touched. A cached allocation is checked
 // against the runtime once per collect: memory freed and allocated again at
 // the same address in between shows up as MemFree + MemAlloc.
@@ -67,13 +75,13 @@ class Allocations {
   std::uint64_t version() const { return version_; }
   // The cached allocations, by base, as the device looks them up: each gets
   // ceil(bytes / page_bytes) page slots, numbered on from the one before.
-  std::vector<KnownRange> known(std::uint64_t page_bytes) const {
-    std::vector<KnownRange> out;
-    out.reserve(by_base_.size());
-    std::uint64_t next = 0;
+  KnownRanges known(std::uint64_t page_bytes) const {
+    KnownRanges out;
+    out.version = version_;
+    out.ranges.reserve(by_base_.size());
     for (const auto& [base, e] : by_base_) {
-      out.push_back({.base = base, .end = base + e.range.bytes, .first_page = next});
-      next += (e.range.bytes + page_bytes - 1) / page_bytes;
+      out.ranges.push_back({.base = base, .end = base + e.range.bytes, .first_page = out.pages});
+      out.pages += (e.range.bytes + page_bytes - 1) / page_bytes;
     }
     return out;
   }

@@ -66,7 +66,7 @@ class RangeCounters {
       if (per_signature_ && seen >= per_signature_) {
         ++skipped_;
         // Profiling stays off until a launch to measure: this one runs as is.
-        if (running_) drain(emit, false);
+        if (running_) drain(emit);
         return false;
       }
       ++seen;
@@ -82,7 +82,8 @@ class RangeCounters {
   template <class Emit>
   void after(Emit&& emit) {
     try {
-      if (!failed_ && pending_.size() >= ranges_per_image) drain(emit, true);
+      // Full: decoded now; the next measured launch arms a fresh image.
+      if (!failed_ && pending_.size() >= ranges_per_image) drain(emit);
     } catch (const std::exception& e) {
       fail(e.what());
     }
@@ -93,7 +94,7 @@ class RangeCounters {
   void finish(Emit&& emit) {
     std::lock_guard lock(mutex_);
     try {
-      if (!failed_ && running_ && !pending_.empty()) drain(emit, false);
+      if (!failed_ && running_ && !pending_.empty()) drain(emit);
     } catch (const std::exception& e) {
       fail(e.what());
     }
@@ -234,10 +235,9 @@ class RangeCounters {
     return cuptiRangeProfilerStop(&p);
   }
 
-  // Stops, decodes the image, emits KernelCounters for its ranges, and
-  // (again) arms a fresh image.
+  // Stops, decodes the image and emits KernelCounters for its ranges.
   template <class Emit>
-  void drain(Emit& emit, bool again) {
+  void drain(Emit& emit) {
     check(stop(), "stopping the range profiler");
     auto decode = params<CUpti_RangeProfiler_DecodeData_Params>(
         CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE);
@@ -248,16 +248,17 @@ class RangeCounters {
     info.pCounterDataImage = counter_data_.data();
     info.counterDataImageSize = counter_data_.size();
     check(cuptiRangeProfilerGetCounterDataInfo(&info), "counting the decoded ranges");
-    const std::size_t ranges = info.numTotalRanges;
-    if (ranges != pending_.size()) {
+    if (info.numTotalRanges != pending_.size()) {
       // Which range is which launch is not known: none is reported, and
       // their signatures are measured again at their next launch.
       mismatched_ += pending_.size();
       for (const Pending& p : pending_)
         if (auto it = seen_.find(p.signature); it != seen_.end() && it->second) --it->second;
+      pending_.clear();
+      return;
     }
     std::array<double, metrics::counters.size()> values{};
-    for (std::size_t i = 0; i < ranges && i < pending_.size(); ++i) {
+    for (std::size_t i = 0; i < pending_.size(); ++i) {
       auto eval = params<CUpti_Profiler_Host_EvaluateToGpuValues_Params>(
           CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE);
       eval.pHostObject = host_;
@@ -268,7 +269,6 @@ class RangeCounters {
       eval.rangeIndex = i;
       eval.pMetricValues = values.data();
       check(cuptiProfilerHostEvaluateToGpuValues(&eval), "evaluating the counters");
-      if (ranges != pending_.size()) continue;  // which launch a range is, is not known
       KernelCounters c{
           .correlation = pending_[i].correlation, .device = device_, .passes = passes_};
       metrics::fill(c, values);
@@ -276,7 +276,6 @@ class RangeCounters {
       ++measured_;
     }
     pending_.clear();
-    if (again) arm();
   }
 
   void teardown() {
