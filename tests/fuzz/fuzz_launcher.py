@@ -83,7 +83,9 @@ SEEDS = [["run", "--", "true"], ["run", "-t", "kernel_freq,timeline", "-o", "out
          ["run", "--torch", "--memory", "-t", "tensor_hotness", "--", "python3", "s.py"],
          ["run", "--record", "--", "true"], ["run", "-t", "record", "--memory", "--", "true"],
          ["run", "-t", "timelin", "--", "true"], ["tools"], ["dump", "t.pasta", "--limit", "3"],
-         ["report", "dir", "-o", "x.html"]]
+         ["report", "dir", "-o", "x.html"], ["run", "--torch", "--counters", "--", "true"],
+         # Once made -o an empty list (argparse's reading of "-o--"): now a clear exit 2.
+         ["run", "--memory", "--kernel-filter", "^sgemm", "-o--", "true"]]
 
 
 def seed(corpus):
