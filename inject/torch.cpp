@@ -10,6 +10,10 @@
 //   libpasta_torch_record.so  (PASTA_TORCH_RECORD) every event to a trace;
 //   libpasta_torch_counters.so (PASTA_TORCH_COUNTERS) hardware counters per
 //                             operator and kernel (OpCounters), OpSummary;
+//   libpasta_torch_stall_sample.so / _stall_access.so (PASTA_TORCH_STALL_*)
+//                             the two runs of `pasta run --torch -t
+//                             stall_blame`: stall samples, then accesses
+//                             per tensor and operator (StallBlame);
 //   libpasta_torch_bench.so   (PASTA_TORCH_BENCH) OpSummary + TensorAlloc only,
 //                             the pipeline bench/gpu/torch_overhead.py measures.
 #include <pasta/nv/inject.hpp>
@@ -18,7 +22,12 @@
 #include <pasta/tools/op_summary.hpp>
 #include <pasta/tools/tensor_alloc.hpp>
 
-#if defined(PASTA_TORCH_MEMORY)
+#if defined(PASTA_TORCH_STALL_ACCESS)
+#include <pasta/nv/sanitizer.hpp>
+#include <pasta/tools/stall_blame.hpp>
+using TorchProfiler = pasta::Profiler<pasta::Handlers<pasta::nv::Sanitizer, pasta::torch::Aten>,
+                                      pasta::proc::Cpu, pasta::tools::StallBlame>;
+#elif defined(PASTA_TORCH_MEMORY)
 #include <pasta/nv/sanitizer.hpp>
 #include <pasta/tools/tensor_hotness.hpp>
 using TorchProfiler =
@@ -36,6 +45,10 @@ using TorchProfiler = pasta::Profiler<Handler, pasta::proc::Cpu, pasta::tools::R
 #include <pasta/tools/op_counters.hpp>
 using TorchProfiler = pasta::Profiler<Handler, pasta::proc::Cpu, pasta::tools::OpCounters,
                                       pasta::tools::OpSummary, pasta::tools::KernelFreq>;
+#elif defined(PASTA_TORCH_STALL_SAMPLE)
+#include <pasta/tools/stall_blame.hpp>
+using TorchProfiler = pasta::Profiler<Handler, pasta::proc::Cpu, pasta::tools::StallBlame,
+                                      pasta::tools::OpSummary>;
 #elif defined(PASTA_TORCH_BENCH)
 using TorchProfiler = pasta::Profiler<Handler, pasta::proc::Cpu, pasta::tools::OpSummary,
                                       pasta::tools::TensorAlloc>;

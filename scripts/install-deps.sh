@@ -63,6 +63,10 @@ if [ "${1:-}" = "--all" ]; then
   fi
   "$py" -m pip show nvidia-cuda-sanitizer-api >/dev/null 2>&1 ||
     "$py" -m pip install -q "nvidia-cuda-sanitizer-api==13.0.*"
+  # nvdisasm for the SASS reader's test on a real cubin (tools::StallBlame);
+  # PyPI's oldest CUDA 13 one reads sm_90 code as 13.0's does.
+  "$py" -m pip show nvidia-cuda-nvdisasm >/dev/null 2>&1 ||
+    "$py" -m pip install -q "nvidia-cuda-nvdisasm==13.2.*"
   # PyTorch's headers and CPU libraries for torch::Aten (its CPU tests run
   # libtorch on CPU tensors). The wheel alone: its CUDA dependencies (some
   # GB) are not needed to compile, link, or run on the CPU. The version the

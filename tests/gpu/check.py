@@ -501,6 +501,52 @@ def case_counters_ncu(build, out):
     return expect("kernels ncu measured", sorted(theirs), ["fma", "stream"]) and ok
 
 
+def case_stall_blame(build, out):
+    """`pasta run -t stall_blame` on a kernel reading a 1 GiB array at random places (its
+    loads miss) and a 64 KiB one (its loads hit): the memory-dependency stalls land on the
+    1 GiB allocation, the SASS shows which loads each stall waited for, the two runs ran the
+    same code, and the program prints what it prints unprofiled in both runs."""
+    program = [f"{build}/examples/stalls"]
+    plain = run(program).stdout
+    proc = run([f"{build}/bin/pasta", "run", "-t", "stall_blame", "-o", out, "--"] + program,
+               {"PASTA_PRINT": "none", "PASTA_VERBOSE": "1"})
+    for line in proc.stderr.splitlines():
+        if "PC sampling" in line or "nvdisasm" in line:
+            print("  " + line)
+    checksum = lambda text: [l for l in text.splitlines() if l.startswith("checksum")]
+    ok = expect("output unchanged (sampled run, instrumented run)", checksum(proc.stdout),
+                checksum(plain) * 2)
+    with open(os.path.join(out, "sampled", "stall_samples.json")) as f:
+        samples = json.load(f)
+    blend = [k for k in samples["functions"] if base_name(k) == "blend"]
+    ok &= expect("blend sampled", len(blend), 1)
+    pcs = samples["functions"][blend[0]]["pcs"] if blend else []
+    waits = sum(n for p in pcs if p["waits_for"] for r, n in p["reasons"].items()
+                if "long_scoreboard" in r)
+    lsb = sum(n for p in pcs for r, n in p["reasons"].items() if "long_scoreboard" in r)
+    print(f"  blend: {samples['samples']} samples in all, {lsb} long scoreboard, {waits} of them "
+          f"moved to their loads")
+    ok &= expect("long-scoreboard samples moved to a load", lsb > 0 and waits == lsb, True)
+    blame = report(out, "stall_blame")
+    rows = blame["tables"].get("blame", [])
+    for r in rows[:6]:
+        print(f"  {r['tensor']:<48} {r['operator']:<16} {r['stall_samples']:>10.1f} "
+              f"{100 * r['share']:6.2f}%")
+    for r in blame["tables"].get("unattributed", []):
+        print(f"  unattributed: {r['why']}: {r['stall_samples']:.1f}")
+    cold = sum(r["stall_samples"] for r in rows if "(1073741824 B" in r["tensor"])
+    warm = sum(r["stall_samples"] for r in rows if "(65536 B" in r["tensor"])
+    ok &= expect("cold and warm both blamed", cold > 0 and warm >= 0, True)
+    ok &= expect("stalls on cold / (cold + warm) above 0.9",
+                 round(cold / (cold + warm), 3) > 0.9 if cold + warm else False, True)
+    ok &= expect("kernels whose code changed", blame["tables"].get("code_changed", []), [])
+    ok &= expect("partial", blame.get("partial", ""), "")
+    ok &= expect("forest files", all(os.path.exists(os.path.join(out, f)) for f in
+                                     ("stall_blame.forest.dot", "stall_blame.forest.svg",
+                                      "stall_blame.blame.csv")), True)
+    return ok
+
+
 def case_annotations_exact(build, out):
     """device::Annotations counts access_pattern's annotated kernels exactly (the same truth
     as the sanitizer path), per buffer and per page, and the program prints the same."""

@@ -2,7 +2,7 @@
 # The one script for the GPU machine: builds from a clean tree, runs the GPU
 # tests (ctest -L gpu), the overhead benchmark, records the traces that
 # tests/data keeps, and prints a short table. Logs go to $OUT (or ./gpu-out).
-#   tests/gpu/run.sh [tests|bench|record|all|multi|memory|annotations|counters|torch|reliability]
+#   tests/gpu/run.sh [tests|bench|record|all|multi|memory|annotations|counters|stalls|torch|reliability]
 #   (default all)
 # `multi` builds only the CUDA example and runs the tests that need it (the
 # several-GPU test among them), for a machine with two GPUs. `reliability`
@@ -10,7 +10,8 @@
 # (examples the results matrix leaves out, comma-separated). `annotations` is
 # the device-annotation part of `memory` alone: its GPU tests and benchmark.
 # `counters`: hardware counters (Range Profiler) against known values and ncu,
-# then bench/gpu/op_counters.py (COUNTERS_BENCH=0 leaves it out).
+# then bench/gpu/op_counters.py (COUNTERS_BENCH=0 leaves it out). `stalls`:
+# the stall-blame GPU test (PC sampling joined with sanitizer accesses).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-$root/gpu-out}
@@ -34,6 +35,8 @@ targets=()
   pasta_memory_record inject_torch inject_torch_memory inject_torch_record tensor_access pasta-trace)
 [ "$what" = counters ] && targets=(--target counters counters_pasta pasta-trace pasta_counters
   inject_torch_counters)
+[ "$what" = stalls ] && targets=(--target stalls pasta_stall_sample pasta_stall_access
+  inject_torch_stall_sample inject_torch_stall_access pasta_nv_tests)
 [ "$what" = annotations ] && targets=(--target access_pattern annotated annotated_pasta pasta_memory)
 [ "$what" = memory ] && targets=(--target access_pattern access_pattern_pasta access_pattern_cpu
   annotated annotated_pasta
@@ -78,6 +81,12 @@ if [ "$what" = counters ]; then
       tee "$out/op-counters-bench.log"
     cp "$work/op-counters/pasta/op_counters.profile.json" "$out/gpt_op_counters.profile.json" 2>/dev/null
   fi
+fi
+if [ "$what" = stalls ]; then
+  echo "== stall blame: PC sampling joined with sanitizer accesses"
+  (cd "$build" && ctest -R "sass" -V) 2>&1 | tail -5 | tee "$out/nv-sass.log"
+  gpu_tests stalls "gpu: stall_blame"
+  cp -r "$build/gpu-out/stall_blame" "$out/stall_blame" 2>/dev/null
 fi
 if [ "$what" = memory ] || [ "$what" = annotations ]; then
   echo "== device annotations against the sanitizer path (same kernel)"

@@ -195,7 +195,7 @@ TEST_CASE("the header carries the format version, the schema and the metadata") 
   write_trace(dir.file("t.pasta"), every_event());
   TraceReader r(dir.file("t.pasta"));
   CHECK(r.major_version() == 1);
-  CHECK(r.minor_version() == 2);
+  CHECK(r.minor_version() == 3);
   CHECK(r.metadata() == trace::Metadata{{"purpose", "test"}});
   REQUIRE(r.schema().size() == 18);
   const auto& launch = r.schema()[1];

@@ -62,6 +62,9 @@ struct Config {
   std::uint64_t trace_buffer_bytes = 256ull << 20;  // PASTA_TRACE_BUFFER: device access records
   std::uint64_t annotation_bins = 1ull << 20;  // PASTA_ANNOTATION_BINS: device::Annotations table
   std::uint64_t counter_launches = 1;  // PASTA_COUNTER_LAUNCHES: measured per signature (0 = all)
+  unsigned pc_sampling_period = 0;  // PASTA_PC_SAMPLING_PERIOD: 2^N cycles, 5-31 (0 = CUPTI's)
+  std::string stall_samples;        // PASTA_STALL_SAMPLES: the sampled run's stall_samples.json
+  std::string nvdisasm;             // PASTA_NVDISASM: the disassembler (empty = search)
   // PASTA_TOOLS: run only these of the tools compiled into the Profiler, by
   // name (empty = all). The Profiler checks the names against its tools.
   std::vector<std::string> tools;
@@ -275,6 +278,17 @@ std::vector<std::string> apply_env(Config& cfg, Getenv&& getenv) {
       reject("PASTA_COUNTER_LAUNCHES", *v, "a whole number (0 = measure every launch)",
              std::to_string(cfg.counter_launches));
   }
+  if (auto v = value("PASTA_PC_SAMPLING_PERIOD")) {
+    auto n = detail::parse_uint(*v);
+    if (n && (*n == 0 || (*n >= 5 && *n <= 31)))
+      cfg.pc_sampling_period = static_cast<unsigned>(*n);
+    else
+      reject("PASTA_PC_SAMPLING_PERIOD", *v,
+             "a whole number from 5 to 31 (a sample every 2^N cycles per SM; 0 = CUPTI's choice)",
+             std::to_string(cfg.pc_sampling_period));
+  }
+  if (auto v = value("PASTA_STALL_SAMPLES")) cfg.stall_samples = *v;
+  if (auto v = value("PASTA_NVDISASM")) cfg.nvdisasm = *v;
   if (auto v = value("PASTA_PAGE_BYTES")) {
     auto n = detail::parse_bytes(*v);
     if (n && *n >= 256 && *n <= (1ull << 30) && (*n & (*n - 1)) == 0)

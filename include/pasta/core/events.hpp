@@ -39,6 +39,8 @@ enum class EventKind : std::uint16_t {
   tensor_alloc = 16,
   tensor_free = 17,
   kernel_counters = 18,
+  stall_sample = 19,
+  module_image = 1000,  // from 1000 on: never in a trace
 };
 
 struct Dim3 {
@@ -206,6 +208,18 @@ struct ModuleLoad {
   std::uint64_t time_ns = 0;
 };
 
+// A module's image (a cubin) as it loads, for tools that read machine code
+// (tools::StallBlame). The bytes are valid only while on(const ModuleImage&)
+// runs. Not in all_events: traces do not carry it.
+struct ModuleImage {
+  static constexpr EventKind kind = EventKind::module_image;
+  static constexpr std::string_view type_name = "ModuleImage";
+  std::uint32_t device = 0;
+  std::uint64_t module = 0;
+  const std::byte* image = nullptr;
+  std::uint64_t image_bytes = 0;
+};
+
 struct MemAccess {  // one access by one thread, as a conventional trace records it
   static constexpr EventKind kind = EventKind::mem_access;
   static constexpr std::string_view type_name = "MemAccess";
@@ -315,12 +329,23 @@ struct KernelCounters {  // hardware counters of one kernel launch, from a profi
   double flops = 0;  // floating-point operations (an FMA counts two), all precisions
 };
 
+struct StallSample {  // PC sampling: warps found stalled at one instruction, for one reason
+  static constexpr EventKind kind = EventKind::stall_sample;
+  static constexpr std::string_view type_name = "StallSample";
+  NameId function{};  // the kernel (mangled name) the instruction belongs to
+  std::uint64_t pc = 0;  // offset of the instruction within the function
+  NameId reason{};  // the stall reason as the sampler names it, e.g. "long_scoreboard"
+  std::uint64_t samples = 0;
+  std::uint32_t device = 0;
+};
+
 // Every event type, in EventKind order. A new event goes here and in
 // EventKind, and gets a BOOST_HANA_ADAPT_STRUCT line in detail/reflect.hpp.
 inline constexpr auto all_events =
     boost::hana::tuple_t<DeviceInfo, KernelLaunch, KernelComplete, MemAlloc, MemFree, Memcpy,
                          Memset, Synchronize, ModuleLoad, MemAccess, AccessHistogram, ScopeBegin,
-                         ScopeEnd, OpBegin, OpEnd, TensorAlloc, TensorFree, KernelCounters>;
+                         ScopeEnd, OpBegin, OpEnd, TensorAlloc, TensorFree, KernelCounters,
+                         StallSample>;
 
 namespace detail {
 
@@ -342,5 +367,10 @@ concept Event = std::is_trivially_copyable_v<E> && requires {
   { E::kind } -> std::convertible_to<EventKind>;
   { E::type_name } -> std::convertible_to<std::string_view>;
 };
+
+// An event traces carry: kinds from 1000 on (ModuleImage) live only in
+// the process.
+template <class E>
+concept TraceEvent = Event<E> && static_cast<unsigned>(E::kind) < 1000;
 
 }  // namespace pasta

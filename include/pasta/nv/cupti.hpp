@@ -7,6 +7,8 @@
 // When a tool wants KernelCounters (tools::OpCounters), every kernel is
 // measured with CUPTI's Range Profiler under kernel replay
 // (detail/range_counters.hpp): slow, exact, the program's results unchanged.
+// When a tool wants StallSample (tools::StallBlame), PC sampling runs in
+// continuous mode on every context that launches (detail/pc_sampling.hpp).
 // Everything is enabled only if some tool consumes it.
 #pragma once
 
@@ -37,6 +39,7 @@
 #include <pasta/core/scope.hpp>
 #include <pasta/nv/detail/activity.hpp>
 #include <pasta/nv/detail/cupti_api.hpp>
+#include <pasta/nv/detail/pc_sampling.hpp>
 #include <pasta/nv/detail/range_counters.hpp>
 
 namespace pasta::nv {
@@ -67,6 +70,7 @@ class Cupti {
         flush_on_sync_(cfg.flush_on_sync),
         op_tags_(cfg.op_tags) {
     counters_.set_per_signature(cfg.counter_launches);
+    sampler_.set_period(cfg.pc_sampling_period);
     // The program's NVTX ranges reach CUPTI only if NVTX loads CUPTI as its
     // injection, and NVTX reads this when it initialises: set it now, before
     // the profiler's first scope initialises NVTX.
@@ -97,6 +101,13 @@ class Cupti {
   std::string partial_reason() const {
     if (!error_.empty()) return error_;
     if (!counters_.error().empty()) return counters_.error();
+    if (!sampler_.error().empty()) return sampler_.error();
+    if (sampler_.dropped() || sampler_.buffer_full())
+      return fmt::format("PC sampling dropped {} of {} samples{}", sampler_.dropped(),
+                         sampler_.samples(),
+                         sampler_.buffer_full() ? " (its hardware buffer filled up; raise "
+                                                  "PASTA_PC_SAMPLING_PERIOD)"
+                                                : "");
     const auto dropped = stats_.dropped.load(), refused = stats_.refused.load();
     if (!dropped && !refused) return {};
     return fmt::format("CUPTI dropped {} activity records ({} buffers refused at the {} MiB limit)",
@@ -352,6 +363,8 @@ class Cupti {
   bool host_launches_ = false;      // KernelLaunch comes from callbacks, not from records
   detail::RangeCounters counters_;  // KernelCounters, when a tool wants them
   void (*finish_counters_)(Cupti*) = nullptr;
+  detail::PcSampler sampler_;  // StallSample, when a tool wants them
+  void (*finish_sampling_)(Cupti*) = nullptr;
   bool active_ = false;
   void* sink_ = nullptr;
   void (*process_)(Cupti*, std::uint8_t*, std::size_t) = nullptr;
@@ -429,7 +442,27 @@ void Cupti::start(Sink& sink) {
           [&](const KernelCounters& c) { static_cast<Sink*>(self->sink_)->emit(c); });
     };
   }
-  if constexpr (modules)
+  if constexpr (Sink::template wants<StallSample>()) {
+    // Sampling starts at a context's first launch; samples are read after
+    // synchronisations, before a module unloads or a context ends, and at stop.
+    enable_launch_callbacks();
+    check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API,
+                              CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020),
+          "the cudaDeviceSynchronize callback");
+    check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API,
+                              CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize),
+          "the cuCtxSynchronize callback");
+    for (CUpti_CallbackId id :
+         {CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING})
+      check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, id),
+            "a resource callback");
+    finish_sampling_ = [](Cupti* self) {
+      self->sampler_.finish(nullptr, [&](const StallSample& e) {
+        static_cast<Sink*>(self->sink_)->emit(e);
+      });
+    };
+  }
+  if constexpr (modules || Sink::template wants<ModuleImage>())
     check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE,
                               CUPTI_CBID_RESOURCE_MODULE_LOADED),
           "the module-load callback");
@@ -492,6 +525,15 @@ inline void Cupti::stop() {
           "whose ranges did not match launches were not measured",
           counters_.measured(), counters_.passes(), counters_.skipped(), counters_.other_context(),
           counters_.mismatched()));
+  }
+  if (finish_sampling_) {
+    finish_sampling_(this);
+    if (verbose_ || !sampler_.error().empty() || sampler_.dropped())
+      pasta::detail::log(fmt::format(
+          "cupti handler: PC sampling: {} samples ({} dropped, {} in kernels CUPTI does not "
+          "attribute), {} pc records, {} stall reasons",
+          sampler_.samples(), sampler_.dropped(), sampler_.non_user(), sampler_.records(),
+          sampler_.reasons()));
   }
   const pasta::detail::OpCorrelator* ours = &op_hooks;
   pasta::detail::op_correlator().compare_exchange_strong(ours, nullptr);
@@ -658,22 +700,43 @@ void CUPTIAPI Cupti::on_callback(void* user, CUpti_CallbackDomain domain, CUpti_
             [&](const KernelCounters& c) { static_cast<Sink*>(self->sink_)->emit(c); });
       }
     }
+    if constexpr (Sink::template wants<StallSample>()) {
+      auto emit = [&](const StallSample& e) { sink.emit(e); };
+      if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+        const auto& r = *static_cast<const CUpti_ResourceData*>(data);
+        if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) self->sampler_.finish(r.context, emit);
+        if (cbid == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING) self->sampler_.collect(emit);
+      } else if (domain != CUPTI_CB_DOMAIN_NVTX) {
+        const auto& cb = *static_cast<const CUpti_CallbackData*>(data);
+        if (!is_launch(domain, cbid)) {
+          if (cb.callbackSite == CUPTI_API_EXIT) self->sampler_.collect(emit);
+        } else if (cb.callbackSite == CUPTI_API_ENTER) {
+          self->sampler_.enable(cb.context);
+        }
+      }
+    }
     self->stats_.callbacks.fetch_add(1, std::memory_order_relaxed);
     if (domain == CUPTI_CB_DOMAIN_NVTX) {
       self->on_nvtx<Sink>(cbid, *static_cast<const CUpti_NvtxData*>(data));
       return;
     }
     if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
-      if constexpr (Sink::template wants<ModuleLoad>()) {
-        const auto& r = *static_cast<const CUpti_ResourceData*>(data);
-        const auto* m = static_cast<const CUpti_ModuleResourceData*>(r.resourceDescriptor);
-        std::uint32_t device = 0;
-        cuptiGetDeviceId(r.context, &device);
+      if (cbid != CUPTI_CBID_RESOURCE_MODULE_LOADED) return;
+      const auto& r = *static_cast<const CUpti_ResourceData*>(data);
+      const auto* m = static_cast<const CUpti_ModuleResourceData*>(r.resourceDescriptor);
+      std::uint32_t device = 0;
+      cuptiGetDeviceId(r.context, &device);
+      if constexpr (Sink::template wants<ModuleLoad>())
         sink.emit(ModuleLoad{.device = device,
                              .module = m ? m->moduleId : 0,
                              .image_bytes = m ? m->cubinSize : 0,
                              .time_ns = cupti_clock()});
-      }
+      if constexpr (Sink::template wants<ModuleImage>())
+        if (m && m->pCubin && m->cubinSize)
+          sink.emit(ModuleImage{.device = device,
+                                .module = m->moduleId,
+                                .image = reinterpret_cast<const std::byte*>(m->pCubin),
+                                .image_bytes = m->cubinSize});
       return;
     }
     const auto& cb = *static_cast<const CUpti_CallbackData*>(data);

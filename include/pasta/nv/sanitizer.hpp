@@ -267,7 +267,8 @@ void Sanitizer::start(Sink& sink) {
       pasta::detail::log(fmt::format("sanitizer: enabling {} callbacks failed: {}", what,
                                      detail::sanitizer_error(e)));
   };
-  if (mode_ != Mode::none || memory || Sink::template wants<ModuleLoad>())
+  if (mode_ != Mode::none || memory || Sink::template wants<ModuleLoad>() ||
+      Sink::template wants<ModuleImage>())
     enable(SANITIZER_CB_DOMAIN_RESOURCE, "resource");
   if (mode_ != Mode::none || launches) enable(SANITIZER_CB_DOMAIN_LAUNCH, "launch");
   if (mode_ != Mode::none) enable(SANITIZER_CB_DOMAIN_GRAPHS, "graph");
@@ -457,6 +458,11 @@ void Sanitizer::on_resource(Sink& sink, Sanitizer_CallbackId cbid, const void* d
                              .module = reinterpret_cast<std::uint64_t>(m.module),
                              .image_bytes = m.cubinSize,
                              .time_ns = pasta::detail::now_ns()});
+      if constexpr (Sink::template wants<ModuleImage>())
+        if (m.pCubin && m.cubinSize)
+          sink.emit(ModuleImage{.module = reinterpret_cast<std::uint64_t>(m.module),
+                                .image = reinterpret_cast<const std::byte*>(m.pCubin),
+                                .image_bytes = m.cubinSize});
       break;
     }
     case SANITIZER_CBID_RESOURCE_MODULE_UNLOAD_STARTING: {

@@ -35,7 +35,7 @@ class Record {
     if (!error_.empty()) detail::log(fmt::format("not recording a trace: {}", error_));
   }
 
-  template <Event E>
+  template <TraceEvent E>
   void on(const E& e) {
     writer_.write(e);
   }

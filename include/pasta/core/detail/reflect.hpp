@@ -53,6 +53,7 @@ BOOST_HANA_ADAPT_STRUCT(pasta::KernelCounters, correlation, device, passes, dram
                         dram_bytes_write, dram_throughput_pct, sm_throughput_pct, l1_hit_rate_pct,
                         l2_hit_rate_pct, achieved_occupancy_pct, tensor_active_pct, inst_executed,
                         flops);
+BOOST_HANA_ADAPT_STRUCT(pasta::StallSample, function, pc, reason, samples, device);
 
 namespace pasta::detail {
 

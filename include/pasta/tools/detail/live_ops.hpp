@@ -43,6 +43,11 @@ class LiveOps {
         if (const Open* o = search(stack, op)) return o->name;
     return intern(unknown_op);
   }
+  // The innermost operator open on `thread`; 0 for none.
+  NameId innermost(std::uint32_t thread) const {
+    auto it = stacks_.find(thread);
+    return it == stacks_.end() || it->second.empty() ? NameId{} : it->second.back().name;
+  }
   static std::string label(NameId op) { return op ? std::string(name_of(op)) : std::string(no_op); }
 
   static constexpr std::string_view no_op = "(no operator)";

@@ -1,0 +1,70 @@
+// The stall-blame example's kernel as nvcc builds it: its code found in the
+// cubin and, where nvdisasm is (PASTA_NVDISASM, PATH, the CUDA toolkit; CI
+// installs PyPI's nvidia-cuda-nvdisasm), disassembled and read for the loads
+// each stalled instruction waits for.
+#include <doctest/doctest.h>
+
+#include <cstddef>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include <pasta/nv/detail/cubin.hpp>
+#include <pasta/tools/detail/sass.hpp>
+
+namespace {
+
+std::vector<std::byte> read_stalls_cubin() {
+  std::ifstream in(PASTA_TEST_STALLS_CUBIN, std::ios::binary);
+  REQUIRE(in);
+  std::vector<char> bytes{std::istreambuf_iterator<char>(in), {}};
+  std::vector<std::byte> out(bytes.size());
+  std::memcpy(out.data(), bytes.data(), bytes.size());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("sass: the blend kernel's code in its cubin, disassembled by nvdisasm") {
+  const auto image = read_stalls_cubin();
+  CHECK(pasta::nv::detail::sm_of(image) == 90);
+  std::vector<std::byte> blend;
+  REQUIRE(pasta::nv::detail::for_each_kernel_code(
+      image, [&](std::string_view name, std::span<const std::byte> code) {
+        if (name == "_Z5blendPKfjS0_jPfj") blend.assign(code.begin(), code.end());
+      }));
+  REQUIRE(blend.size() % 16 == 0);
+  REQUIRE(blend.size() > 0);
+  const char* env = std::getenv("PASTA_NVDISASM");
+#ifdef PASTA_TEST_NVDISASM
+  if (!env) env = PASTA_TEST_NVDISASM;  // the one CMake found
+#endif
+  const std::string nvdisasm = pasta::detail::sass::find_nvdisasm(env ? env : "");
+  if (nvdisasm.empty()) {
+    MESSAGE("skipped: no nvdisasm (set PASTA_NVDISASM or pip install nvidia-cuda-nvdisasm)");
+    return;
+  }
+  std::string why;
+  const auto code = pasta::detail::sass::disassemble(blend, 90, nvdisasm, why);
+  CHECK(why.empty());
+  REQUIRE(code.size() == blend.size() / 16);
+  // Every long-scoreboard wait in the loop is on loads (see blend.sm90.txt
+  // for the same code); the sum of cold[] waits for exactly one.
+  std::size_t waits = 0;
+  for (const auto& i : code) {
+    const auto p = pasta::detail::sass::producers(code, i.pc);
+    for (std::uint64_t load : p.all) {
+      bool is_load = false;
+      for (const auto& j : code)
+        if (j.pc == load) is_load = pasta::detail::sass::is_long_load(j.opcode);
+      CHECK(is_load);
+    }
+    waits += !p.all.empty();
+  }
+  CHECK(waits >= 4);
+  std::string empty_why;
+  CHECK(pasta::detail::sass::disassemble(blend, 90, "/nonexistent/nvdisasm", empty_why).empty());
+  CHECK(empty_why.find("failed") != std::string::npos);
+}

@@ -1,0 +1,272 @@
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include <pasta/core/concepts.hpp>
+#include <pasta/core/detail/files.hpp>
+#include <pasta/tools/detail/sass.hpp>
+#include <pasta/tools/stall_blame.hpp>
+
+#include "../support.hpp"
+
+using namespace pasta;
+namespace sass = pasta::detail::sass;
+
+static_assert(Tool<tools::StallBlame>);
+
+namespace {
+
+std::vector<sass::Instruction> blend() {
+  const std::string text =
+      pasta::detail::read_file(std::string(PASTA_TEST_DATA_DIR) + "/sass/blend.sm90.txt");
+  REQUIRE(!text.empty());
+  return sass::parse(text);
+}
+
+const sass::Instruction& at(const std::vector<sass::Instruction>& code, std::uint64_t pc) {
+  for (const auto& i : code)
+    if (i.pc == pc) return i;
+  FAIL("no instruction at " << pc);
+  return code.front();
+}
+
+double cell_double(const Report& r, std::string_view table, std::size_t row, std::size_t col) {
+  const Cell& c = test::table(r, table).rows().at(row).at(col);
+  if (auto* d = std::get_if<double>(&c)) return *d;
+  if (auto* u = std::get_if<std::uint64_t>(&c)) return static_cast<double>(*u);
+  FAIL("not a number");
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("sass: instructions, registers and scoreboards of nvdisasm -hex output") {
+  const auto code = blend();
+  REQUIRE(code.size() == 80);  // 0x000 .. 0x4f0
+  CHECK(code.front().pc == 0);
+  CHECK(code.back().pc == 0x4f0);
+  const auto& ldg = at(code, 0x220);  // LDG.E R23, desc[UR4][R18.64]
+  CHECK(ldg.opcode == "LDG.E");
+  CHECK(ldg.written == std::vector<unsigned>{23});
+  CHECK(ldg.registers == std::vector<unsigned>{23, 18, 19});
+  CHECK(ldg.write_barrier == 3);
+  CHECK(ldg.wait_mask == 0);
+  const auto& fadd = at(code, 0x370);  // FADD R23, R23, R14 waiting on scoreboard 3
+  CHECK(fadd.wait_mask == 0b001000);
+  CHECK(fadd.write_barrier == sass::no_barrier);
+  CHECK(at(code, 0x3e0).opcode == "BRA");  // "@P0 BRA 0x130": the guard is not the opcode
+  CHECK(at(code, 0x420).written.empty());  // a store writes no register
+  CHECK(sass::is_long_load("LDG.E.64"));
+  CHECK_FALSE(sass::is_long_load("LDS.U8"));
+}
+
+TEST_CASE("sass: the loads a stalled instruction waits for") {
+  const auto code = blend();
+  // cold[] loads are at 0x220, 0x270, 0x2e0, 0x310; warm[] at 0x1b0, 0x2a0, 0x2c0, 0x300.
+  CHECK(sass::producers(code, 0x370).all == std::vector<std::uint64_t>{0x220});
+  CHECK(sass::producers(code, 0x370).reads == std::vector<std::uint64_t>{0x220});
+  CHECK(sass::producers(code, 0x380).all == std::vector<std::uint64_t>{0x270});
+  CHECK(sass::producers(code, 0x360).all == std::vector<std::uint64_t>{0x1b0});
+  // Five loads set scoreboard 5; the FFMA waits for all of them and reads one.
+  const auto shared = sass::producers(code, 0x390);
+  CHECK(shared.all == std::vector<std::uint64_t>{0x2a0, 0x2c0, 0x2e0, 0x300, 0x310});
+  CHECK(shared.reads == std::vector<std::uint64_t>{0x2a0});
+  CHECK(sass::producers(code, 0x3a0).all.empty());  // waits on nothing
+  CHECK(sass::producers(code, 0x170).all.empty());  // waits on a constant load, not L1TEX
+  CHECK(sass::producers(code, 0x375).all.empty());  // not an instruction
+}
+
+TEST_CASE("sass: text that is not nvdisasm output gives no instructions") {
+  CHECK(sass::parse("").empty());
+  CHECK(sass::parse("garbage\n/*zz*/ FADD R1, R2 ;\n/*0010*/ no semicolon\n").empty());
+  CHECK(sass::parse("/*0010*/ FADD R1, R2, R3 ;\n/* 0xnothex */\n").size() == 1);
+}
+
+namespace {
+
+// Run 1's file for the blend kernel, as the sampled run writes it.
+std::string samples_json() {
+  nlohmann::json pcs = nlohmann::json::array();
+  auto pc = [&](std::uint64_t at, std::string reason, std::uint64_t n,
+                std::vector<std::uint64_t> waits, std::vector<std::uint64_t> reads) {
+    pcs.push_back({{"pc", at},
+                   {"reasons", {{reason, n}}},
+                   {"waits_for", waits},
+                   {"reads", reads}});
+  };
+  pc(0x370, "long_scoreboard", 300, {0x220}, {0x220});
+  pc(0x380, "long_scoreboard", 100, {0x270}, {0x270});
+  pc(0x360, "long_scoreboard", 20, {0x1b0}, {0x1b0});
+  pc(0x390, "long_scoreboard", 200, {0x2a0, 0x2e0}, {0x2a0});
+  pc(0x3a0, "math_pipe_throttle", 380, {}, {});
+  pcs.push_back({{"pc", 0x400}, {"reasons", {{"long_scoreboard", 7}}}, {"waits_for", nlohmann::json::array()}});
+  nlohmann::json doc{{"schema", "pasta.stall_samples"},
+                     {"version", 1},
+                     {"samples", 1007},
+                     {"functions",
+                      {{"blend", {{"code", ""}, {"pcs", pcs}}},
+                       {"never_ran", {{"code", ""}, {"pcs", {{{"pc", 16}, {"reasons", {{"barrier", 5}}}}}}}}}}};
+  return doc.dump();
+}
+
+// Run 2: the blend kernel's accesses, ten per load, on two allocations.
+void instrumented(tools::StallBlame& t) {
+  const std::uint64_t cold = 0x100000, warm = 0x900000;
+  t.on(MemAlloc{.address = cold, .bytes = 0x100000});
+  t.on(MemAlloc{.address = warm, .bytes = 0x10000});
+  t.on(KernelLaunch{.correlation = 1, .name = intern("blend")});
+  for (std::uint64_t pc : {0x220, 0x270, 0x2e0, 0x1b0, 0x2a0})
+    for (std::uint64_t i = 0; i < 10; ++i)
+      t.on(MemAccess{.correlation = 1,
+                     .address = (pc == 0x1b0 || pc == 0x2a0 ? warm : cold) + 64 * i,
+                     .pc = pc,
+                     .bytes = 4,
+                     .flags = access::read});
+}
+
+}  // namespace
+
+TEST_CASE("stall_blame: the join charges memory stalls to the allocation the load read") {
+  test::TempDir dir;
+  const std::string file = dir.file("stall_samples.json");
+  REQUIRE(pasta::detail::write_file(file, samples_json()).empty());
+  Config cfg;
+  cfg.output_dir = dir.path();
+  cfg.stall_samples = file;
+  tools::StallBlame t(cfg);
+  instrumented(t);
+  Report r("stall_blame");
+  t.report(r);
+  CHECK(r.partial().empty());
+  // Waiting for one load: cold 400 samples over 20 accesses (20 a access),
+  // warm 20 over 10 (2). The FFMA waiting for a warm and a cold load on one
+  // scoreboard splits its 200 by those rates: cold 200 * 20/22.
+  const auto& blame = test::table(r, "blame");
+  REQUIRE(blame.rows().size() == 2);
+  CHECK(std::get<std::string>(blame.rows()[0][0]) == "allocation #1 (1048576 B at 0x100000)");
+  CHECK(std::get<std::string>(blame.rows()[0][1]) == "(no operator)");
+  CHECK(cell_double(r, "blame", 0, 2) == doctest::Approx(400 + 200 * 20.0 / 22));
+  CHECK(cell_double(r, "blame", 0, 3) == doctest::Approx((400 + 200 * 20.0 / 22) / 1007));
+  CHECK(std::get<std::string>(blame.rows()[1][0]) == "allocation #2 (65536 B at 0x900000)");
+  CHECK(cell_double(r, "blame", 1, 2) == doctest::Approx(20 + 200 * 2.0 / 22));
+  const auto& rest = test::table(r, "unattributed");
+  REQUIRE(rest.rows().size() == 3);
+  CHECK(std::get<std::string>(rest.rows()[0][0]) ==
+        "kernel made no recorded access in the instrumented run");
+  CHECK(cell_double(r, "unattributed", 0, 1) == 5);
+  CHECK(std::get<std::string>(rest.rows()[1][0]) ==
+        "memory dependency with no load found in the SASS");
+  CHECK(cell_double(r, "unattributed", 1, 1) == 7);
+  CHECK(std::get<std::string>(rest.rows()[2][0]) ==
+        "not at a memory instruction (compute, sync, ...)");
+  CHECK(cell_double(r, "unattributed", 2, 1) == 380);
+  // The forest: the two allocations, each with the kernel that waited.
+  const std::string dot = pasta::detail::read_file(dir.file("stall_blame.forest.dot"));
+  CHECK(dot.find("allocation #1 (1048576 B at 0x100000)\\n582 samples (57.8%)") != std::string::npos);
+  CHECK(dot.find("n0 -> n1") != std::string::npos);
+  const std::string svg = pasta::detail::read_file(dir.file("stall_blame.forest.svg"));
+  CHECK(svg.find("<title>allocation #2 (65536 B at 0x900000) - 38 samples (3.8%)</title>") !=
+        std::string::npos);
+}
+
+TEST_CASE("stall_blame: with no evidence a shared wait goes to the loads whose registers it reads") {
+  test::TempDir dir;
+  nlohmann::json doc{{"schema", "pasta.stall_samples"},
+                     {"version", 1},
+                     {"samples", 10},
+                     {"functions",
+                      {{"blend",
+                        {{"pcs",
+                          {{{"pc", 0x390},
+                            {"reasons", {{"long_scoreboard", 10}}},
+                            {"waits_for", {0x2a0, 0x2e0}},
+                            {"reads", {0x2a0}}}}}}}}}};
+  REQUIRE(pasta::detail::write_file(dir.file("s.json"), doc.dump()).empty());
+  Config cfg;
+  cfg.output_dir = dir.path();
+  cfg.stall_samples = dir.file("s.json");
+  tools::StallBlame t(cfg);
+  instrumented(t);
+  Report r("stall_blame");
+  t.report(r);
+  REQUIRE(test::table(r, "blame").rows().size() == 1);
+  CHECK(std::get<std::string>(test::table(r, "blame").rows()[0][0]) ==
+        "allocation #2 (65536 B at 0x900000)");
+  CHECK(cell_double(r, "blame", 0, 2) == 10);
+}
+
+TEST_CASE("stall_blame: tensors of a framework allocator are blamed, with their operators") {
+  test::TempDir dir;
+  REQUIRE(pasta::detail::write_file(dir.file("s.json"), samples_json()).empty());
+  Config cfg;
+  cfg.output_dir = dir.path();
+  cfg.stall_samples = dir.file("s.json");
+  tools::StallBlame t(cfg);
+  t.on(MemAlloc{.address = 0x100000, .bytes = 0x1000000});  // the allocator's segment
+  t.on(OpBegin{.id = 1, .name = intern("aten::randn"), .thread = 7});
+  t.on(TensorAlloc{.address = 0x100000, .bytes = 0x100000, .op = 1, .thread = 7});
+  t.on(OpEnd{.id = 1, .name = intern("aten::randn"), .thread = 7});
+  t.on(OpBegin{.id = 2, .name = intern("aten::blend"), .thread = 7});
+  t.on(KernelLaunch{.correlation = 1, .name = intern("blend"), .thread = 7});
+  for (std::uint64_t pc : {0x220, 0x270})
+    t.on(MemAccess{.correlation = 1, .address = 0x100040, .pc = pc, .bytes = 4, .flags = access::read});
+  t.on(OpEnd{.id = 2, .name = intern("aten::blend"), .thread = 7});
+  Report r("stall_blame");
+  t.report(r);
+  const auto& blame = test::table(r, "blame");
+  REQUIRE(blame.rows().size() == 1);
+  CHECK(std::get<std::string>(blame.rows()[0][0]) == "tensor #1 (1048576 B, aten::randn)");
+  CHECK(std::get<std::string>(blame.rows()[0][1]) == "aten::blend");
+  CHECK(cell_double(r, "blame", 0, 2) == 400);
+  // allocation -> tensor -> operator
+  const std::string dot = pasta::detail::read_file(dir.file("stall_blame.forest.dot"));
+  CHECK(dot.find("allocation #1 (16777216 B at 0x100000)") < dot.find("tensor #1"));
+  CHECK(dot.find("tensor #1") < dot.find("aten::blend"));
+  CHECK(dot.find("n1 -> n2") != std::string::npos);
+}
+
+TEST_CASE("stall_blame: a samples file that is missing, foreign or newer is a clear partial report") {
+  test::TempDir dir;
+  Config cfg;
+  cfg.output_dir = dir.path();
+  auto run = [&](std::string content) {
+    if (!content.empty()) REQUIRE(pasta::detail::write_file(dir.file("s.json"), content).empty());
+    cfg.stall_samples = dir.file(content.empty() ? "missing.json" : "s.json");
+    tools::StallBlame t(cfg);
+    instrumented(t);
+    Report r("stall_blame");
+    t.report(r);
+    return r.partial();
+  };
+  CHECK(run("").find("missing.json: cannot be read") != std::string::npos);
+  CHECK(run("{\"schema\": \"other\"}").find("not a stall_samples.json") != std::string::npos);
+  CHECK(run("{not json").find("not a stall_samples.json") != std::string::npos);
+  CHECK(run(R"({"schema": "pasta.stall_samples", "version": 9, "functions": {}})")
+            .find("version 9 is newer") != std::string::npos);
+}
+
+TEST_CASE("stall_blame: the sampled run's samples per instruction and reason") {
+  test::TempDir dir;
+  Config cfg;
+  cfg.output_dir = dir.path();
+  tools::StallBlame t(cfg);
+  const NameId k = intern("blend"), lsb = intern("long_scoreboard");
+  t.on(StallSample{.function = k, .pc = 0x370, .reason = lsb, .samples = 30});
+  t.on(StallSample{.function = k, .pc = 0x370, .reason = lsb, .samples = 12});
+  t.on(StallSample{.function = k, .pc = 0x370, .reason = intern("long_scoreboard_not_issued"),
+                   .samples = 9});  // a subset of the 42: not counted again
+  t.on(StallSample{.function = k, .pc = 0x3a0, .reason = intern("selected"), .samples = 8});
+  CHECK(t.samples_at("blend", 0x370, "long_scoreboard") == 42);
+  Report r("stall_blame");
+  t.report(r);
+  const auto doc = nlohmann::json::parse(pasta::detail::read_file(dir.file("stall_samples.json")));
+  CHECK(doc["schema"] == "pasta.stall_samples");
+  CHECK(doc["samples"] == 59);
+  REQUIRE(doc["functions"]["blend"]["pcs"].size() == 2);
+  CHECK(doc["functions"]["blend"]["pcs"][0]["reasons"]["long_scoreboard"] == 42);
+  // No code was seen: the stall stays where it is, and the report says so.
+  CHECK(doc["functions"]["blend"]["pcs"][0]["waits_for"].empty());
+  CHECK(test::table(r, "reasons").rows().size() == 2);
+}
