@@ -263,7 +263,7 @@ TEST_CASE("stall_blame: the sampled run's samples per instruction and reason") {
   t.report(r);
   const auto doc = nlohmann::json::parse(pasta::detail::read_file(dir.file("stall_samples.json")));
   CHECK(doc["schema"] == "pasta.stall_samples");
-  CHECK(doc["samples"] == 59);
+  CHECK(doc["samples"] == 50);  // the not-issued 9 are within the 42
   REQUIRE(doc["functions"]["blend"]["pcs"].size() == 2);
   CHECK(doc["functions"]["blend"]["pcs"][0]["reasons"]["long_scoreboard"] == 42);
   // No code was seen: the stall stays where it is, and the report says so.

@@ -205,7 +205,8 @@ inline constexpr std::string_view config_variables[] = {
     "PASTA_VERBOSE",      "PASTA_FLUSH_MS",
     "PASTA_FLUSH_ON_SYNC", "PASTA_ACCESS_PATCH",
     "PASTA_ACCESS_SPACES", "PASTA_TRACE_BUFFER", "PASTA_ANNOTATION_BINS",
-    "PASTA_TOOLS"};
+    "PASTA_TOOLS", "PASTA_COUNTER_LAUNCHES", "PASTA_PC_SAMPLING_PERIOD", "PASTA_STALL_SAMPLES",
+    "PASTA_NVDISASM"};
 
 // Applies the PASTA_* variables that `getenv(name)` returns (nullptr or ""
 // = unset) on top of `cfg`. Returns one line per rejected value.

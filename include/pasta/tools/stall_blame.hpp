@@ -77,8 +77,8 @@ class StallBlame {
   // Run 1.
   void on(const StallSample& e) {
     sampled_ = true;
-    total_samples_ += e.samples;
     if (not_issued(name_of(e.reason))) return;  // a subset of the same samples
+    total_samples_ += e.samples;
     samples_[{e.function, e.pc}][e.reason] += e.samples;
   }
 
@@ -248,7 +248,8 @@ inline void StallBlame::report_samples(Report& out) const {
     const std::vector<pasta::detail::sass::Instruction>* instructions = nullptr;
     bool needs_sass = false;
     for (const auto& [r, n] : reasons) needs_sass |= memory_dependency(name_of(r));
-    if (needs_sass && code != code_.end() && !code->second.bytes.empty() && !nvdisasm.empty()) {
+    if (code != code_.end() && !code->second.bytes.empty() && !nvdisasm.empty() &&
+        (needs_sass || sass.count(kernel))) {
       auto [it, fresh] = sass.try_emplace(kernel);
       if (fresh) {
         std::string why;

@@ -33,9 +33,6 @@ class PcSampler {
   PcSampler() = default;
   PcSampler(const PcSampler&) = delete;
   PcSampler& operator=(const PcSampler&) = delete;
-  ~PcSampler() {
-    for (auto& c : contexts_) release(*c);
-  }
 
   void set_period(unsigned period) { period_ = period; }
 
@@ -118,7 +115,18 @@ class PcSampler {
 
   bool start(Context& c) {
     cuptiGetDeviceId(c.ctx, &c.device);
-    if (reason_index_.empty() && !load_reasons(c.ctx)) return false;
+    // Enabled first: CUPTI names the stall reasons only on a context that samples.
+    CUpti_PCSamplingEnableParams enable{CUpti_PCSamplingEnableParamsSize, nullptr, c.ctx};
+    if (const CUptiResult r = cuptiPCSamplingEnable(&enable); r != CUPTI_SUCCESS) {
+      note(fmt::format("cuptiPCSamplingEnable: {}", cupti_error(r)));
+      return false;
+    }
+    auto off = [&] {
+      CUpti_PCSamplingDisableParams p{CUpti_PCSamplingDisableParamsSize, nullptr, c.ctx};
+      cuptiPCSamplingDisable(&p);
+      return false;
+    };
+    if (reason_index_.empty() && !load_reasons(c.ctx)) return off();
     prepare(c.read_buffer);
     prepare(c.config_buffer);
     // A plain array: nvcc 13.0's front end aborts on a std::vector of these.
@@ -143,11 +151,6 @@ class PcSampler {
       add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD)->attributeData.samplingPeriodData.samplingPeriod =
           period_;
 
-    CUpti_PCSamplingEnableParams enable{CUpti_PCSamplingEnableParamsSize, nullptr, c.ctx};
-    if (const CUptiResult r = cuptiPCSamplingEnable(&enable); r != CUPTI_SUCCESS) {
-      note(fmt::format("cuptiPCSamplingEnable: {}", cupti_error(r)));
-      return false;
-    }
     CUpti_PCSamplingConfigurationInfoParams config{};
     config.size = CUpti_PCSamplingConfigurationInfoParamsSize;
     config.ctx = c.ctx;
@@ -160,9 +163,7 @@ class PcSampler {
           note(fmt::format("configuration attribute {}: {}", static_cast<int>(info[i].attributeType),
                            cupti_error(info[i].attributeStatus)));
       note(fmt::format("cuptiPCSamplingSetConfigurationAttribute: {}", cupti_error(r)));
-      CUpti_PCSamplingDisableParams off{CUpti_PCSamplingDisableParamsSize, nullptr, c.ctx};
-      cuptiPCSamplingDisable(&off);
-      return false;
+      return off();
     }
     return true;
   }
@@ -237,18 +238,14 @@ class PcSampler {
                          .samples = s.samples,
                          .device = c.device});
       }
-      std::free(pc.functionName);  // CUPTI hands the name over
+      // The name may be shared with other records, activity records
+      // included (CUPTI says: free it after all of them): kept, one per kernel.
       pc.functionName = nullptr;
     }
     b.data.totalNumPcs = 0;
     b.data.totalSamples = b.data.droppedSamples = b.data.nonUsrKernelsTotalSamples = 0;
   }
 
-  static void release(Context& c) {
-    for (auto* b : {&c.read_buffer, &c.config_buffer})
-      if (b->pcs)
-        for (std::size_t i = 0; i < pcs_per_read; ++i) std::free(b->pcs[i].functionName);
-  }
 
   std::mutex mutex_;
   unsigned period_ = 0;
