@@ -91,23 +91,23 @@ std::string samples_json() {
   nlohmann::json pcs = nlohmann::json::array();
   auto pc = [&](std::uint64_t at, std::string reason, std::uint64_t n,
                 std::vector<std::uint64_t> waits, std::vector<std::uint64_t> reads) {
-    pcs.push_back({{"pc", at},
-                   {"reasons", {{reason, n}}},
-                   {"waits_for", waits},
-                   {"reads", reads}});
+    pcs.push_back({{"pc", at}, {"reasons", {{reason, n}}}, {"waits_for", waits}, {"reads", reads}});
   };
   pc(0x370, "long_scoreboard", 300, {0x220}, {0x220});
   pc(0x380, "long_scoreboard", 100, {0x270}, {0x270});
   pc(0x360, "long_scoreboard", 20, {0x1b0}, {0x1b0});
   pc(0x390, "long_scoreboard", 200, {0x2a0, 0x2e0}, {0x2a0});
   pc(0x3a0, "math_pipe_throttle", 380, {}, {});
-  pcs.push_back({{"pc", 0x400}, {"reasons", {{"long_scoreboard", 7}}}, {"waits_for", nlohmann::json::array()}});
-  nlohmann::json doc{{"schema", "pasta.stall_samples"},
-                     {"version", 1},
-                     {"samples", 1007},
-                     {"functions",
-                      {{"blend", {{"code", ""}, {"pcs", pcs}}},
-                       {"never_ran", {{"code", ""}, {"pcs", {{{"pc", 16}, {"reasons", {{"barrier", 5}}}}}}}}}}};
+  pcs.push_back({{"pc", 0x400},
+                 {"reasons", {{"long_scoreboard", 7}}},
+                 {"waits_for", nlohmann::json::array()}});
+  nlohmann::json doc{
+      {"schema", "pasta.stall_samples"},
+      {"version", 1},
+      {"samples", 1007},
+      {"functions",
+       {{"blend", {{"code", ""}, {"pcs", pcs}}},
+        {"never_ran", {{"code", ""}, {"pcs", {{{"pc", 16}, {"reasons", {{"barrier", 5}}}}}}}}}}};
   return doc.dump();
 }
 
@@ -164,14 +164,16 @@ TEST_CASE("stall_blame: the join charges memory stalls to the allocation the loa
   CHECK(cell_double(r, "unattributed", 2, 1) == 380);
   // The forest: the two allocations, each with the kernel that waited.
   const std::string dot = pasta::detail::read_file(dir.file("stall_blame.forest.dot"));
-  CHECK(dot.find("allocation #1 (1048576 B at 0x100000)\\n582 samples (57.8%)") != std::string::npos);
+  CHECK(dot.find("allocation #1 (1048576 B at 0x100000)\\n582 samples (57.8%)") !=
+        std::string::npos);
   CHECK(dot.find("n0 -> n1") != std::string::npos);
   const std::string svg = pasta::detail::read_file(dir.file("stall_blame.forest.svg"));
   CHECK(svg.find("<title>allocation #2 (65536 B at 0x900000) - 38 samples (3.8%)</title>") !=
         std::string::npos);
 }
 
-TEST_CASE("stall_blame: with no evidence a shared wait goes to the loads whose registers it reads") {
+TEST_CASE(
+    "stall_blame: with no evidence a shared wait goes to the loads whose registers it reads") {
   test::TempDir dir;
   nlohmann::json doc{{"schema", "pasta.stall_samples"},
                      {"version", 1},
@@ -211,7 +213,8 @@ TEST_CASE("stall_blame: tensors of a framework allocator are blamed, with their 
   t.on(OpBegin{.id = 2, .name = intern("aten::blend"), .thread = 7});
   t.on(KernelLaunch{.correlation = 1, .name = intern("blend"), .thread = 7});
   for (std::uint64_t pc : {0x220, 0x270})
-    t.on(MemAccess{.correlation = 1, .address = 0x100040, .pc = pc, .bytes = 4, .flags = access::read});
+    t.on(MemAccess{
+        .correlation = 1, .address = 0x100040, .pc = pc, .bytes = 4, .flags = access::read});
   t.on(OpEnd{.id = 2, .name = intern("aten::blend"), .thread = 7});
   Report r("stall_blame");
   t.report(r);
@@ -227,7 +230,8 @@ TEST_CASE("stall_blame: tensors of a framework allocator are blamed, with their 
   CHECK(dot.find("n1 -> n2") != std::string::npos);
 }
 
-TEST_CASE("stall_blame: a samples file that is missing, foreign or newer is a clear partial report") {
+TEST_CASE(
+    "stall_blame: a samples file that is missing, foreign or newer is a clear partial report") {
   test::TempDir dir;
   Config cfg;
   cfg.output_dir = dir.path();
@@ -255,7 +259,9 @@ TEST_CASE("stall_blame: the sampled run's samples per instruction and reason") {
   const NameId k = intern("blend"), lsb = intern("long_scoreboard");
   t.on(StallSample{.function = k, .pc = 0x370, .reason = lsb, .samples = 30});
   t.on(StallSample{.function = k, .pc = 0x370, .reason = lsb, .samples = 12});
-  t.on(StallSample{.function = k, .pc = 0x370, .reason = intern("long_scoreboard_not_issued"),
+  t.on(StallSample{.function = k,
+                   .pc = 0x370,
+                   .reason = intern("long_scoreboard_not_issued"),
                    .samples = 9});  // a subset of the 42: not counted again
   t.on(StallSample{.function = k, .pc = 0x3a0, .reason = intern("selected"), .samples = 8});
   CHECK(t.samples_at("blend", 0x370, "long_scoreboard") == 42);

@@ -197,7 +197,7 @@ TEST_CASE("the header carries the format version, the schema and the metadata") 
   CHECK(r.major_version() == 1);
   CHECK(r.minor_version() == 3);
   CHECK(r.metadata() == trace::Metadata{{"purpose", "test"}});
-  REQUIRE(r.schema().size() == 18);
+  REQUIRE(r.schema().size() == 19);
   const auto& launch = r.schema()[1];
   CHECK(launch.name == "KernelLaunch");
   CHECK(launch.payload_bytes == 8 + 8 + 8 + 4 + 4 + 12 + 12 + 4 + 4 + 8);

@@ -457,9 +457,8 @@ void Cupti::start(Sink& sink) {
       check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, id),
             "a resource callback");
     finish_sampling_ = [](Cupti* self) {
-      self->sampler_.finish(nullptr, [&](const StallSample& e) {
-        static_cast<Sink*>(self->sink_)->emit(e);
-      });
+      self->sampler_.finish(
+          nullptr, [&](const StallSample& e) { static_cast<Sink*>(self->sink_)->emit(e); });
     };
   }
   if constexpr (modules || Sink::template wants<ModuleImage>())
@@ -704,7 +703,8 @@ void CUPTIAPI Cupti::on_callback(void* user, CUpti_CallbackDomain domain, CUpti_
       auto emit = [&](const StallSample& e) { sink.emit(e); };
       if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
         const auto& r = *static_cast<const CUpti_ResourceData*>(data);
-        if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) self->sampler_.finish(r.context, emit);
+        if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING)
+          self->sampler_.finish(r.context, emit);
         if (cbid == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING) self->sampler_.collect(emit);
       } else if (domain != CUPTI_CB_DOMAIN_NVTX) {
         const auto& cb = *static_cast<const CUpti_CallbackData*>(data);

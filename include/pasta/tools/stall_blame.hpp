@@ -60,18 +60,20 @@ class StallBlame {
     if (!e.image || !e.image_bytes) return;
     const std::span<const std::byte> image(e.image, e.image_bytes);
     const unsigned sm = nv::detail::sm_of(image);
-    nv::detail::for_each_kernel_code(image, [&](std::string_view kernel,
-                                                std::span<const std::byte> code) {
-      if (code.empty()) return;
-      auto [it, fresh] = code_.try_emplace(std::string(kernel));
-      Code& c = it->second;
-      const std::uint64_t h = hash(code);
-      if (!fresh && c.hash != h) c.ambiguous = true;  // one name, two bodies in one run
-      c.hash = h;
-      c.sm = sm;
-      // Kept to disassemble, unless this is the run that joins.
-      if (samples_path_.empty()) c.bytes.assign(code.begin(), code.end());
-    });
+    nv::detail::for_each_kernel_code(image,
+                                     [&](std::string_view kernel, std::span<const std::byte> code) {
+                                       if (code.empty()) return;
+                                       auto [it, fresh] = code_.try_emplace(std::string(kernel));
+                                       Code& c = it->second;
+                                       const std::uint64_t h = hash(code);
+                                       if (!fresh && c.hash != h)
+                                         c.ambiguous = true;  // one name, two bodies in one run
+                                       c.hash = h;
+                                       c.sm = sm;
+                                       // Kept to disassemble, unless this is the run that joins.
+                                       if (samples_path_.empty())
+                                         c.bytes.assign(code.begin(), code.end());
+                                     });
   }
 
   // Run 1.
@@ -85,12 +87,11 @@ class StallBlame {
   // Run 2.
   void on(const OpBegin& e) { ops_.on(e); }
   void on(const OpEnd& e) { ops_.on(e); }
-  void on(const KernelLaunch& e) {
-    launches_[e.correlation] = {e.name, ops_.innermost(e.thread)};
-  }
+  void on(const KernelLaunch& e) { launches_[e.correlation] = {e.name, ops_.innermost(e.thread)}; }
   void on(const MemAlloc& e) {
-    allocations_.insert(Target::Range{e.address, e.bytes, add_target(e.address, e.bytes, {}, false)},
-                        [](const Target::Range&) {});
+    allocations_.insert(
+        Target::Range{e.address, e.bytes, add_target(e.address, e.bytes, {}, false)},
+        [](const Target::Range&) {});
   }
   void on(const MemFree& e) { allocations_.erase(e.address); }
   void on(const pasta::TensorAlloc& e) {
@@ -129,7 +130,8 @@ class StallBlame {
   }
 
   // Samples of the instructions of one kernel, as run 1 saw them.
-  std::uint64_t samples_at(std::string_view kernel, std::uint64_t pc, std::string_view reason) const {
+  std::uint64_t samples_at(std::string_view kernel, std::uint64_t pc,
+                           std::string_view reason) const {
     for (const auto& [key, reasons] : samples_)
       if (key.pc == pc && name_of(key.function) == kernel)
         for (const auto& [r, n] : reasons)
@@ -189,7 +191,8 @@ class StallBlame {
     if (t == no_target) return "(no allocation: shared, local or unknown memory)";
     const Target& x = targets_[t];
     if (x.tensor)
-      return fmt::format("tensor #{} ({} B, {})", x.n, x.bytes, pasta::detail::LiveOps::label(x.op));
+      return fmt::format("tensor #{} ({} B, {})", x.n, x.bytes,
+                         pasta::detail::LiveOps::label(x.op));
     return fmt::format("allocation #{} ({} B at 0x{:x})", x.n, x.bytes, x.base);
   }
   // The allocation holding a tensor, for the forest; no_target if none.
@@ -253,7 +256,8 @@ inline void StallBlame::report_samples(Report& out) const {
       auto [it, fresh] = sass.try_emplace(kernel);
       if (fresh) {
         std::string why;
-        it->second = pasta::detail::sass::disassemble(code->second.bytes, code->second.sm, nvdisasm, why);
+        it->second =
+            pasta::detail::sass::disassemble(code->second.bytes, code->second.sm, nvdisasm, why);
         if (!why.empty()) problems.push_back(fmt::format("{}: {}", kernel, why));
       }
       instructions = &it->second;
@@ -284,8 +288,8 @@ inline void StallBlame::report_samples(Report& out) const {
     return a.samples != b.samples ? a.samples > b.samples : a.pc < b.pc;
   });
   for (const Row& r : rows)
-    top.row(pasta::detail::short_kernel_name(pasta::detail::demangle(r.kernel)), fmt::format("0x{:x}", r.pc),
-            r.opcode, r.reason, r.samples, r.waits);
+    top.row(pasta::detail::short_kernel_name(pasta::detail::demangle(r.kernel)),
+            fmt::format("0x{:x}", r.pc), r.opcode, r.reason, r.samples, r.waits);
   auto& reasons = out.table("reasons", "Stall samples per reason", {"reason", "samples", "share"});
   std::vector<std::pair<NameId, std::uint64_t>> order(by_reason.begin(), by_reason.end());
   std::sort(order.begin(), order.end(), [](auto& a, auto& b) { return a.second > b.second; });
@@ -294,12 +298,12 @@ inline void StallBlame::report_samples(Report& out) const {
   out.summary("stall samples", total_samples_);
   out.summary("memory-dependency samples moved to their load", moved);
   if (unmoved)
-    out.note(fmt::format("{} memory-dependency samples stay at the stalled instruction: {}", unmoved,
-                         nvdisasm.empty()
-                             ? "nvdisasm was not found (set PASTA_NVDISASM or put the CUDA "
-                               "toolkit's bin on PATH)"
-                             : "no load feeding them was found in the SASS, or the kernel's code "
-                               "was not seen loading"));
+    out.note(fmt::format(
+        "{} memory-dependency samples stay at the stalled instruction: {}", unmoved,
+        nvdisasm.empty() ? "nvdisasm was not found (set PASTA_NVDISASM or put the CUDA "
+                           "toolkit's bin on PATH)"
+                         : "no load feeding them was found in the SASS, or the kernel's code "
+                           "was not seen loading"));
   for (const auto& p : problems) out.note(p);
 
   nlohmann::json doc{{"schema", schema},
@@ -344,11 +348,20 @@ inline std::string xml_escape(std::string_view s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -361,7 +374,8 @@ inline std::string forest_dot(const BlameNode& root, double total) {
     const int id = next++;
     const double share = total > 0 ? n.samples / total : 0;
     std::string label = n.label;
-    for (std::size_t i = 0; (i = label.find('"', i)) != std::string::npos; i += 2) label.insert(i, "\\");
+    for (std::size_t i = 0; (i = label.find('"', i)) != std::string::npos; i += 2)
+      label.insert(i, "\\");
     out += fmt::format(
         "  n{} [label=\"{}\\n{:.0f} samples ({:.1f}%)\", width={:.2f}, fontsize={:.0f}, "
         "fillcolor=\"0.0 {:.2f} 1.0\"];\n",
@@ -403,9 +417,9 @@ inline std::string forest_svg(const BlameNode& root, double total) {
             20 + 80 * heat);
         const std::size_t chars = static_cast<std::size_t>(w / 7);
         if (chars >= 4)
-          out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>", cx + 3, y + row / 2 + 4,
-                             xml_escape(c.label.size() > chars ? c.label.substr(0, chars - 1) + "~"
-                                                               : c.label));
+          out += fmt::format(
+              "<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>", cx + 3, y + row / 2 + 4,
+              xml_escape(c.label.size() > chars ? c.label.substr(0, chars - 1) + "~" : c.label));
         out += "</g>\n";
         self(self, c, d + 1, cx);
       }
@@ -435,14 +449,14 @@ inline void StallBlame::report_blame(Report& out) const {
   if (text.empty() || doc.is_discarded() || !doc.is_object() ||
       doc.value("schema", std::string()) != schema || !doc.contains("functions") ||
       !doc["functions"].is_object()) {
-    out.mark_partial(fmt::format("PASTA_STALL_SAMPLES={}: {}", samples_path_,
-                                 text.empty() ? "cannot be read"
-                                              : "not a stall_samples.json (schema pasta.stall_samples)"));
+    out.mark_partial(fmt::format(
+        "PASTA_STALL_SAMPLES={}: {}", samples_path_,
+        text.empty() ? "cannot be read" : "not a stall_samples.json (schema pasta.stall_samples)"));
     return;
   }
   if (doc.value("version", 0) > schema_version) {
-    out.mark_partial(fmt::format("{}: version {} is newer than this pasta reads ({})", samples_path_,
-                                 doc.value("version", 0), schema_version));
+    out.mark_partial(fmt::format("{}: version {} is newer than this pasta reads ({})",
+                                 samples_path_, doc.value("version", 0), schema_version));
     return;
   }
   std::map<std::pair<std::string_view, std::uint64_t>, const std::map<AccessKey, std::uint64_t>*>
@@ -534,13 +548,13 @@ inline void StallBlame::report_blame(Report& out) const {
     double weights = 0;
     if (st.at.size() > 1) {
       for (std::size_t i = 0; i < st.at.size(); ++i)
-        if (const auto* targets = accesses_at(st.kernel, st.at[i])) weights += weight[i] = rate(*targets);
+        if (const auto* targets = accesses_at(st.kernel, st.at[i]))
+          weights += weight[i] = rate(*targets);
       if (weights == 0)
         for (std::size_t i = 0; i < st.at.size(); ++i)
-          weights += weight[i] = st.reads.empty() || std::count(st.reads.begin(), st.reads.end(),
-                                                                st.at[i])
-                                     ? 1.0
-                                     : 0.0;
+          weights += weight[i] =
+              st.reads.empty() || std::count(st.reads.begin(), st.reads.end(), st.at[i]) ? 1.0
+                                                                                         : 0.0;
     } else {
       weight[0] = weights = 1;
     }
@@ -574,8 +588,9 @@ inline void StallBlame::report_blame(Report& out) const {
     }
     node = &node->child(target_label(t));
     node->samples += n;
-    const std::string op = key.first.op ? pasta::detail::LiveOps::label(key.first.op)
-                                        : pasta::detail::short_kernel_name(pasta::detail::demangle(key.second));
+    const std::string op =
+        key.first.op ? pasta::detail::LiveOps::label(key.first.op)
+                     : pasta::detail::short_kernel_name(pasta::detail::demangle(key.second));
     node = &node->child(op);
     node->samples += n;
   }
@@ -592,7 +607,7 @@ inline void StallBlame::report_blame(Report& out) const {
                             {"tensor", "operator", "kernel", "stall_samples", "share"});
   kernels.precision(3, 1).precision(4, 4);
   std::vector<std::pair<std::pair<AccessKey, std::string>, double>> rows(blamed.begin(),
-                                                                          blamed.end());
+                                                                         blamed.end());
   std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.second > b.second; });
   for (const auto& [k, n] : rows)
     kernels.row(target_label(k.first.target), pasta::detail::LiveOps::label(k.first.op),

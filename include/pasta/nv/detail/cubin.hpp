@@ -75,9 +75,8 @@ bool for_each_kernel_code(std::span<const std::byte> image, F&& f) {
 
 template <class F>
 bool for_each_kernel(std::span<const std::byte> image, F&& f) {
-  return for_each_kernel_code(image, [&](std::string_view name, std::span<const std::byte>) {
-    f(name);
-  });
+  return for_each_kernel_code(image,
+                              [&](std::string_view name, std::span<const std::byte>) { f(name); });
 }
 
 // The SM version a cubin was built for (90 for sm_90), 0 if not a cubin.

@@ -136,20 +136,23 @@ class PcSampler {
       info[count].attributeType = type;
       return &info[count++];
     };
-    add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE)->attributeData.collectionModeData.collectionMode =
+    add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE)
+        ->attributeData.collectionModeData.collectionMode =
         CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS;
     add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_OUTPUT_DATA_FORMAT)
-        ->attributeData.outputDataFormatData.outputDataFormat = CUPTI_PC_SAMPLING_OUTPUT_DATA_FORMAT_PARSED;
+        ->attributeData.outputDataFormatData.outputDataFormat =
+        CUPTI_PC_SAMPLING_OUTPUT_DATA_FORMAT_PARSED;
     add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SCRATCH_BUFFER_SIZE)
         ->attributeData.scratchBufferSizeData.scratchBufferSize = scratch_bytes;
     add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER)
         ->attributeData.samplingDataBufferData.samplingDataBuffer = &c.config_buffer.data;
-    auto& reasons = add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON)->attributeData.stallReasonData;
+    auto& reasons =
+        add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON)->attributeData.stallReasonData;
     reasons.stallReasonCount = reason_index_.size();
     reasons.pStallReasonIndex = reason_index_.data();
     if (period_)
-      add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD)->attributeData.samplingPeriodData.samplingPeriod =
-          period_;
+      add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD)
+          ->attributeData.samplingPeriodData.samplingPeriod = period_;
 
     CUpti_PCSamplingConfigurationInfoParams config{};
     config.size = CUpti_PCSamplingConfigurationInfoParamsSize;
@@ -160,7 +163,8 @@ class PcSampler {
         r != CUPTI_SUCCESS) {
       for (std::size_t i = 0; i < count; ++i)
         if (info[i].attributeStatus != CUPTI_SUCCESS)
-          note(fmt::format("configuration attribute {}: {}", static_cast<int>(info[i].attributeType),
+          note(fmt::format("configuration attribute {}: {}",
+                           static_cast<int>(info[i].attributeType),
                            cupti_error(info[i].attributeStatus)));
       note(fmt::format("cuptiPCSamplingSetConfigurationAttribute: {}", cupti_error(r)));
       return off();
@@ -182,8 +186,8 @@ class PcSampler {
     std::vector<std::vector<char>> storage(n, std::vector<char>(CUPTI_STALL_REASON_STRING_SIZE));
     std::vector<char*> names(n);
     for (std::size_t i = 0; i < n; ++i) names[i] = storage[i].data();
-    CUpti_PCSamplingGetStallReasonsParams get{CUpti_PCSamplingGetStallReasonsParamsSize, nullptr,
-                                              ctx, n, index.data(), names.data()};
+    CUpti_PCSamplingGetStallReasonsParams get{
+        CUpti_PCSamplingGetStallReasonsParamsSize, nullptr, ctx, n, index.data(), names.data()};
     if (const CUptiResult r = cuptiPCSamplingGetStallReasons(&get); r != CUPTI_SUCCESS) {
       note(fmt::format("cuptiPCSamplingGetStallReasons: {}", cupti_error(r)));
       return false;
@@ -245,7 +249,6 @@ class PcSampler {
     b.data.totalNumPcs = 0;
     b.data.totalSamples = b.data.droppedSamples = b.data.nonUsrKernelsTotalSamples = 0;
   }
-
 
   std::mutex mutex_;
   unsigned period_ = 0;

@@ -61,8 +61,8 @@ namespace detail {
 
 inline bool writes_first_operand(std::string_view opcode) {
   static constexpr std::array<std::string_view, 16> no_dest = {
-      "ST",  "STG", "STL",  "STS",  "RED", "BRA",  "BRX",  "EXIT",
-      "BAR", "RET", "CALL", "JMP",  "SYNCS", "WARPSYNC", "MEMBAR", "NOP"};
+      "ST",  "STG", "STL",  "STS", "RED",   "BRA",      "BRX",    "EXIT",
+      "BAR", "RET", "CALL", "JMP", "SYNCS", "WARPSYNC", "MEMBAR", "NOP"};
   const auto base = base_opcode(opcode);
   return std::find(no_dest.begin(), no_dest.end(), base) == no_dest.end();
 }
@@ -80,7 +80,8 @@ inline bool wide(std::string_view opcode) {
 
 inline std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -112,8 +113,8 @@ inline bool hex_comment(std::string_view s, std::uint64_t& value) {
 // RZ (the zero register) names none.
 inline void registers_in(std::string_view text, bool pairs, std::vector<unsigned>& out) {
   for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != 'R' || (i > 0 && (std::isalnum(static_cast<unsigned char>(text[i - 1])) ||
-                                     text[i - 1] == '_')))
+    if (text[i] != 'R' ||
+        (i > 0 && (std::isalnum(static_cast<unsigned char>(text[i - 1])) || text[i - 1] == '_')))
       continue;
     std::size_t j = i + 1;
     unsigned n = 0;
@@ -187,7 +188,7 @@ inline std::vector<Instruction> parse(std::string_view text) {
       detail::registers_in(first, false, regs);
       if (!regs.empty()) {
         const unsigned width = is_long_load(ins.opcode) ? detail::load_width(ins.opcode)
-                                                         : static_cast<unsigned>(regs.size());
+                                                        : static_cast<unsigned>(regs.size());
         for (unsigned k = 0; k < width; ++k) ins.written.push_back(regs.front() + k);
       }
     }
