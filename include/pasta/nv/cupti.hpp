@@ -187,6 +187,15 @@ class Cupti {
             "a driver launch callback");
   }
 
+  void enable_sync_callbacks() {
+    check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API,
+                              CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020),
+          "the cudaDeviceSynchronize callback");
+    check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API,
+                              CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize),
+          "the cuCtxSynchronize callback");
+  }
+
   static int& runtime_depth() {  // inside a runtime launch: skip the driver launch under it
     thread_local int depth = 0;
     return depth;
@@ -423,14 +432,7 @@ void Cupti::start(Sink& sink) {
   }
   // Synchronisations trigger a flush (on pasta's thread), so tools see the
   // work the program just waited for.
-  if (activities && flush_on_sync_) {
-    check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API,
-                              CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020),
-          "the cudaDeviceSynchronize callback");
-    check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API,
-                              CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize),
-          "the cuCtxSynchronize callback");
-  }
+  if (activities && flush_on_sync_) enable_sync_callbacks();
   if constexpr (Sink::template wants<KernelLaunch>()) {
     host_launches_ = launch_callbacks_;
     if (host_launches_) enable_launch_callbacks();
@@ -446,12 +448,7 @@ void Cupti::start(Sink& sink) {
     // Sampling starts at a context's first launch; samples are read after
     // synchronisations, before a module unloads or a context ends, and at stop.
     enable_launch_callbacks();
-    check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API,
-                              CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020),
-          "the cudaDeviceSynchronize callback");
-    check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API,
-                              CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize),
-          "the cuCtxSynchronize callback");
+    enable_sync_callbacks();
     for (CUpti_CallbackId id :
          {CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING})
       check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, id),
