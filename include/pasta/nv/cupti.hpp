@@ -30,6 +30,7 @@
 #include <pasta/core/detail/fmt.hpp>
 
 #include <pasta/core/config.hpp>
+#include <pasta/core/detail/hash.hpp>
 #include <pasta/core/detail/op_correlation.hpp>
 #include <pasta/core/detail/thread.hpp>
 #include <pasta/core/events.hpp>
@@ -140,16 +141,13 @@ class Cupti {
   static void op_enter(std::uint64_t op, NameId name) {
     cuptiActivityPushExternalCorrelationId(op_kind, op);
     auto& paths = op_paths();
-    paths.push_back(mix(paths.empty() ? 0xcbf29ce484222325ull : paths.back(), name.value + 1ull));
+    paths.push_back(pasta::detail::fnv_step(
+        paths.empty() ? pasta::detail::fnv_offset : paths.back(), name.value + 1ull));
   }
   static void op_exit() {
     std::uint64_t last = 0;
     cuptiActivityPopExternalCorrelationId(op_kind, &last);
     if (auto& paths = op_paths(); !paths.empty()) paths.pop_back();
-  }
-  // One FNV-1a step: the operator paths and launch signatures hash with it.
-  static constexpr std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
-    return (h ^ v) * 0x100000001b3ull;
   }
   // The calling thread's operator path, one hash a level (signatures of the
   // launches counters measure).
@@ -306,7 +304,7 @@ class Cupti {
          {std::uint64_t{s.grid.x}, std::uint64_t{s.grid.y}, std::uint64_t{s.grid.z},
           std::uint64_t{s.block.x}, std::uint64_t{s.block.y}, std::uint64_t{s.block.z},
           op_paths().empty() ? 0 : op_paths().back()})
-      h = mix(h, v);
+      h = pasta::detail::fnv_step(h, v);
     return h;
   }
   template <class Sink>

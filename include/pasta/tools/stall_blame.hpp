@@ -34,6 +34,7 @@
 #include <pasta/core/config.hpp>
 #include <pasta/core/detail/demangle.hpp>
 #include <pasta/core/detail/files.hpp>
+#include <pasta/core/detail/hash.hpp>
 #include <pasta/core/events.hpp>
 #include <pasta/core/log.hpp>
 #include <pasta/core/names.hpp>
@@ -63,12 +64,8 @@ class StallBlame {
     nv::detail::for_each_kernel_code(image,
                                      [&](std::string_view kernel, std::span<const std::byte> code) {
                                        if (code.empty()) return;
-                                       auto [it, fresh] = code_.try_emplace(std::string(kernel));
-                                       Code& c = it->second;
-                                       const std::uint64_t h = hash(code);
-                                       if (!fresh && c.hash != h)
-                                         c.ambiguous = true;  // one name, two bodies in one run
-                                       c.hash = h;
+                                       Code& c = code_[std::string(kernel)];
+                                       c.hash = pasta::detail::fnv_bytes(code);
                                        c.sm = sm;
                                        // Kept to disassemble, unless this is the run that joins.
                                        if (samples_path_.empty())
@@ -90,15 +87,13 @@ class StallBlame {
   void on(const KernelLaunch& e) { launches_[e.correlation] = {e.name, ops_.innermost(e.thread)}; }
   void on(const MemAlloc& e) {
     allocations_.insert(
-        Target::Range{e.address, e.bytes, add_target(e.address, e.bytes, {}, false)},
-        [](const Target::Range&) {});
+        Target::Range{e.address, e.bytes, add_target(e.address, e.bytes, {}, false)});
   }
   void on(const MemFree& e) { allocations_.erase(e.address); }
   void on(const pasta::TensorAlloc& e) {
     if (e.device == host_device) return;
     tensors_.insert(Target::Range{e.address, e.bytes,
-                                  add_target(e.address, e.bytes, ops_.name(e.thread, e.op), true)},
-                    [](const Target::Range&) {});
+                                  add_target(e.address, e.bytes, ops_.name(e.thread, e.op), true)});
   }
   void on(const pasta::TensorFree& e) { tensors_.erase(e.address); }
   void on(const MemAccess& e) {
@@ -116,7 +111,13 @@ class StallBlame {
       else if (const auto* a = allocations_.find(e.address))
         target = a->index;
     }
-    ++accesses_[{last_launch_.kernel, e.pc}][{target, last_launch_.op}];
+    // A warp's accesses come pc by pc: the last pc's row is kept.
+    const SampleKey key{last_launch_.kernel, e.pc};
+    if (!last_targets_ || key != last_key_) {
+      last_key_ = key;
+      last_targets_ = &accesses_[key];
+    }
+    ++(*last_targets_)[{target, last_launch_.op}];
   }
 
   void report(Report& out) const {
@@ -146,7 +147,6 @@ class StallBlame {
     std::uint64_t hash = 0;
     unsigned sm = 0;
     std::vector<std::byte> bytes;  // empty in the run that joins
-    bool ambiguous = false;
   };
   struct Target {
     struct Range {
@@ -159,8 +159,8 @@ class StallBlame {
     std::uint64_t n = 0;  // 1 for the first target of its kind
   };
   struct SampleKey {
-    NameId function;
-    std::uint64_t pc;
+    NameId function{};
+    std::uint64_t pc = 0;
     friend auto operator<=>(const SampleKey&, const SampleKey&) = default;
   };
   struct Launch {
@@ -175,11 +175,6 @@ class StallBlame {
   static bool not_issued(std::string_view reason) { return reason.ends_with("_not_issued"); }
   static bool memory_dependency(std::string_view reason) {
     return reason.find("long_scoreboard") != std::string_view::npos;
-  }
-  static std::uint64_t hash(std::span<const std::byte> bytes) {
-    std::uint64_t h = 0xcbf29ce484222325ull;
-    for (std::byte b : bytes) h = (h ^ static_cast<std::uint8_t>(b)) * 0x100000001b3ull;
-    return h;
   }
   static std::string hex(std::uint64_t v) { return fmt::format("{:016x}", v); }
 
@@ -222,6 +217,8 @@ class StallBlame {
   std::uint64_t accesses_seen_ = 0, last_correlation_ = ~0ull;
   Launch last_launch_;
   std::map<SampleKey, std::map<AccessKey, std::uint64_t>> accesses_;
+  SampleKey last_key_{};
+  std::map<AccessKey, std::uint64_t>* last_targets_ = nullptr;  // accesses_[last_key_]
 };
 
 // Run 1: the stalls per instruction, with the loads each memory-dependency
@@ -266,8 +263,7 @@ inline void StallBlame::report_samples(Report& out) const {
     std::string opcode;
     if (instructions) {
       waits = pasta::detail::sass::producers(*instructions, key.pc);
-      for (const auto& i : *instructions)
-        if (i.pc == key.pc) opcode = i.opcode;
+      if (const auto* i = pasta::detail::sass::find(*instructions, key.pc)) opcode = i->opcode;
     }
     nlohmann::json pc{{"pc", key.pc},
                       {"reasons", nlohmann::json::object()},

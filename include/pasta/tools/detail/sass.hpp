@@ -85,13 +85,8 @@ inline std::string_view trim(std::string_view s) {
   return s;
 }
 
-// "/* 0x000fe20000000800 */" -> the number; false if the text is not that.
-inline bool hex_comment(std::string_view s, std::uint64_t& value) {
-  s = trim(s);
-  if (!s.starts_with("/*") || !s.ends_with("*/")) return false;
-  s = trim(s.substr(2, s.size() - 4));
-  if (!s.starts_with("0x")) return false;
-  s.remove_prefix(2);
+// Hex digits (no prefix, at most 16) -> the number; false if any is not one.
+inline bool hex_digits(std::string_view s, std::uint64_t& value) {
   if (s.empty() || s.size() > 16) return false;
   value = 0;
   for (char c : s) {
@@ -107,6 +102,14 @@ inline bool hex_comment(std::string_view s, std::uint64_t& value) {
     value = value << 4 | d;
   }
   return true;
+}
+
+// "/* 0x000fe20000000800 */" -> the number; false if the text is not that.
+inline bool hex_comment(std::string_view s, std::uint64_t& value) {
+  s = trim(s);
+  if (!s.starts_with("/*") || !s.ends_with("*/")) return false;
+  s = trim(s.substr(2, s.size() - 4));
+  return s.starts_with("0x") && hex_digits(s.substr(2), value);
 }
 
 // Register numbers named in operand text: R12 -> {12}; R12.64 -> {12, 13};
@@ -154,20 +157,7 @@ inline std::vector<Instruction> parse(std::string_view text) {
     const auto close = t.find("*/");
     if (close == std::string_view::npos) continue;
     Instruction ins;
-    {
-      std::uint64_t pc = 0;
-      bool digits = close > 2;
-      for (char c : t.substr(2, close - 2)) {
-        if (c >= '0' && c <= '9')
-          pc = pc << 4 | (c - '0');
-        else if (c >= 'a' && c <= 'f')
-          pc = pc << 4 | (c - 'a' + 10);
-        else
-          digits = false;
-      }
-      if (!digits) continue;
-      ins.pc = pc;
-    }
+    if (!detail::hex_digits(t.substr(2, close - 2), ins.pc)) continue;
     std::string_view body = t.substr(close + 2);
     const auto semi = body.find(';');
     if (semi == std::string_view::npos) continue;
@@ -198,6 +188,13 @@ inline std::vector<Instruction> parse(std::string_view text) {
   return code;
 }
 
+// The instruction at `pc` of a parsed function (sorted by pc); null if none.
+inline const Instruction* find(const std::vector<Instruction>& code, std::uint64_t pc) {
+  const auto at = std::lower_bound(code.begin(), code.end(), pc,
+                                   [](const Instruction& i, std::uint64_t p) { return i.pc < p; });
+  return at == code.end() || at->pc != pc ? nullptr : &*at;
+}
+
 // The loads a warp stalled at the instruction at `pc` waits for: loads that
 // set a scoreboard it waits on, searching back from it (around the
 // function, for loops) up to the last instruction that already waited on
@@ -210,10 +207,9 @@ struct Producers {
 
 inline Producers producers(const std::vector<Instruction>& code, std::uint64_t pc) {
   Producers out;
-  const auto at = std::lower_bound(code.begin(), code.end(), pc,
-                                   [](const Instruction& i, std::uint64_t p) { return i.pc < p; });
-  if (at == code.end() || at->pc != pc || at->wait_mask == 0) return out;
-  const std::size_t n = code.size(), self = static_cast<std::size_t>(at - code.begin());
+  const Instruction* at = find(code, pc);
+  if (!at || at->wait_mask == 0) return out;
+  const std::size_t n = code.size(), self = static_cast<std::size_t>(at - code.data());
   unsigned open = at->wait_mask;
   for (std::size_t step = 1; step < n && open; ++step) {
     const Instruction& q = code[(self + n - step) % n];
