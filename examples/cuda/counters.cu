@@ -9,8 +9,10 @@
 // kernels with the Range Profiler (kernel replay) for tools::OpCounters.
 // With --sweep it first runs `stream` twice more (one signature: measured
 // once, by default) and `fma` on grids of 1 to 100 blocks (100 signatures:
-// more ranges than one counter-data image holds).
-//   counters [--floats N] [--sweep]
+// more ranges than one counter-data image holds). --repeat R runs the final
+// stream and fma R times (a second launch of a signature is measured again
+// for the cache-sensitive metrics alone).
+//   counters [--floats N] [--sweep] [--repeat R]
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -42,15 +44,22 @@ __global__ void fma(float* out, float x0, float a, float b, int k) {
 int main(int argc, char** argv) {
   size_t n = size_t{1} << 30;
   bool sweep = false;
+  int repeat = 1;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--floats") == 0 && i + 1 < argc)
       n = std::strtoull(argv[++i], nullptr, 10);
+    else if (std::strcmp(argv[i], "--repeat") == 0 && i + 1 < argc)
+      repeat = std::atoi(argv[++i]);
     else if (std::strcmp(argv[i], "--sweep") == 0)
       sweep = true;
     else {
-      std::fprintf(stderr, "usage: %s [--floats N] [--sweep]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--floats N] [--sweep] [--repeat R]\n", argv[0]);
       return 2;
     }
+  }
+  if (repeat < 1) {
+    std::fprintf(stderr, "--repeat: a whole number >= 1\n");
+    return 2;
   }
 #ifdef PASTA_PROFILE
   pasta::Profiler<pasta::nv::Cupti, pasta::proc::Cpu, pasta::tools::OpCounters> prof;
@@ -66,8 +75,10 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 2; ++i) stream<<<132 * 16, 256>>>(a, b, n);
     for (int g = 1; g <= 100; ++g) fma<<<g, threads>>>(out, 1.0f, 0.999f, 0.001f, k);
   }
-  stream<<<132 * 16, 256>>>(a, b, n);
-  fma<<<blocks, threads>>>(out, 1.0f, 0.999f, 0.001f, k);
+  for (int r = 0; r < repeat; ++r) {
+    stream<<<132 * 16, 256>>>(a, b, n);
+    fma<<<blocks, threads>>>(out, 1.0f, 0.999f, 0.001f, k);
+  }
   CHECK(cudaGetLastError());
   CHECK(cudaDeviceSynchronize());
 

@@ -113,9 +113,11 @@ TEST_CASE("report formats parse as a comma list") {
 }
 
 TEST_CASE("unknown PASTA_* variables are found, known ones and others are not") {
-  char a[] = "PASTA_OUTPT_DIR=x", b[] = "PASTA_TOP=3", c[] = "HOME=/root", d[] = "PASTA_TOOLS=y", e[] = "PASTA_TOOL=z";
+  char a[] = "PASTA_OUTPT_DIR=x", b[] = "PASTA_TOP=3", c[] = "HOME=/root", d[] = "PASTA_TOOLS=y",
+       e[] = "PASTA_TOOL=z";
   char* env[] = {a, b, c, d, e, nullptr};
-  CHECK(detail::unknown_variables(env) == std::vector<std::string>{"PASTA_OUTPT_DIR", "PASTA_TOOL"});
+  CHECK(detail::unknown_variables(env) ==
+        std::vector<std::string>{"PASTA_OUTPT_DIR", "PASTA_TOOL"});
 }
 
 TEST_CASE("memory-access settings: patch, spaces, trace buffer") {
@@ -167,9 +169,26 @@ TEST_CASE("PASTA_COUNTER_LAUNCHES: a whole number, 0 measuring every launch") {
   CHECK(cfg.counter_launches == 0);
   const auto errors = apply_env(cfg, FakeEnv{{{"PASTA_COUNTER_LAUNCHES", "-2"}}});
   REQUIRE(errors.size() == 1);
-  CHECK(errors[0] == "PASTA_COUNTER_LAUNCHES=\"-2\" is not accepted: expected a whole number (0 = "
-                     "measure every launch); using 0");
+  CHECK(errors[0] ==
+        "PASTA_COUNTER_LAUNCHES=\"-2\" is not accepted: expected a whole number (0 = "
+        "measure every launch); using 0");
   CHECK(cfg.counter_launches == 0);
+}
+
+TEST_CASE("PASTA_COUNTER_CACHE: all (the default, like ncu) or none") {
+  Config cfg;
+  CHECK(cfg.counter_cache_flush);
+  CHECK(apply_env(cfg, FakeEnv{{{"PASTA_COUNTER_CACHE", "none"}}}).empty());
+  CHECK_FALSE(cfg.counter_cache_flush);
+  const auto errors = apply_env(cfg, FakeEnv{{{"PASTA_COUNTER_CACHE", "flush"}}});
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0] ==
+        "PASTA_COUNTER_CACHE=\"flush\" is not accepted: expected all (flush L2 before "
+        "measuring DRAM bytes and hit rates) or none (L2 as the program left it); "
+        "using none");
+  CHECK_FALSE(cfg.counter_cache_flush);
+  CHECK(apply_env(cfg, FakeEnv{{{"PASTA_COUNTER_CACHE", "all"}}}).empty());
+  CHECK(cfg.counter_cache_flush);
 }
 
 TEST_CASE("PASTA_TOOLS: a comma list of tool names, duplicates folded; malformed lists refused") {

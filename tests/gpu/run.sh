@@ -10,7 +10,7 @@
 # (examples the results matrix leaves out, comma-separated). `annotations` is
 # the device-annotation part of `memory` alone: its GPU tests and benchmark.
 # `counters`: hardware counters (Range Profiler) against known values and ncu,
-# then bench/gpu/op_counters.py (COUNTERS_BENCH=0 leaves it out). `stalls`:
+# then bench/gpu/op_counters.py (COUNTERS_BENCH=0 leaves it out, COUNTERS_TESTS=0 the tests). `stalls`:
 # the stall-blame GPU test (PC sampling joined with sanitizer accesses).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -24,6 +24,7 @@ cd "$root"
 
 echo "== machine"; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 echo "== build"
+start=$SECONDS
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPASTA_BUILD_BENCH=OFF \
   -DCMAKE_CUDA_ARCHITECTURES=90 >"$work/configure.log" 2>&1 || { tail -30 "$work/configure.log"; exit 1; }
 targets=()
@@ -44,6 +45,7 @@ targets=()
 cmake --build "$build" --parallel "$(nproc)" "${targets[@]}" >"$work/build.log" 2>&1 ||
   { grep -E "error|Error" "$work/build.log" | head -60 | tee "$out/build-errors.log"; exit 1; }
 
+echo "built in $((SECONDS - start)) s"
 status=0
 # gpu_tests NAME REGEX: the GPU tests whose names match, verbose, into $out/gpu-tests-NAME.log.
 gpu_tests() {
@@ -73,13 +75,16 @@ if [ "$what" = annotations ]; then
   gpu_tests annotations "gpu: annotations"
 fi
 if [ "$what" = counters ]; then
-  echo "== hardware-counter GPU tests"
-  gpu_tests counters "gpu: counters"
+  if [ "${COUNTERS_TESTS:-1}" = 1 ]; then
+    echo "== hardware-counter GPU tests"
+    gpu_tests counters "gpu: counters"
+  fi
   if [ "${COUNTERS_BENCH:-1}" = 1 ]; then
     echo "== per-operator counters of a 12-block GPT: pasta against ncu"
     python3 bench/gpu/op_counters.py "$build" "$work/op-counters" ${COUNTERS_BENCH_ARGS:-} 2>&1 |
       tee "$out/op-counters-bench.log"
     cp "$work/op-counters/pasta/op_counters.profile.json" "$out/gpt_op_counters.profile.json" 2>/dev/null
+    gzip -c "$work/op-counters/ncu.csv" >"$out/gpt_ncu.csv.gz" 2>/dev/null
   fi
 fi
 if [ "$what" = stalls ]; then

@@ -33,7 +33,7 @@ KernelComplete kernel(std::uint64_t correlation, std::string_view name, Dim3 gri
 KernelCounters counters(std::uint64_t correlation, double read, double write, double dram_pct,
                         double flops) {
   return {.correlation = correlation,
-          .passes = 8,
+          .passes = 1,
           .dram_bytes_read = read,
           .dram_bytes_write = write,
           .dram_throughput_pct = dram_pct,
@@ -64,6 +64,13 @@ void feed(tools::OpCounters& t) {
   t.on(counters(30, 100, 100, 10, 0));
   t.on(counters(99, 1, 1, 1, 1));  // of a launch never seen complete
 }
+
+std::size_t metric_index(std::string_view key) {
+  for (std::size_t m = 0; m < metrics::all.size(); ++m)
+    if (metrics::all[m].key == key) return m;
+  FAIL("no metric " << key);
+  return 0;
+}
 }  // namespace
 
 TEST_CASE("OpCounters groups launches by signature and gives unmeasured ones the measured mean") {
@@ -80,13 +87,7 @@ TEST_CASE("OpCounters groups launches by signature and gives unmeasured ones the
   CHECK(gemm.launches == 3);
   CHECK(gemm.measured == 2);
   CHECK(gemm.device_ns == 6000);
-  using M = const metrics::Metric&;
-  auto metric = [](std::string_view key) -> M {
-    for (M m : metrics::all)
-      if (m.key == key) return m;
-    FAIL("no metric " << key);
-    return metrics::all[0];
-  };
+  auto metric = [](std::string_view key) { return metric_index(key); };
   // Additive: mean of the measured (1500 read, 500 written, 6000 flop) times 3 launches.
   CHECK(tools::OpCounters::total(gemm, metric("dram_bytes_read")) == 4500);
   CHECK(tools::OpCounters::total(gemm, metric("dram_bytes_write")) == 1500);
@@ -96,7 +97,7 @@ TEST_CASE("OpCounters groups launches by signature and gives unmeasured ones the
   CHECK(tools::OpCounters::total(gemm, metric("l2_hit_rate_pct")) == 60);
   CHECK(groups[1].sig.grid == Dim3{8, 1, 1});
   CHECK(groups[1].measured == 0);
-  CHECK(tools::OpCounters::total(groups[1], metric("dram_bytes_read")) == 0);
+  CHECK_FALSE(metrics::measured(tools::OpCounters::total(groups[1], metric("dram_bytes_read"))));
 }
 
 TEST_CASE("OpCounters reports per operator, and writes the versioned profile") {
@@ -178,24 +179,118 @@ TEST_CASE("OpCounters averages the rates of untimed launches (kernel replay) pla
   CHECK(groups[0].measured == 2);
   const auto& dram_pct = metrics::all[2];
   REQUIRE(dram_pct.key == "dram_throughput_pct");
-  CHECK(tools::OpCounters::total(groups[0], dram_pct) == doctest::Approx(50.0));
-  CHECK(tools::OpCounters::total(groups[0], metrics::all[0]) == doctest::Approx(4000.0));
+  CHECK(tools::OpCounters::total(groups[0], 2) == doctest::Approx(50.0));
+  CHECK(tools::OpCounters::total(groups[0], 0) == doctest::Approx(4000.0));
 }
 
-TEST_CASE("metrics::fill adds each counter, times its weight, to its field") {
+TEST_CASE("metrics::from_counters sets the fields of the counters given, NaN the others") {
+  std::vector<std::size_t> which(metrics::counters.size());
+  for (std::size_t i = 0; i < which.size(); ++i) which[i] = i;
   std::vector<double> values(metrics::counters.size(), 0.0);
   values[0] = 4096;  // dram__bytes_read.sum
   values[7] = 12.5;  // sm__pipe_tensor_cycles_active...
   for (std::size_t i = 9; i < values.size(); ++i) values[i] = 10;  // the nine flop parts
-  KernelCounters c{};
-  metrics::fill(c, values);
+  const KernelCounters c = metrics::from_counters(which, values);
   CHECK(c.dram_bytes_read == 4096);
   CHECK(c.dram_bytes_write == 0);
   CHECK(c.tensor_active_pct == 12.5);
   CHECK(c.flops == 10 * (6 * 1 + 3 * 2));  // adds and muls once, FMAs twice
-  CHECK(metrics::counters[7].name == "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active");
+  CHECK(metrics::counters[7].name ==
+        "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active");
   // Every metric of KernelCounters is collected.
   for (const auto& m : metrics::all)
     CHECK(std::any_of(metrics::counters.begin(), metrics::counters.end(),
                       [&](const metrics::Counter& k) { return k.field == m.field; }));
+
+  // A part: DRAM bytes written and the L2 hit rate; the rest not measured.
+  const std::vector<std::size_t> part{1, 5};
+  const std::vector<double> two{512, 75};
+  const KernelCounters p = metrics::from_counters(part, two);
+  CHECK(p.dram_bytes_write == 512);
+  CHECK(p.l2_hit_rate_pct == 75);
+  CHECK_FALSE(metrics::measured(p.dram_bytes_read));
+  CHECK_FALSE(metrics::measured(p.flops));
+  CHECK_FALSE(metrics::measured(metrics::arithmetic_intensity(p)));
+}
+
+TEST_CASE("OpCounters takes each metric from the measurements with the fewest replay passes") {
+  test::TempDir dir;
+  Config cfg;
+  cfg.output_dir = dir.path();
+  tools::OpCounters t(cfg);
+  // gemm: measured in full under 9-pass replay (CUPTI's save and restore
+  // left L2 dirty: 2 MB written), then again for the cache-sensitive metrics
+  // in one pass (nothing written); a third launch is propagated.
+  KernelCounters full = counters(1, 1000, 2e6, 50, 3000);
+  full.passes = 9;
+  full.l2_hit_rate_pct = 90;
+  std::vector<std::size_t> cache;
+  for (std::size_t i = 0; i < metrics::counters.size(); ++i)
+    if (std::find(metrics::cache_sensitive.begin(), metrics::cache_sensitive.end(),
+                  metrics::counters[i].field) != metrics::cache_sensitive.end())
+      cache.push_back(i);
+  REQUIRE(cache.size() == 5);
+  KernelCounters clean = metrics::from_counters(cache, std::vector<double>{800, 0, 40, 10, 50});
+  clean.correlation = 2;
+  clean.passes = 1;
+  t.on(kernel(1, "gemm", {4, 1, 1}, 0, 1000));
+  t.on(full);
+  t.on(kernel(2, "gemm", {4, 1, 1}, 0, 1000));
+  t.on(clean);
+  t.on(kernel(3, "gemm", {4, 1, 1}, 0, 1000));
+  // relu: launched once, measured under replay only.
+  KernelCounters once = counters(4, 100, 100, 10, 0);
+  once.passes = 9;
+  t.on(kernel(4, "relu", {4, 1, 1}, 0, 500));
+  t.on(once);
+
+  const auto groups = t.groups();
+  REQUIRE(groups.size() == 2);
+  const auto& gemm = groups[0];
+  CHECK(gemm.measured == 2);
+  CHECK(tools::OpCounters::total(gemm, metric_index("dram_bytes_read")) == 3 * 800);
+  CHECK(tools::OpCounters::total(gemm, metric_index("dram_bytes_write")) == 0);
+  CHECK(tools::OpCounters::total(gemm, metric_index("l2_hit_rate_pct")) == 50);
+  CHECK(tools::OpCounters::total(gemm, metric_index("dram_throughput_pct")) == 40);
+  // Only the full measurement has these: its value, for all three launches.
+  CHECK(tools::OpCounters::total(gemm, metric_index("flops")) == 3 * 3000);
+  CHECK(tools::OpCounters::total(gemm, metric_index("sm_throughput_pct")) == 80);
+  CHECK(gemm.values[metric_index("flops")].passes == 9);
+  CHECK(gemm.values[metric_index("dram_bytes_write")].passes == 1);
+
+  Report r("op_counters");
+  t.report(r);
+  const auto doc = nlohmann::json::parse(detail::read_file(dir.file("op_counters.profile.json")));
+  const auto& k = doc["unattributed"][0];
+  CHECK(k["measured"] == 2);
+  CHECK(k["propagated"] == 1);
+  CHECK(k["metrics"]["dram_bytes_write"] == 0.0);
+  CHECK(k["metrics"]["arithmetic_intensity"] == doctest::Approx(9000.0 / 2400));
+  REQUIRE(doc["warnings"].size() == 1);
+  CHECK(doc["warnings"][0].get<std::string>().starts_with(
+      "1 signatures have DRAM bytes and hit rates measured under kernel replay only"));
+}
+
+TEST_CASE("OpCounters writes null for a metric no measurement collected") {
+  test::TempDir dir;
+  Config cfg;
+  cfg.output_dir = dir.path();
+  tools::OpCounters t(cfg);
+  // Only the cache-sensitive pass came back (the full one was lost).
+  KernelCounters part =
+      metrics::from_counters(std::vector<std::size_t>{0, 1}, std::vector<double>{64, 32});
+  part.correlation = 1;
+  part.passes = 1;
+  t.on(kernel(1, "k", {1, 1, 1}, 0, 100));
+  t.on(part);
+  Report r("op_counters");
+  t.report(r);
+  const auto doc = nlohmann::json::parse(detail::read_file(dir.file("op_counters.profile.json")));
+  const auto& m = doc["unattributed"][0]["metrics"];
+  CHECK(m["dram_bytes_read"] == 64.0);
+  CHECK(m["flops"].is_null());
+  CHECK(m["arithmetic_intensity"].is_null());
+  const Table& ops = test::table(r, "operators");
+  REQUIRE(ops.rows().size() == 1);
+  CHECK(std::holds_alternative<std::monostate>(ops.rows()[0][14]));  // flops: an empty cell
 }

@@ -62,6 +62,10 @@ struct Config {
   std::uint64_t trace_buffer_bytes = 256ull << 20;  // PASTA_TRACE_BUFFER: device access records
   std::uint64_t annotation_bins = 1ull << 20;  // PASTA_ANNOTATION_BINS: device::Annotations table
   std::uint64_t counter_launches = 1;  // PASTA_COUNTER_LAUNCHES: measured per signature (0 = all)
+  // PASTA_COUNTER_CACHE: all = write back and evict L2 before the one-pass
+  // measurement of the cache-sensitive metrics (like ncu's default
+  // --cache-control all); none = L2 as the program left it.
+  bool counter_cache_flush = true;
   unsigned pc_sampling_period = 0;  // PASTA_PC_SAMPLING_PERIOD: 2^N cycles, 5-31 (0 = CUPTI's)
   std::string stall_samples;        // PASTA_STALL_SAMPLES: the sampled run's stall_samples.json
   std::string nvdisasm;             // PASTA_NVDISASM: the disassembler (empty = search)
@@ -205,7 +209,7 @@ inline constexpr std::string_view config_variables[] = {
     "PASTA_VERBOSE",      "PASTA_FLUSH_MS",
     "PASTA_FLUSH_ON_SYNC", "PASTA_ACCESS_PATCH",
     "PASTA_ACCESS_SPACES", "PASTA_TRACE_BUFFER", "PASTA_ANNOTATION_BINS",
-    "PASTA_TOOLS", "PASTA_COUNTER_LAUNCHES", "PASTA_PC_SAMPLING_PERIOD", "PASTA_STALL_SAMPLES",
+    "PASTA_TOOLS", "PASTA_COUNTER_LAUNCHES", "PASTA_COUNTER_CACHE", "PASTA_PC_SAMPLING_PERIOD", "PASTA_STALL_SAMPLES",
     "PASTA_NVDISASM"};
 
 // Applies the PASTA_* variables that `getenv(name)` returns (nullptr or ""
@@ -278,6 +282,14 @@ std::vector<std::string> apply_env(Config& cfg, Getenv&& getenv) {
     else
       reject("PASTA_COUNTER_LAUNCHES", *v, "a whole number (0 = measure every launch)",
              std::to_string(cfg.counter_launches));
+  }
+  if (auto v = value("PASTA_COUNTER_CACHE")) {
+    if (*v == "all" || *v == "none")
+      cfg.counter_cache_flush = *v == "all";
+    else
+      reject("PASTA_COUNTER_CACHE", *v,
+             "all (flush L2 before measuring DRAM bytes and hit rates) or none (L2 as the program left it)",
+             cfg.counter_cache_flush ? "all" : "none");
   }
   if (auto v = value("PASTA_PC_SAMPLING_PERIOD")) {
     auto n = detail::parse_uint(*v);

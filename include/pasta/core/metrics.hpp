@@ -5,6 +5,8 @@
 #pragma once
 
 #include <array>
+#include <cmath>
+#include <limits>
 #include <span>
 #include <string_view>
 
@@ -75,16 +77,39 @@ inline constexpr std::array<Counter, 18> counters{{
     {"smsp__sass_thread_inst_executed_op_dfma_pred_on.sum", &KernelCounters::flops, 2},
 }};
 
-// Adds values (one per entry of `counters`, in order) into c's fields.
-inline void fill(KernelCounters& c, std::span<const double> values) {
-  for (std::size_t i = 0; i < counters.size() && i < values.size(); ++i)
-    c.*counters[i].field += counters[i].weight * values[i];
+// A field a measurement did not collect holds NaN (KernelCounters' fields
+// from a partial set of counters; the trace keeps them as they are).
+inline constexpr double not_measured = std::numeric_limits<double>::quiet_NaN();
+inline bool measured(double v) { return !std::isnan(v); }
+
+// The metrics whose values depend on what the caches hold when the kernel
+// starts, most wanted first. Replay passes disturb the caches (the profiler
+// saves and restores the memory a kernel may write), so a profiling handler
+// measures again as many of these as one pass can hold, with L2 flushed
+// first, as ncu does.
+inline constexpr std::array<double KernelCounters::*, 5> cache_sensitive{
+    &KernelCounters::dram_bytes_read, &KernelCounters::dram_bytes_write,
+    &KernelCounters::l2_hit_rate_pct, &KernelCounters::l1_hit_rate_pct,
+    &KernelCounters::dram_throughput_pct};
+
+// Sets the fields of the counters `which` names (indices into `counters`)
+// from `values`, one per index in order, counters of one field summed with
+// their weights; every other field is not_measured.
+inline KernelCounters from_counters(std::span<const std::size_t> which,
+                                    std::span<const double> values) {
+  KernelCounters c{};
+  for (const auto& m : all) c.*m.field = not_measured;
+  for (std::size_t i : which) c.*counters[i].field = 0;
+  for (std::size_t k = 0; k < which.size() && k < values.size(); ++k)
+    c.*counters[which[k]].field += counters[which[k]].weight * values[k];
+  return c;
 }
 
 // Floating-point operations per DRAM byte (ncu's roofline x axis); 0 when
-// the kernel moved no DRAM bytes.
+// the kernel moved no DRAM bytes, not_measured when either is.
 inline double arithmetic_intensity(const KernelCounters& c) {
   const double bytes = c.dram_bytes_read + c.dram_bytes_write;
+  if (!measured(bytes) || !measured(c.flops)) return not_measured;
   return bytes > 0 ? c.flops / bytes : 0.0;
 }
 

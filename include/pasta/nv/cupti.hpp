@@ -71,6 +71,7 @@ class Cupti {
         flush_on_sync_(cfg.flush_on_sync),
         op_tags_(cfg.op_tags) {
     counters_.set_per_signature(cfg.counter_launches);
+    counters_.set_flush_cache(cfg.counter_cache_flush);
     sampler_.set_period(cfg.pc_sampling_period);
     // The program's NVTX ranges reach CUPTI only if NVTX loads CUPTI as its
     // injection, and NVTX reads this when it initialises: set it now, before
@@ -102,6 +103,7 @@ class Cupti {
   std::string partial_reason() const {
     if (!error_.empty()) return error_;
     if (!counters_.error().empty()) return counters_.error();
+    if (!counters_.flush_error().empty()) return counters_.flush_error();
     if (!sampler_.error().empty()) return sampler_.error();
     if (sampler_.dropped() || sampler_.buffer_full())
       return fmt::format("PC sampling dropped {} of {} samples{}", sampler_.dropped(),
@@ -297,6 +299,15 @@ class Cupti {
   };
   static std::optional<LaunchShape> launch_shape(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                                                  const void* params);
+  // A launch API whose stream 0 is the thread's own default stream.
+  static bool per_thread_stream(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API)
+      return cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000 ||
+             cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060;
+    return cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz ||
+           cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz ||
+           cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz;
+  }
   // What the counters deduplicate on: kernel, grid, block, operator path.
   static std::uint64_t signature(const CUpti_CallbackData& cb, const LaunchShape& s) {
     std::uint64_t h = std::hash<std::string_view>{}(cb.symbolName ? cb.symbolName : "");
@@ -383,6 +394,7 @@ class Cupti {
   std::string error_;
   // Touched only inside the sink's batch, which serialises buffer processing.
   std::unordered_map<const char*, NameId> kernel_names_;
+  const NameId l2_flush_name_ = intern("pasta_l2_flush");
   std::unordered_map<std::uint32_t, std::uint32_t> context_device_;
   detail::OpCorrelations op_of_;
   std::thread worker_;
@@ -515,10 +527,13 @@ inline void Cupti::stop() {
     if (verbose_ || counters_.mismatched() || counters_.other_context())
       pasta::detail::log(fmt::format(
           "cupti handler: hardware counters of {} launches ({} replay passes each), {} launches "
-          "left to the measured mean of their signature; {} launches on another context and {} "
-          "whose ranges did not match launches were not measured",
-          counters_.measured(), counters_.passes(), counters_.skipped(), counters_.other_context(),
-          counters_.mismatched()));
+          "measured again in one pass for {} (L2 flushed before {}), {} "
+          "launches left to the measured mean of their signature; {} "
+          "launches on another context and {} whose ranges did not match launches were not "
+          "measured",
+          counters_.measured(), counters_.passes(), counters_.remeasured(),
+          counters_.cache_metrics(), counters_.flushes(), counters_.skipped(),
+          counters_.other_context(), counters_.mismatched()));
   }
   if (finish_sampling_) {
     finish_sampling_(this);
@@ -671,7 +686,7 @@ void CUPTIAPI Cupti::on_callback(void* user, CUpti_CallbackDomain domain, CUpti_
   if constexpr (Sink::template wants<KernelCounters>()) {
     // The launch measured: its range is in, perhaps time to decode (even
     // while stopping: before() holds the counters until this after()).
-    if (counting() && is_launch(domain, cbid) &&
+    if (counting() && !pasta::detail::inside_dispatch() && is_launch(domain, cbid) &&
         static_cast<const CUpti_CallbackData*>(data)->callbackSite == CUPTI_API_EXIT &&
         runtime_depth() == (domain == CUPTI_CB_DOMAIN_RUNTIME_API ? 1 : 0)) {
       counting() = false;
@@ -689,8 +704,10 @@ void CUPTIAPI Cupti::on_callback(void* user, CUpti_CallbackDomain domain, CUpti_
           runtime_depth() == 0) {
         counting() = true;
         const auto shape = launch_shape(domain, cbid, cb.functionParams);
+        CUstream stream = shape ? shape->stream : nullptr;
+        if (!stream && per_thread_stream(domain, cbid)) stream = CU_STREAM_PER_THREAD;
         self->counters_.before(
-            cb.context, cb.correlationId, shape ? signature(cb, *shape) : 0,
+            cb.context, stream, cb.correlationId, shape ? signature(cb, *shape) : 0,
             [&](const KernelCounters& c) { static_cast<Sink*>(self->sink_)->emit(c); });
       }
     }
@@ -778,6 +795,7 @@ void Cupti::process_buffer(Cupti* self, std::uint8_t* buffer, std::size_t valid)
         case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
           const auto& k = *reinterpret_cast<const CUpti_ActivityKernel10*>(record);
           const NameId name = self->kernel_name(k.name);
+          if (name == self->l2_flush_name_) break;  // pasta's own (hardware counters)
           self->context_device_[k.contextId] = k.deviceId;
           if constexpr (Sink::template wants<KernelLaunch>())
             if (!self->host_launches_) s.emit(detail::kernel_launch(k, name));

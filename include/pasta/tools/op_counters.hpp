@@ -7,12 +7,17 @@
 // the same code on the same shapes, so a profiling handler measures the
 // first few of each and this tool gives the others the mean of the measured
 // ones, counting them as propagated: twelve identical transformer blocks
-// cost one block of replay. Besides the report tables it writes the
+// cost one block of replay. A measurement may hold some metrics only (NaN
+// for the others: the handler measures the cache-sensitive ones again in a
+// pass of their own); each metric comes from the measurements of its
+// signature that took the fewest replay passes, the least disturbed ones.
+// Besides the report tables it writes the
 // per-operator profile, <output_dir>/op_counters.profile.json, in the
 // versioned schema of docs/op-profile.md.
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -66,8 +71,15 @@ class OpCounters {
       auto operator<=>(const Signature&) const = default;
     } sig;
     std::uint64_t launches = 0, device_ns = 0;
-    std::uint64_t measured = 0, measured_ns = 0;
-    KernelCounters sum{};  // measured launches: additive fields summed, rates time-weighted
+    std::uint64_t measured = 0;  // launches with counters
+    // Per metric (metrics::all's order), from the measurements with the
+    // fewest passes: additive values summed, rates weighted by device time.
+    struct Value {
+      double sum = 0;
+      std::uint64_t n = 0, weight_ns = 0;
+      std::uint32_t passes = 0;
+    };
+    std::array<Value, metrics::all.size()> values{};
   };
   using Signature = Group::Signature;
 
@@ -82,19 +94,29 @@ class OpCounters {
       // A launch with no device time (CUPTI gives none under kernel replay)
       // weighs as one nanosecond: rates of untimed launches are a plain mean.
       const std::uint64_t weight = l.device_ns ? l.device_ns : 1;
+      const KernelCounters& c = it->second;
       ++g.measured;
-      g.measured_ns += weight;
-      for (const auto& m : metrics::all)
-        g.sum.*m.field += (m.additive ? 1.0 : static_cast<double>(weight)) * it->second.*m.field;
+      for (std::size_t m = 0; m < metrics::all.size(); ++m) {
+        const double v = c.*metrics::all[m].field;
+        if (!metrics::measured(v)) continue;
+        Group::Value& x = g.values[m];
+        if (x.n && c.passes > x.passes) continue;
+        if (!x.n || c.passes < x.passes) x = {.passes = c.passes};
+        x.sum += metrics::all[m].additive ? v : v * static_cast<double>(weight);
+        ++x.n;
+        x.weight_ns += weight;
+      }
     }
     return out;
   }
-  // A metric of all launches of a group: additive ones are the measured mean
-  // times the launches, rates the measured time-weighted mean.
-  static double total(const Group& g, const metrics::Metric& m) {
-    if (!g.measured) return 0;
-    if (m.additive) return g.sum.*m.field / static_cast<double>(g.measured) * g.launches;
-    return g.measured_ns ? g.sum.*m.field / static_cast<double>(g.measured_ns) : 0;
+  // Metric m (an index into metrics::all) of all launches of a group:
+  // additive ones are the measured mean times the launches, rates the
+  // measured time-weighted mean; NaN if no launch measured it.
+  static double total(const Group& g, std::size_t m) {
+    const Group::Value& x = g.values[m];
+    if (!x.n) return metrics::not_measured;
+    if (metrics::all[m].additive) return x.sum / static_cast<double>(x.n) * g.launches;
+    return x.sum / static_cast<double>(x.weight_ns);
   }
 
   void report(Report& out) const;
@@ -170,8 +192,11 @@ inline void OpCounters::report(Report& out) const {
   // the device time of the groups that have them.
   struct OpRow {
     std::uint64_t launches = 0, measured = 0, propagated = 0, unmeasured = 0, device_ns = 0;
-    std::uint64_t rated_ns = 0;
+    // Per metric: additive ones summed, rates weighted by the device time of
+    // the groups that have them.
     std::vector<double> values = std::vector<double>(metrics::all.size());
+    std::vector<std::uint64_t> rated_ns = std::vector<std::uint64_t>(metrics::all.size());
+    std::vector<bool> have = std::vector<bool>(metrics::all.size());
     std::vector<std::size_t> groups;
   };
   std::map<std::string, OpRow> ops;  // by path, "" for kernels outside every operator
@@ -183,14 +208,21 @@ inline void OpCounters::report(Report& out) const {
     r.device_ns += g.device_ns;
     r.measured += g.measured;
     (g.measured ? r.propagated : r.unmeasured) += g.launches - g.measured;
-    if (g.measured) r.rated_ns += g.device_ns;
-    for (std::size_t m = 0; m < metrics::all.size(); ++m)
-      r.values[m] += metrics::all[m].additive ? total(g, metrics::all[m])
-                                              : total(g, metrics::all[m]) * g.device_ns;
+    for (std::size_t m = 0; m < metrics::all.size(); ++m) {
+      const double v = total(g, m);
+      if (!metrics::measured(v)) continue;
+      r.have[m] = true;
+      r.values[m] += metrics::all[m].additive ? v : v * static_cast<double>(g.device_ns);
+      r.rated_ns[m] += g.device_ns;
+    }
   }
   for (auto& [path, r] : ops)
-    for (std::size_t m = 0; m < metrics::all.size(); ++m)
-      if (!metrics::all[m].additive) r.values[m] = r.rated_ns ? r.values[m] / r.rated_ns : 0;
+    for (std::size_t m = 0; m < metrics::all.size(); ++m) {
+      if (!r.have[m])
+        r.values[m] = metrics::not_measured;
+      else if (!metrics::all[m].additive)
+        r.values[m] = r.rated_ns[m] ? r.values[m] / static_cast<double>(r.rated_ns[m]) : 0;
+    }
   auto intensity = [](const std::vector<double>& v) {
     KernelCounters c{};
     for (std::size_t m = 0; m < metrics::all.size(); ++m) c.*metrics::all[m].field = v[m];
@@ -198,9 +230,12 @@ inline void OpCounters::report(Report& out) const {
   };
   auto group_values = [&](const Group& g) {
     std::vector<double> v;
-    for (const auto& m : metrics::all) v.push_back(total(g, m));
+    for (std::size_t m = 0; m < metrics::all.size(); ++m) v.push_back(total(g, m));
     return v;
   };
+  // Not measured: an empty cell, null in JSON.
+  auto cell = [](double v) { return metrics::measured(v) ? Cell(v) : Cell(std::monostate{}); };
+  auto json_number = [](double v) { return metrics::measured(v) ? nlohmann::json(v) : nullptr; };
 
   out.summary("kernel launches", launches);
   out.summary("measured", measured);
@@ -212,6 +247,17 @@ inline void OpCounters::report(Report& out) const {
   if (unmeasured)
     warnings.push_back(std::to_string(unmeasured) +
                        " launches have no counters: no launch of their signature was measured");
+  // dram_bytes_write stands for the cache-sensitive metrics: measured in
+  // one pass, or only under replay (a signature launched once).
+  constexpr std::size_t dram_write = 1;
+  static_assert(metrics::all[dram_write].field == &KernelCounters::dram_bytes_write);
+  std::uint64_t replayed = 0;
+  for (const Group& g : gs) replayed += g.values[dram_write].n && g.values[dram_write].passes > 1;
+  if (replayed)
+    warnings.push_back(std::to_string(replayed) +
+                       " signatures have DRAM bytes and hit rates measured under kernel replay "
+                       "only (one launch): the memory the profiler saved and restored between "
+                       "passes was in L2 with them");
   if (stray)
     warnings.push_back(std::to_string(stray) +
                        " counter records name a launch whose completion was never seen");
@@ -229,8 +275,8 @@ inline void OpCounters::report(Report& out) const {
   for (const auto& [path, r] : ops) {
     std::vector<Cell> row{path.empty() ? "(outside every operator)" : path, r.launches, r.measured,
                           r.propagated, r.device_ns * 1e-6};
-    for (double v : r.values) row.emplace_back(v);
-    row.emplace_back(intensity(r.values));
+    for (double v : r.values) row.push_back(cell(v));
+    row.push_back(cell(intensity(r.values)));
     op_table.row(std::move(row));
   }
 
@@ -250,8 +296,8 @@ inline void OpCounters::report(Report& out) const {
       const auto v = group_values(g);
       nlohmann::json ms = nlohmann::json::object();
       for (std::size_t m = 0; m < metrics::all.size(); ++m)
-        ms[std::string(metrics::all[m].key)] = v[m];
-      ms["arithmetic_intensity"] = intensity(v);
+        ms[std::string(metrics::all[m].key)] = json_number(v[m]);
+      ms["arithmetic_intensity"] = json_number(intensity(v));
       k["metrics"] = std::move(ms);
     } else {
       k["metrics"] = nullptr;
@@ -273,8 +319,8 @@ inline void OpCounters::report(Report& out) const {
     }
     nlohmann::json totals = nlohmann::json::object();
     for (std::size_t m = 0; m < metrics::all.size(); ++m)
-      totals[std::string(metrics::all[m].key)] = r.values[m];
-    totals["arithmetic_intensity"] = intensity(r.values);
+      totals[std::string(metrics::all[m].key)] = json_number(r.values[m]);
+    totals["arithmetic_intensity"] = json_number(intensity(r.values));
     doc["operators"].push_back({{"path", path},
                                 {"operator", path.substr(path.rfind('/') + 1)},
                                 {"launches", r.launches},

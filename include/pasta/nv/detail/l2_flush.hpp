@@ -1,0 +1,193 @@
+// Writes back and evicts the L2 cache before a measured launch, as ncu's
+// default `--cache-control all` does: without it a kernel's counters include
+// the write-back of lines the program's earlier kernels left dirty (a small
+// kernel after a big one "writes" megabytes to DRAM it never wrote) and its
+// hit rates depend on what ran before it.
+//
+// There is no driver call for this: a kernel reads a scratch buffer twice the
+// size of L2, so every line the program left is evicted (dirty ones written
+// back) and what stays is clean. The kernel is PTX built into this header,
+// loaded into the measured context at the first flush, and it runs on the
+// measured launch's own stream, just before it: no host synchronisation in
+// the launch callback (the program's other threads may be launching too).
+// The driver's entry points are looked up in the libcuda the process already
+// loaded, so nothing links against libcuda. Callers run flush() with the
+// range profiler stopped and inside a DispatchScope (CUPTI's callbacks
+// ignore this work).
+#pragma once
+
+#include <cuda.h>
+#include <dlfcn.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include <pasta/core/detail/fmt.hpp>
+
+namespace pasta::nv::detail {
+
+class L2Flush {
+ public:
+  // Reads `n` 16-byte words from `buf` (grid-stride); stores only if their
+  // XOR is a value it never is in practice, so the loads are not dead code.
+  static constexpr const char* ptx = R"(.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry pasta_l2_flush(.param .u64 buf, .param .u64 n, .param .u64 sink)
+{
+  .reg .pred p;
+  .reg .b32 r<10>;
+  .reg .b64 rd<8>;
+  ld.param.u64 rd1, [buf];
+  ld.param.u64 rd2, [n];
+  ld.param.u64 rd3, [sink];
+  mov.u32 r1, %ctaid.x;
+  mov.u32 r2, %ntid.x;
+  mov.u32 r3, %tid.x;
+  mov.u32 r4, %nctaid.x;
+  mul.wide.u32 rd4, r1, r2;
+  cvt.u64.u32 rd5, r3;
+  add.u64 rd4, rd4, rd5;
+  mul.wide.u32 rd6, r4, r2;
+  mov.b32 r5, 0;
+  setp.ge.u64 p, rd4, rd2;
+  @p bra DONE;
+LOOP:
+  shl.b64 rd7, rd4, 4;
+  add.u64 rd7, rd1, rd7;
+  ld.global.v4.u32 {r6, r7, r8, r9}, [rd7];
+  xor.b32 r5, r5, r6;
+  xor.b32 r5, r5, r7;
+  xor.b32 r5, r5, r8;
+  xor.b32 r5, r5, r9;
+  add.u64 rd4, rd4, rd6;
+  setp.lt.u64 p, rd4, rd2;
+  @p bra LOOP;
+DONE:
+  setp.ne.u32 p, r5, 0x5a17c0de;
+  @p bra END;
+  st.global.u32 [rd3], r5;
+END:
+  ret;
+}
+)";
+
+  L2Flush() = default;
+  L2Flush(const L2Flush&) = delete;
+  L2Flush& operator=(const L2Flush&) = delete;
+
+  // Evicts L2 on `stream`, before the work launched on it next. Returns
+  // false, flushing nothing, for a stream being captured into a graph (its
+  // launches do not run now). The first call, in `ctx` (current), loads the
+  // kernel and allocates the scratch buffer. Throws std::runtime_error when
+  // the driver refuses (no memory for the buffer).
+  bool flush(CUcontext ctx, CUstream stream) {
+    if (!ctx_) setup(ctx);
+    CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+    call(api_.stream_is_capturing(stream, &capture), "asking whether the stream is captured");
+    if (capture != CU_STREAM_CAPTURE_STATUS_NONE) return false;
+    void* args[] = {&buffer_, &words_, &sink_};
+    call(api_.launch(function_, blocks_, 1, 1, threads, 1, 1, 0, stream, args, nullptr),
+         "launching the L2 flush");
+    return true;
+  }
+
+  // Frees what setup() made, in its context, if that context still exists
+  // (cuMemFree waits for a flush still running). Not from a launch callback.
+  void release() {
+    if (!ctx_) return;
+    if (api_.push(ctx_) == CUDA_SUCCESS) {
+      if (buffer_) api_.mem_free(buffer_);
+      if (module_) api_.module_unload(module_);
+      CUcontext popped = nullptr;
+      api_.pop(&popped);
+    }
+    ctx_ = nullptr;
+    buffer_ = 0;
+    module_ = nullptr;
+  }
+  ~L2Flush() = default;  // release() is the caller's: the driver may be gone at exit
+
+  std::uint64_t scratch_bytes() const { return words_ * 16; }
+
+ private:
+  static constexpr unsigned threads = 256;
+
+  // The driver entry points, from the libcuda already in the process.
+  struct Api {
+    CUresult (*ctx_get_device)(CUdevice*) = nullptr;
+    CUresult (*device_attribute)(int*, CUdevice_attribute, CUdevice) = nullptr;
+    CUresult (*module_load_data)(CUmodule*, const void*) = nullptr;
+    CUresult (*module_function)(CUfunction*, CUmodule, const char*) = nullptr;
+    CUresult (*module_unload)(CUmodule) = nullptr;
+    CUresult (*mem_alloc)(CUdeviceptr*, std::size_t) = nullptr;
+    CUresult (*mem_free)(CUdeviceptr) = nullptr;
+    CUresult (*stream_is_capturing)(CUstream, CUstreamCaptureStatus*) = nullptr;
+    CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                       unsigned, CUstream, void**, void**) = nullptr;
+    CUresult (*push)(CUcontext) = nullptr;
+    CUresult (*pop)(CUcontext*) = nullptr;
+    CUresult (*error_name)(CUresult, const char**) = nullptr;
+  };
+
+  template <class F>
+  static void bind(void* lib, F& fn, const char* name) {
+    fn = reinterpret_cast<F>(dlsym(lib, name));
+    if (!fn) throw std::runtime_error(fmt::format("libcuda has no {}", name));
+  }
+
+  void call(CUresult r, const char* what) const {
+    if (r == CUDA_SUCCESS) return;
+    const char* name = nullptr;
+    if (api_.error_name) api_.error_name(r, &name);
+    throw std::runtime_error(fmt::format("{}: {}", what, name ? name : std::to_string(r)));
+  }
+
+  void setup(CUcontext ctx) {
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!lib) throw std::runtime_error("libcuda.so.1 is not loaded in this process");
+    bind(lib, api_.ctx_get_device, "cuCtxGetDevice");
+    bind(lib, api_.device_attribute, "cuDeviceGetAttribute");
+    bind(lib, api_.module_load_data, "cuModuleLoadData");
+    bind(lib, api_.module_function, "cuModuleGetFunction");
+    bind(lib, api_.module_unload, "cuModuleUnload");
+    bind(lib, api_.mem_alloc, "cuMemAlloc_v2");
+    bind(lib, api_.mem_free, "cuMemFree_v2");
+    bind(lib, api_.stream_is_capturing, "cuStreamIsCapturing");
+    bind(lib, api_.launch, "cuLaunchKernel");
+    bind(lib, api_.push, "cuCtxPushCurrent_v2");
+    bind(lib, api_.pop, "cuCtxPopCurrent_v2");
+    bind(lib, api_.error_name, "cuGetErrorName");
+    dlclose(lib);  // RTLD_NOLOAD took a reference; the program's own stays
+
+    CUdevice device = 0;
+    int l2 = 0, sms = 0;
+    call(api_.ctx_get_device(&device), "finding the device");
+    call(api_.device_attribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, device),
+         "reading L2's size");
+    call(api_.device_attribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device),
+         "counting the SMs");
+    ctx_ = ctx;  // from here on, release() frees what was made
+    call(api_.module_load_data(&module_, ptx), "loading the L2 flush kernel");
+    call(api_.module_function(&function_, module_, "pasta_l2_flush"),
+         "finding the L2 flush kernel");
+    // Twice L2, and a 16-byte word after it for the store that never happens.
+    const std::uint64_t bytes = 2 * static_cast<std::uint64_t>(l2 > 0 ? l2 : 64 << 20);
+    call(api_.mem_alloc(&buffer_, bytes + 16),
+         "allocating the L2 flush buffer (twice the L2 size)");
+    words_ = bytes / 16;
+    sink_ = buffer_ + bytes;
+    blocks_ = static_cast<unsigned>(sms > 0 ? sms : 1) * 8;
+  }
+
+  Api api_;
+  CUcontext ctx_ = nullptr;
+  CUmodule module_ = nullptr;
+  CUfunction function_ = nullptr;
+  CUdeviceptr buffer_ = 0, sink_ = 0;
+  std::uint64_t words_ = 0;
+  unsigned blocks_ = 1;
+};
+
+}  // namespace pasta::nv::detail
