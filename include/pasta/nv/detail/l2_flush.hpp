@@ -109,8 +109,6 @@ END:
   }
   ~L2Flush() = default;  // release() is the caller's: the driver may be gone at exit
 
-  std::uint64_t scratch_bytes() const { return words_ * 16; }
-
  private:
   static constexpr unsigned threads = 256;
 

@@ -39,6 +39,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <pasta/core/config.hpp>
 #include <pasta/core/detail/fmt.hpp>
 
 #include <pasta/core/events.hpp>
@@ -146,9 +147,7 @@ class RangeCounters {
   std::uint32_t passes() const { return full_.passes; }
   // The ncu metrics measured again in one pass, comma-separated.
   std::string cache_metrics() const {
-    std::string out;
-    for (const char* n : cache_.names) out += (out.empty() ? "" : ", ") + std::string(n);
-    return out.empty() ? "none" : out;
+    return cache_.names.empty() ? "none" : pasta::detail::join(cache_.names, ", ");
   }
   const std::string& error() const { return error_; }
   // Why L2 could not be flushed (then it was not, from that launch on).
