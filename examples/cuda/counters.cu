@@ -7,11 +7,12 @@
 // Prints "checksum" (must not change under profiling) and the expected
 // numbers. Built plain, and with -DPASTA_PROFILE: nv::Cupti measures the
 // kernels with the Range Profiler (kernel replay) for tools::OpCounters.
-// With --sweep it first runs `stream` twice more (one signature: measured
-// once, by default) and `fma` on grids of 1 to 100 blocks (100 signatures:
-// more ranges than one counter-data image holds). --repeat R runs the final
-// stream and fma R times (a second launch of a signature is measured again
-// for the cache-sensitive metrics alone).
+// With --sweep it first runs `stream` three times more (one signature:
+// measured once in full and once for each one-pass set of the
+// cache-sensitive metrics, the rest given their numbers) and `fma` on grids of 1 to 100 blocks (100
+// signatures: more ranges than one counter-data image holds). --repeat R runs the final stream and
+// fma R times (a later launch of a signature is measured again for the cache-sensitive metrics
+// alone: the third, when the second finds the profiler set up for the full set).
 //   counters [--floats N] [--sweep] [--repeat R]
 #include <cuda_runtime.h>
 
@@ -72,7 +73,7 @@ int main(int argc, char** argv) {
   CHECK(cudaMemset(a, 0, n * sizeof(float)));  // 2 * 0 = 0: the checksum sees b's write
   CHECK(cudaMemset(b, 0xff, n * sizeof(float)));
   if (sweep) {
-    for (int i = 0; i < 2; ++i) stream<<<132 * 16, 256>>>(a, b, n);
+    for (int i = 0; i < 3; ++i) stream<<<132 * 16, 256>>>(a, b, n);
     for (int g = 1; g <= 100; ++g) fma<<<g, threads>>>(out, 1.0f, 0.999f, 0.001f, k);
   }
   for (int r = 0; r < repeat; ++r) {

@@ -37,8 +37,9 @@ assert outside["kernel"] == "vecAdd" and outside["metrics"] is None, outside
 # The GEMM's one measurement took 8 replay passes: its DRAM bytes are replay's.
 assert doc["warnings"] == [
     "1 launches have no counters: no launch of their signature was measured",
-    "1 signatures have DRAM bytes and hit rates measured under kernel replay only (one launch): "
-    "the memory the profiler saved and restored between passes was in L2 with them"], doc["warnings"]
+    "1 signatures have DRAM bytes and hit rates measured under kernel replay only (no later "
+    "launch measured in one pass): the memory the profiler saved and restored between passes "
+    "was in L2 with them"], doc["warnings"]
 
 # A document that breaks the schema is refused (the schema is not vacuous).
 broken = dict(doc, version="2.0")

@@ -14,6 +14,8 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -24,6 +26,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -72,6 +75,7 @@ class Cupti {
         op_tags_(cfg.op_tags) {
     counters_.set_per_signature(cfg.counter_launches);
     counters_.set_flush_cache(cfg.counter_cache_flush);
+    counters_.set_verbose(cfg.verbose);
     sampler_.set_period(cfg.pc_sampling_period);
     // The program's NVTX ranges reach CUPTI only if NVTX loads CUPTI as its
     // injection, and NVTX reads this when it initialises: set it now, before
@@ -164,27 +168,72 @@ class Cupti {
     thread_local bool on = false;
     return on;
   }
+  static constexpr std::array<CUpti_CallbackId, 6> runtime_launches{
+      CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+      CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+      CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+      CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000};
+  static constexpr std::array<CUpti_CallbackId, 6> driver_launches{
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+      CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz};
   static bool is_launch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
     if (domain == CUPTI_CB_DOMAIN_RUNTIME_API)
-      return cbid != CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020;
-    return domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid != CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize;
+      return std::ranges::find(runtime_launches, cbid) != runtime_launches.end();
+    return domain == CUPTI_CB_DOMAIN_DRIVER_API &&
+           std::ranges::find(driver_launches, cbid) != driver_launches.end();
   }
   void enable_launch_callbacks() {
-    for (CUpti_CallbackId id : {CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
-                                CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
-                                CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
-                                CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
-                                CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
-                                CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000})
+    for (CUpti_CallbackId id : runtime_launches)
       check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, id),
             "a runtime launch callback");
-    for (CUpti_CallbackId id :
-         {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
-          CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
-          CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
-          CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz})
+    for (CUpti_CallbackId id : driver_launches)
       check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id),
             "a driver launch callback");
+  }
+  // GPU work that is not a launch before() sees (copies, memsets, graphs,
+  // old-style launches): while counters are measured, profiling stops before
+  // it, so that it is no range of its own. Found by name among CUPTI's
+  // runtime and driver callbacks.
+  void enable_interrupt_callbacks() {
+    static constexpr std::array<std::string_view, 9> prefixes{
+        "cudaMemcpy",
+        "cudaMemset",
+        "cudaGraphLaunch",
+        "cudaLaunchCooperativeKernelMultiDevice",
+        "cuMemcpy",
+        "cuMemset",
+        "cuGraphLaunch",
+        "cuLaunchGrid",
+        "cuLaunchCooperativeKernelMultiDevice"};
+    for (auto [domain, size, table] :
+         {std::tuple{CUPTI_CB_DOMAIN_RUNTIME_API, std::uint32_t{CUPTI_RUNTIME_TRACE_CBID_SIZE},
+                     &interrupt_runtime_},
+          std::tuple{CUPTI_CB_DOMAIN_DRIVER_API, std::uint32_t{CUPTI_DRIVER_TRACE_CBID_SIZE},
+                     &interrupt_driver_}}) {
+      table->assign(size, 0);
+      for (CUpti_CallbackId id = 1; id < size; ++id) {
+        const char* name = nullptr;
+        if (cuptiGetCallbackName(domain, id, &name) != CUPTI_SUCCESS || !name) continue;
+        const std::string_view n(name);
+        if (std::ranges::none_of(prefixes, [&](std::string_view p) { return n.starts_with(p); }))
+          continue;
+        if (cuptiEnableCallback(1, subscriber_, domain, id) == CUPTI_SUCCESS)
+          (*table)[id] = n.find("Memset") != n.npos ? 'x' : n.find("Memcpy") != n.npos ? 'y' : 'g';
+      }
+    }
+  }
+  // What GPU work a callback is: 0 (none of these), 'x' a memset, 'y' a copy, 'g' other.
+  char interrupts(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) const {
+    const auto& table =
+        domain == CUPTI_CB_DOMAIN_RUNTIME_API ? interrupt_runtime_ : interrupt_driver_;
+    if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return 0;
+    return cbid < table.size() ? table[cbid] : 0;
   }
 
   void enable_sync_callbacks() {
@@ -380,6 +429,7 @@ class Cupti {
   bool op_tags_;                    // Config::op_tags: tag device work with operators
   bool host_launches_ = false;      // KernelLaunch comes from callbacks, not from records
   detail::RangeCounters counters_;  // KernelCounters, when a tool wants them
+  std::vector<char> interrupt_runtime_, interrupt_driver_;  // by cbid: enable_interrupt_callbacks
   void (*finish_counters_)(Cupti*) = nullptr;
   detail::PcSampler sampler_;  // StallSample, when a tool wants them
   void (*finish_sampling_)(Cupti*) = nullptr;
@@ -449,6 +499,10 @@ void Cupti::start(Sink& sink) {
   }
   if constexpr (Sink::template wants<KernelCounters>()) {
     if (!host_launches_) enable_launch_callbacks();
+    enable_interrupt_callbacks();
+    check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE,
+                              CUPTI_CBID_RESOURCE_MODULE_LOADED),
+          "the module-load callback");
     finish_counters_ = [](Cupti* self) {
       self->counters_.finish(
           [&](const KernelCounters& c) { static_cast<Sink*>(self->sink_)->emit(c); });
@@ -530,10 +584,18 @@ inline void Cupti::stop() {
           "measured again in one pass for {} (L2 flushed before {}), {} "
           "launches left to the measured mean of their signature; {} "
           "launches on another context and {} whose ranges did not match launches were not "
-          "measured",
+          "measured; {} ranges more than launches; profiling stopped {} times for copies, memsets "
+          "or graphs; {} launches profiled in one pass and passed over; {} launches to measure in "
+          "one pass left for their signature's next launch",
           counters_.measured(), counters_.passes(), counters_.remeasured(),
           counters_.cache_metrics(), counters_.flushes(), counters_.skipped(),
-          counters_.other_context(), counters_.mismatched()));
+          counters_.other_context(), counters_.mismatched(), counters_.extra_ranges(),
+          counters_.interrupts(), counters_.passed_over(), counters_.waited()));
+    if (verbose_) {
+      pasta::detail::log("cupti handler: hardware counters time: " + counters_.timing());
+      pasta::detail::log("cupti handler: hardware counters, launch by launch: " +
+                         counters_.sequence());
+    }
   }
   if (finish_sampling_) {
     finish_sampling_(this);
@@ -698,6 +760,16 @@ void CUPTIAPI Cupti::on_callback(void* user, CUpti_CallbackDomain domain, CUpti_
   Sink& sink = *static_cast<Sink*>(self->sink_);
   try {
     if constexpr (Sink::template wants<KernelCounters>()) {
+      if (domain == CUPTI_CB_DOMAIN_RESOURCE && cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED)
+        self->counters_.module_loaded();
+      if (const char kind = self->interrupts(domain, cbid)) {
+        // Only counters asked for these callbacks.
+        if (static_cast<const CUpti_CallbackData*>(data)->callbackSite == CUPTI_API_ENTER &&
+            !counting())
+          self->counters_.interrupt(
+              [&](const KernelCounters& c) { static_cast<Sink*>(self->sink_)->emit(c); }, kind);
+        return;
+      }
       const auto& cb = *static_cast<const CUpti_CallbackData*>(data);
       // The outermost launch call: a runtime launch, or a driver launch outside one.
       if (is_launch(domain, cbid) && cb.callbackSite == CUPTI_API_ENTER && !counting() &&

@@ -248,7 +248,8 @@ inline void OpCounters::report(Report& out) const {
     warnings.push_back(std::to_string(unmeasured) +
                        " launches have no counters: no launch of their signature was measured");
   // dram_bytes_write stands for the cache-sensitive metrics: measured in
-  // one pass, or only under replay (a signature launched once).
+  // one pass, or only under replay (a signature launched once, or whose later
+  // launches were not measured: nv/detail/counter_plan.hpp).
   constexpr std::size_t dram_write = 1;
   static_assert(metrics::all[dram_write].field == &KernelCounters::dram_bytes_write);
   std::uint64_t replayed = 0;
@@ -256,8 +257,8 @@ inline void OpCounters::report(Report& out) const {
   if (replayed)
     warnings.push_back(std::to_string(replayed) +
                        " signatures have DRAM bytes and hit rates measured under kernel replay "
-                       "only (one launch): the memory the profiler saved and restored between "
-                       "passes was in L2 with them");
+                       "only (no later launch measured in one pass): the memory the profiler "
+                       "saved and restored between passes was in L2 with them");
   if (stray)
     warnings.push_back(std::to_string(stray) +
                        " counter records name a launch whose completion was never seen");

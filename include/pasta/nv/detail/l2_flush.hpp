@@ -83,7 +83,7 @@ END:
   // kernel and allocates the scratch buffer. Throws std::runtime_error when
   // the driver refuses (no memory for the buffer).
   bool flush(CUcontext ctx, CUstream stream) {
-    if (!ctx_) setup(ctx);
+    prepare(ctx);
     CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
     call(api_.stream_is_capturing(stream, &capture), "asking whether the stream is captured");
     if (capture != CU_STREAM_CAPTURE_STATUS_NONE) return false;
@@ -92,6 +92,12 @@ END:
          "launching the L2 flush");
     return true;
   }
+
+  // The kernel loaded and the buffer allocated, in `ctx` (current), if not yet.
+  void prepare(CUcontext ctx) {
+    if (!ctx_) setup(ctx);
+  }
+  bool ready() const { return ctx_ != nullptr; }
 
   // Frees what setup() made, in its context, if that context still exists
   // (cuMemFree waits for a flush still running). Not from a launch callback.

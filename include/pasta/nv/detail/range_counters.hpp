@@ -4,9 +4,12 @@
 // and saves and restores the memory it writes, so the program's results do
 // not change. The metrics are core/metrics.hpp's, under ncu's names.
 //
-// Ranges carry no launch id, only their order: launches are serialised
-// between before() and after() (kernel replay serialises them anyway), and
-// the k-th range of an image is the k-th launch before() saw. Only the first
+// Ranges carry no launch id, only their order (their names are their
+// indices): launches are serialised between before() and after() (kernel
+// replay serialises them anyway), and the k-th range since profiling started
+// is the k-th launch profiled. Other GPU work (copies, memsets, graphs) stops
+// profiling first (interrupt()), so it adds no range; an image whose ranges
+// still do not match its launches reports none of them. Only the first
 // context a launch came from is measured. Launches of a signature past the
 // first few are not measured: profiling is stopped around them, so they run
 // at full speed and tools give them the measured mean.
@@ -16,14 +19,19 @@
 // kernel may write before the first pass and restores it before each other
 // one, inside the launch, and those copies leave L2 full of dirty lines that
 // the kernel's own traffic then writes back (a kernel whose 4 MB of output
-// stays in L2 shows megabytes of DRAM writes). So the next launch of the
-// signature is measured again for the cache-sensitive metrics alone (as
-// many of metrics::cache_sensitive as fit one pass): no save, no restore,
-// and L2 flushed just before it (L2Flush), as under ncu. Fields a
-// measurement did not collect are NaN; tools take each metric from the
-// measurements with the fewest passes. Each such launch has a counter-data
-// image of its own (the flush kernel runs with the profiler stopped);
-// full measurements share one, up to ranges_per_image.
+// stays in L2 shows megabytes of DRAM writes). So the next launches of the
+// signature are measured again for the cache-sensitive metrics alone, in
+// sets of one pass each (metrics::cache_sensitive): no save, no restore, and
+// L2 flushed just before (L2Flush), as under ncu. Fields a measurement did
+// not collect are NaN; tools take each metric from the measurements with the
+// fewest passes.
+//
+// Cost (H100, a 12-block GPT step): starting the profiler takes 70-130 ms, a
+// launch replayed in 9 passes ~160 ms, one in one pass ~15 ms, a fresh
+// range-profiler object ~25 ms, stopping and decoding under 1 ms. So an image keeps its configuration across stops and
+// takes ranges until it is nearly full; a one-pass image profiles the flush
+// kernel and up to pass_over unmeasured launches in a row and passes over
+// their ranges rather than stopping and starting again.
 #pragma once
 
 #include <cupti_profiler_host.h>
@@ -32,6 +40,8 @@
 #include <cupti_target.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <mutex>
 #include <stdexcept>
@@ -46,6 +56,7 @@
 #include <pasta/core/log.hpp>
 #include <pasta/core/metrics.hpp>
 #include <pasta/core/pipeline.hpp>
+#include <pasta/nv/detail/counter_plan.hpp>
 #include <pasta/nv/detail/cupti_api.hpp>
 #include <pasta/nv/detail/l2_flush.hpp>
 
@@ -67,6 +78,8 @@ class RangeCounters {
   // Whether L2 is flushed before each launch measured for the cache-sensitive
   // metrics (PASTA_COUNTER_CACHE).
   void set_flush_cache(bool on) { flush_cache_ = on; }
+  // Whether ranges that do not match launches are listed in the log.
+  void set_verbose(bool on) { verbose_ = on; }
 
   // On the launching thread, before the launch API runs: returns whether the
   // launch is measured. `signature` names (kernel, grid, block, operator
@@ -78,35 +91,59 @@ class RangeCounters {
     mutex_.lock();
     if (failed_ || !ctx) return false;
     try {
-      if (!ctx_) enable(ctx);
+      if (!ctx_) {
+        Timer t(spent_.startup);
+        enable(ctx);
+      }
       if (ctx != ctx_) {
         ++other_context_;
         return false;
       }
-      Seen& seen = seen_[signature];
-      MetricSet* set = nullptr;
-      if (!per_signature_ || seen.full < per_signature_)
-        set = &full_;
-      else if (!cache_.index.empty() && full_.passes > 1 && !seen.cache)
-        set = &cache_;
+      const int k = plan_.pick(signature, index(configured_));
+      MetricSet* set = k == CounterPlan::none   ? nullptr
+                       : k == CounterPlan::full ? &full_
+                                                : &cache_[static_cast<std::size_t>(k - 1)];
       if (!set) {
         ++skipped_;
+        // Profiling a few launches in one pass and passing over their
+        // ranges costs less than stopping and starting again.
+        if (running_ && configured_ != &full_ && passed_in_row_ < pass_over &&
+            decoded_ + pending_.size() < room) {
+          ++passed_in_row_;
+          ++passed_over_;
+          pending_.push_back({correlation, signature, false});
+          launch_ = {&spent_.passed, Clock::now()};
+          note('p');
+          return false;
+        }
         // Profiling stays off until a launch to measure: this one runs as is.
-        if (running_) drain(emit);
+        if (running_) pause(emit);
+        note('.');
         return false;
       }
-      if (set == &full_)
-        ++seen.full;
-      else
-        seen.cache = true;
-      // Only the cache pass gets a flushed L2: under replay the profiler's
-      // own save and restore fill it again, so full measurements keep
-      // sharing an image.
-      const bool flush = flush_cache_ && set == &cache_;
-      if (running_ && (flush || armed_ != set)) drain(emit);
-      if (flush) flush_l2(stream);
-      if (!running_) arm(*set);
-      pending_.push_back({correlation, signature});
+      passed_in_row_ = 0;
+      const bool flush = set != &full_ && flush_cache_;
+      if (flush && !l2_.ready()) {
+        // The flush kernel's module and buffer, made with profiling off.
+        if (running_) pause(emit);
+        with_l2([&] {
+          l2_.prepare(ctx_);
+          return true;
+        });
+      }
+      if (running_ && (configured_ != set || decoded_ >= room)) pause(emit);
+      if (configured_ != set || decoded_ >= room) arm(*set);
+      if (!running_) start();
+      // Only the one-pass sets get a flushed L2 (under replay the profiler's
+      // own save and restore fill it again): the flush kernel runs profiled,
+      // a range passed over.
+      if (flush && flush_cache_ && with_l2([&] { return l2_.flush(ctx_, stream); })) {
+        ++flushes_;
+        pending_.push_back({0, 0, false});
+      }
+      pending_.push_back({correlation, signature, true});
+      launch_ = {set == &full_ ? &spent_.full : &spent_.cache, Clock::now()};
+      note(set == &full_ ? 'F' : 'C');
       return true;
     } catch (const std::exception& e) {
       fail(e.what());
@@ -116,20 +153,45 @@ class RangeCounters {
   // After the launch API returned (the kernel ran, replayed, on the device).
   template <class Emit>
   void after(Emit&& emit) {
+    if (launch_.into) {
+      launch_.into->add(launch_.start);
+      launch_.into = nullptr;
+    }
     try {
-      // Full: decoded now; the next measured launch arms a fresh image.
-      if (!failed_ && pending_.size() >= ranges_per_image) drain(emit);
+      // The image nearly full: decoded now; the next measured launch arms a fresh one.
+      if (!failed_ && running_ && decoded_ + pending_.size() >= room) pause(emit);
     } catch (const std::exception& e) {
       fail(e.what());
     }
     mutex_.unlock();
+  }
+  // Before GPU work that is not a kernel launch before() sees (a copy, a
+  // memset, a graph): profiling stops, so the work is no range of its own.
+  // Not on a thread inside before() and after().
+  template <class Emit>
+  void interrupt(Emit&& emit, char kind) {
+    std::lock_guard lock(mutex_);
+    if (failed_ || !running_) return;
+    note(kind);
+    try {
+      ++interrupts_;
+      pause(emit);
+    } catch (const std::exception& e) {
+      fail(e.what());
+    }
+  }
+  // A module loaded (CUPTI's resource callback; perhaps inside a launch, on
+  // the thread that holds the lock).
+  void module_loaded() {
+    if (running_relaxed_.load(std::memory_order_relaxed))
+      loads_.fetch_add(1, std::memory_order_relaxed);
   }
   // The launches not decoded yet; profiling stops. Call once, at the end.
   template <class Emit>
   void finish(Emit&& emit) {
     std::lock_guard lock(mutex_);
     try {
-      if (!failed_ && running_ && !pending_.empty()) drain(emit);
+      if (!failed_ && running_) pause(emit);
     } catch (const std::exception& e) {
       fail(e.what());
     }
@@ -145,11 +207,41 @@ class RangeCounters {
   std::uint64_t other_context() const { return other_context_; }
   std::uint64_t mismatched() const { return mismatched_; }
   std::uint32_t passes() const { return full_.passes; }
-  // The ncu metrics measured again in one pass, comma-separated.
+  // The ncu metrics measured again in one pass: comma-separated, the sets
+  // (one launch each) separated by semicolons.
   std::string cache_metrics() const {
-    return cache_.names.empty() ? "none" : pasta::detail::join(cache_.names, ", ");
+    std::vector<std::string> sets;
+    for (const MetricSet& set : cache_) sets.push_back(pasta::detail::join(set.names, ", "));
+    return sets.empty() ? "none" : pasta::detail::join(sets, "; ");
   }
+  // Ranges beyond the launches profiled (work CUPTI counted as a range of its
+  // own that before() did not see).
+  std::uint64_t extra_ranges() const { return extra_ranges_; }
+  // Stops for GPU work other than launches (interrupt()).
+  std::uint64_t interrupts() const { return interrupts_; }
+  // Launches profiled in one pass and passed over, not to stop and start.
+  std::uint64_t passed_over() const { return passed_over_; }
+  // Launches to measure in one pass left for their signature's next launch.
+  std::uint64_t waited() const { return plan_.waits(); }
   const std::string& error() const { return error_; }
+  // What each launch was, in order (verbose): F measured in full, C in one
+  // pass, p profiled and passed over, . not profiled; x, y, g profiling
+  // stopped for a memset, a copy, other GPU work; / another metric set, |
+  // profiling started.
+  const std::string& sequence() const { return sequence_; }
+  // Where the time went, for the verbose summary.
+  std::string timing() const {
+    const auto& s = spent_;
+    return fmt::format(
+        "start-up {:.0f} ms; launches measured in full {:.0f} ms ({}), in one pass {:.0f} ms ({}), "
+        "passed over {:.0f} ms ({}); range profiler set up for another metric set {:.0f} ms ({}); "
+        "images configured {:.0f} "
+        "ms ({}); profiling started {:.0f} ms ({}), stopped and decoded {:.0f} ms ({}); L2 "
+        "flushes {:.0f} ms ({})",
+        s.startup.ms, s.full.ms, s.full.n, s.cache.ms, s.cache.n, s.passed.ms, s.passed.n, s.use.ms,
+        s.use.n, s.arm.ms, s.arm.n, s.start.ms, s.start.n, s.drain.ms, s.drain.n, s.flush.ms,
+        s.flush.n);
+  }
   // Why L2 could not be flushed (then it was not, from that launch on).
   const std::string& flush_error() const { return flush_error_; }
   std::uint64_t flushes() const { return flushes_; }
@@ -185,6 +277,12 @@ class RangeCounters {
     }
   };
 
+  // A launch measured, its range not decoded yet.
+  struct Pending {
+    std::uint64_t correlation, signature;
+    bool measured;  // not: a range passed over (the L2 flush, a launch not measured)
+  };
+
   void enable(CUcontext ctx) {
     auto init =
         params<CUpti_Profiler_Initialize_Params>(CUpti_Profiler_Initialize_Params_STRUCT_SIZE);
@@ -205,19 +303,32 @@ class RangeCounters {
     avail.pCounterAvailabilityImage = availability.data();
     check(cuptiProfilerGetCounterAvailability(&avail), "asking which counters are available");
     build(full_, chip.pChipName, availability);
-    // The cache-sensitive metrics one pass holds, most wanted first.
+    // The cache-sensitive metrics in sets of one pass each, most wanted
+    // first: each goes to the first set it fits in, or starts a set.
     for (auto field : metrics::cache_sensitive) {
       const auto* c = std::find_if(metrics::counters.begin(), metrics::counters.end(),
                                    [&](const metrics::Counter& k) { return k.field == field; });
-      MetricSet trial;
-      for (std::size_t i : cache_.index) trial.add(i);
-      trial.add(static_cast<std::size_t>(c - metrics::counters.begin()));
-      build(trial, chip.pChipName, availability);
-      release(trial);
-      if (trial.passes == 1) cache_ = std::move(trial);
+      const auto counter = static_cast<std::size_t>(c - metrics::counters.begin());
+      bool placed = false;
+      for (std::size_t k = 0; k <= cache_.size() && !placed && k < max_cache_sets; ++k) {
+        MetricSet trial;
+        if (k < cache_.size())
+          for (std::size_t i : cache_[k].index) trial.add(i);
+        trial.add(counter);
+        build(trial, chip.pChipName, availability);
+        placed = trial.passes == 1;
+        if (!placed) {
+          release(trial);
+        } else if (k < cache_.size()) {
+          release(cache_[k]);  // the larger set replaces it, as built
+          cache_[k] = std::move(trial);
+        } else {
+          cache_.push_back(std::move(trial));
+        }
+      }
     }
-    if (!cache_.index.empty()) build(cache_, chip.pChipName, availability);
 
+    plan_.configure(per_signature_, full_.passes > 1 ? cache_.size() : 0);
     ctx_ = ctx;
   }
 
@@ -227,6 +338,8 @@ class RangeCounters {
   // a PyTorch program that stopped making progress, on an H100).
   void use(MetricSet& set) {
     if (object_ && sized_ == &set) return;
+    note('/');
+    Timer t(spent_.use);
     if (object_) {
       auto off = params<CUpti_RangeProfiler_Disable_Params>(
           CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE);
@@ -296,9 +409,16 @@ class RangeCounters {
     set.host = nullptr;
   }
 
-  // A fresh counter-data image of `set`, its configuration, profiling started.
+  // A set's number in CounterPlan's terms.
+  int index(const MetricSet* set) const {
+    if (!set) return CounterPlan::none;
+    return set == &full_ ? CounterPlan::full : static_cast<int>(set - cache_.data()) + 1;
+  }
+
+  // A fresh counter-data image of `set` and its configuration.
   void arm(MetricSet& set) {
     use(set);
+    Timer t(spent_.arm);
     std::fill(set.data.begin(), set.data.end(), std::uint8_t{0});
     auto init = params<CUpti_RangeProfiler_CounterDataImage_Initialize_Params>(
         CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE);
@@ -322,26 +442,41 @@ class RangeCounters {
     config.passIndex = 0;
     config.targetNestingLevel = 1;
     check(cuptiRangeProfilerSetConfig(&config), "configuring the range profiler");
-    auto start =
-        params<CUpti_RangeProfiler_Start_Params>(CUpti_RangeProfiler_Start_Params_STRUCT_SIZE);
-    start.pRangeProfilerObject = object_;
-    check(cuptiRangeProfilerStart(&start), "starting the range profiler");
+    configured_ = &set;
+    decoded_ = 0;
+  }
+
+  // Profiling on: the configured image takes ranges after those it holds.
+  void start() {
+    note('|');
+    Timer t(spent_.start);
+    auto p = params<CUpti_RangeProfiler_Start_Params>(CUpti_RangeProfiler_Start_Params_STRUCT_SIZE);
+    p.pRangeProfilerObject = object_;
+    check(cuptiRangeProfilerStart(&p), "starting the range profiler");
     running_ = true;
-    armed_ = &set;
+    running_relaxed_.store(true, std::memory_order_relaxed);
+    loads_.store(0, std::memory_order_relaxed);
   }
 
   CUptiResult stop() {
     auto p = params<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
     p.pRangeProfilerObject = object_;
     running_ = false;
+    running_relaxed_.store(false, std::memory_order_relaxed);
     return cuptiRangeProfilerStop(&p);
   }
 
-  // Stops, decodes the image and emits KernelCounters for its ranges.
+  // Profiling off; the image's new ranges decoded, one for each launch
+  // profiled since the last pause, in order. The image keeps its
+  // configuration: the next measured launch of its set only starts profiling
+  // again. Ranges and launches not as many (work CUPTI counted that before()
+  // did not see): which range is whose is not known, so none is reported and
+  // the launches' signatures are measured again at their next launch.
   template <class Emit>
-  void drain(Emit& emit) {
+  void pause(Emit& emit) {
+    Timer t(spent_.drain);
     check(stop(), "stopping the range profiler");
-    MetricSet& set = *armed_;
+    MetricSet& set = *configured_;
     auto decode = params<CUpti_RangeProfiler_DecodeData_Params>(
         CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE);
     decode.pRangeProfilerObject = object_;
@@ -351,20 +486,19 @@ class RangeCounters {
     info.pCounterDataImage = set.data.data();
     info.counterDataImageSize = set.data.size();
     check(cuptiRangeProfilerGetCounterDataInfo(&info), "counting the decoded ranges");
-    if (info.numTotalRanges != pending_.size()) {
-      // Which range is which launch is not known: none is reported, and
-      // their signatures are measured again at their next launch.
-      mismatched_ += pending_.size();
-      for (const Pending& p : pending_)
-        if (auto it = seen_.find(p.signature); it != seen_.end()) {
-          if (&set == &full_ && it->second.full) --it->second.full;
-          if (&set == &cache_) it->second.cache = false;
-        }
-      pending_.clear();
-      return;
-    }
+    const std::size_t total = info.numTotalRanges;
+    const std::size_t first = total >= decoded_ ? decoded_ : 0;
+    const std::size_t ranges = total - first;
+    const bool matched = ranges == pending_.size();
     std::vector<double> values(set.names.size());
-    for (std::size_t i = 0; i < pending_.size(); ++i) {
+    for (std::size_t j = 0; j < pending_.size(); ++j) {
+      const Pending& p = pending_[j];
+      if (!p.measured) continue;
+      if (!matched) {
+        ++mismatched_;
+        plan_.lost(p.signature, index(&set));
+        continue;
+      }
       auto eval = params<CUpti_Profiler_Host_EvaluateToGpuValues_Params>(
           CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE);
       eval.pHostObject = set.host;
@@ -372,25 +506,37 @@ class RangeCounters {
       eval.counterDataImageSize = set.data.size();
       eval.ppMetricNames = set.names.data();
       eval.numMetrics = set.names.size();
-      eval.rangeIndex = i;
+      eval.rangeIndex = first + j;
       eval.pMetricValues = values.data();
       check(cuptiProfilerHostEvaluateToGpuValues(&eval), "evaluating the counters");
       KernelCounters c = metrics::from_counters(set.index, values);
-      c.correlation = pending_[i].correlation;
+      c.correlation = p.correlation;
       c.device = device_;
       c.passes = set.passes;
       emit(c);
       ++(&set == &full_ ? measured_ : remeasured_);
     }
+    if (ranges > pending_.size()) extra_ranges_ += ranges - pending_.size();
+    if (!matched && verbose_ && listed_++ < 5)
+      pasta::detail::log(fmt::format(
+          "hardware counters: {} ranges for {} launches ({} measured) in one image of the {}; "
+          "{} modules loaded while profiling",
+          ranges, pending_.size(),
+          std::count_if(pending_.begin(), pending_.end(),
+                        [](const Pending& p) { return p.measured; }),
+          &set == &full_ ? "full set" : "one-pass set", loads_.load()));
+    decoded_ = total;
     pending_.clear();
   }
 
   // The flush kernel's own launch and module load are pasta's work: CUPTI's
   // callbacks skip them (DispatchScope). A failure turns flushing off.
-  void flush_l2(CUstream stream) {
+  template <class F>
+  bool with_l2(F&& f) {
     pasta::detail::DispatchScope own;
+    Timer t(spent_.flush);
     try {
-      flushes_ += l2_.flush(ctx_, stream);
+      return f();
     } catch (const std::exception& e) {
       flush_cache_ = false;
       flush_error_ = fmt::format(
@@ -398,6 +544,7 @@ class RangeCounters {
           "bytes and hit rates include what earlier kernels left in L2",
           e.what());
       pasta::detail::log(flush_error_);
+      return false;
     }
   }
 
@@ -411,7 +558,7 @@ class RangeCounters {
       object_ = nullptr;
     }
     release(full_);
-    release(cache_);
+    for (MetricSet& set : cache_) release(set);
     if (profiler_initialized_) {
       auto off = params<CUpti_Profiler_DeInitialize_Params>(
           CUpti_Profiler_DeInitialize_Params_STRUCT_SIZE);
@@ -429,28 +576,65 @@ class RangeCounters {
     teardown();
   }
 
+  // Wall time spent in one kind of step, and how many.
+  using Clock = std::chrono::steady_clock;
+  struct Spent {
+    double ms = 0;
+    std::uint64_t n = 0;
+    void add(Clock::time_point since) {
+      ms += std::chrono::duration<double, std::milli>(Clock::now() - since).count();
+      ++n;
+    }
+  };
+  struct Timer {
+    Spent& into;
+    Clock::time_point start = Clock::now();
+    ~Timer() { into.add(start); }
+  };
+  struct {
+    Spent startup, full, cache, passed, use, arm, start, drain, flush;
+  } spent_;
+  struct {
+    Spent* into = nullptr;  // the launch being measured, from before() to after()
+    Clock::time_point start;
+  } launch_;
+
   std::mutex mutex_;
-  MetricSet full_, cache_;      // every metric; the cache-sensitive ones alone
-  MetricSet* armed_ = nullptr;  // the set of the image being filled
-  MetricSet* sized_ = nullptr;  // the set object_ was enabled for
+  // Sets of one pass for the cache-sensitive metrics, at most this many.
+  static constexpr std::size_t max_cache_sets = 2;
+  // Ranges an image takes before it is decoded and a fresh one armed; the
+  // rest of its ranges_per_image are room for ranges no launch explains.
+  static constexpr std::size_t room = ranges_per_image - 16;
+
+  MetricSet full_;                   // every metric
+  std::vector<MetricSet> cache_;     // the cache-sensitive ones, one pass each
+  MetricSet* configured_ = nullptr;  // the set of the image object_ fills
+  std::size_t decoded_ = 0;          // ranges of that image decoded
+  MetricSet* sized_ = nullptr;       // the set object_ was enabled for
   CUcontext ctx_ = nullptr;
   std::uint32_t device_ = 0;
   CUpti_RangeProfiler_Object* object_ = nullptr;
-  struct Pending {
-    std::uint64_t correlation, signature;
-  };
   std::vector<Pending> pending_;  // the launches of the ranges in the image, in order
   bool profiler_initialized_ = false, running_ = false, failed_ = false, flush_cache_ = true;
+  bool verbose_ = false;
+  std::uint64_t listed_ = 0;
+  std::string sequence_;
+  void note(char c) {
+    if (verbose_ && sequence_.size() < 8000) sequence_ += c;
+  }  // images whose ranges were listed in the log
   L2Flush l2_;
   std::uint64_t flushes_ = 0;
   std::string flush_error_;
   std::uint64_t per_signature_ = 1;
-  struct Seen {
-    std::uint64_t full = 0;  // launches measured with every metric
-    bool cache = false;      // one measured for the cache-sensitive metrics alone
-  };
-  std::unordered_map<std::uint64_t, Seen> seen_;  // per signature
-  std::uint64_t measured_ = 0, remeasured_ = 0, skipped_ = 0, other_context_ = 0, mismatched_ = 0;
+  CounterPlan plan_;
+  std::uint64_t measured_ = 0, remeasured_ = 0, skipped_ = 0, other_context_ = 0, mismatched_ = 0,
+                extra_ranges_ = 0, interrupts_ = 0, passed_over_ = 0;
+  // Launches profiled in one pass in a row and passed over, at most pass_over.
+  static constexpr std::uint32_t pass_over = 4;
+  std::uint32_t passed_in_row_ = 0;
+  // running_, for module_loaded() (which does not lock); modules loaded while running.
+  std::atomic<bool> running_relaxed_{false};
+  std::atomic<std::uint32_t> loads_{0};
   std::string error_;
 };
 
