@@ -38,6 +38,9 @@ import ncu_metrics  # noqa: E402
 # differ by kilobytes (3328 and 5376 bytes read by a kernel that reads nothing).
 DRAM_FLOOR = 64 << 10
 
+# The metrics pasta measures again in one pass, L2 flushed (those that fit on an H100).
+CACHE_SENSITIVE = ("dram_bytes_read", "dram_bytes_write", "dram_throughput_pct", "l1_hit_rate_pct")
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -154,6 +157,9 @@ def main(argv):
                         {k: v for k, v in e["metrics"].items() if v is not None})
                        for e in entries if e["metrics"]], additive)
     theirs = per_launch([(k, g, b, 1, m) for k, g, b, m in ncu_launches(build, ncu.stdout)], {})
+    # Kernels measured more than once: their cache-sensitive metrics come from a one-pass
+    # measurement with L2 flushed; the others' from kernel replay only.
+    again = {(e["kernel"], tuple(e["grid"]), tuple(e["block"])) for e in entries if e["measured"] > 1}
     common = sorted(set(ours) & set(theirs))
     agree, total, worst, per_key = 0, 0, [], {}
     for k in common:
@@ -169,15 +175,16 @@ def main(argv):
             total += 1
             agree += ok
             rel = diff / max(abs(mine), abs(v), 1e-30)
-            per_key.setdefault(key, []).append((ok, rel))
+            replay_only = key in CACHE_SENSITIVE and k not in again
+            per_key.setdefault(key + (" (replay only)" if replay_only else ""), []).append((ok, rel))
             if not ok:
                 worst.append((rel, k[0][:60], key, mine, v))
     print(f"kernels compared: {len(common)} of {len(theirs)} ncu saw; metric values within 5%: "
           f"{agree} of {total} ({100.0 * agree / max(total, 1):.1f}%)")
-    print(f"  {'metric':<24} {'within 5%':>12} {'median diff':>12}")
+    print(f"  {'metric':<38} {'within 5%':>12} {'median diff':>12}")
     for key, rows in sorted(per_key.items()):
         rels = sorted(r for _, r in rows)
-        print(f"  {key:<24} {sum(o for o, _ in rows):>5} of {len(rows):<4} "
+        print(f"  {key:<38} {sum(o for o, _ in rows):>5} of {len(rows):<4} "
               f"{100 * rels[len(rels) // 2]:>11.1f}%")
     for rel, kernel, key, mine, v in sorted(worst, reverse=True)[:10]:
         print(f"  off by {rel:.0%}: {kernel} {key}: pasta {mine:.4g}, ncu {v:.4g}")
