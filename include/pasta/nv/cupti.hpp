@@ -500,9 +500,6 @@ void Cupti::start(Sink& sink) {
   if constexpr (Sink::template wants<KernelCounters>()) {
     if (!host_launches_) enable_launch_callbacks();
     enable_interrupt_callbacks();
-    check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE,
-                              CUPTI_CBID_RESOURCE_MODULE_LOADED),
-          "the module-load callback");
     finish_counters_ = [](Cupti* self) {
       self->counters_.finish(
           [&](const KernelCounters& c) { static_cast<Sink*>(self->sink_)->emit(c); });
@@ -760,8 +757,6 @@ void CUPTIAPI Cupti::on_callback(void* user, CUpti_CallbackDomain domain, CUpti_
   Sink& sink = *static_cast<Sink*>(self->sink_);
   try {
     if constexpr (Sink::template wants<KernelCounters>()) {
-      if (domain == CUPTI_CB_DOMAIN_RESOURCE && cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED)
-        self->counters_.module_loaded();
       if (const char kind = self->interrupts(domain, cbid)) {
         // Only counters asked for these callbacks.
         if (static_cast<const CUpti_CallbackData*>(data)->callbackSite == CUPTI_API_ENTER &&

@@ -28,10 +28,11 @@
 //
 // Cost (H100, a 12-block GPT step): starting the profiler takes 70-130 ms, a
 // launch replayed in 9 passes ~160 ms, one in one pass ~15 ms, a fresh
-// range-profiler object ~25 ms, stopping and decoding under 1 ms. So an image keeps its configuration across stops and
-// takes ranges until it is nearly full; a one-pass image profiles the flush
-// kernel and up to pass_over unmeasured launches in a row and passes over
-// their ranges rather than stopping and starting again.
+// range-profiler object ~25 ms, stopping and decoding under 1 ms. So an
+// image keeps its configuration across stops and takes ranges until it is
+// nearly full; a one-pass image profiles the flush kernel and up to
+// pass_over unmeasured launches in a row and passes over their ranges rather
+// than stopping and starting again.
 #pragma once
 
 #include <cupti_profiler_host.h>
@@ -40,7 +41,6 @@
 #include <cupti_target.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <mutex>
@@ -78,7 +78,8 @@ class RangeCounters {
   // Whether L2 is flushed before each launch measured for the cache-sensitive
   // metrics (PASTA_COUNTER_CACHE).
   void set_flush_cache(bool on) { flush_cache_ = on; }
-  // Whether ranges that do not match launches are listed in the log.
+  // Whether images whose ranges do not match their launches are listed in
+  // the log, and sequence() is kept.
   void set_verbose(bool on) { verbose_ = on; }
 
   // On the launching thread, before the launch API runs: returns whether the
@@ -179,12 +180,6 @@ class RangeCounters {
     } catch (const std::exception& e) {
       fail(e.what());
     }
-  }
-  // A module loaded (CUPTI's resource callback; perhaps inside a launch, on
-  // the thread that holds the lock).
-  void module_loaded() {
-    if (running_relaxed_.load(std::memory_order_relaxed))
-      loads_.fetch_add(1, std::memory_order_relaxed);
   }
   // The launches not decoded yet; profiling stops. Call once, at the end.
   template <class Emit>
@@ -454,15 +449,12 @@ class RangeCounters {
     p.pRangeProfilerObject = object_;
     check(cuptiRangeProfilerStart(&p), "starting the range profiler");
     running_ = true;
-    running_relaxed_.store(true, std::memory_order_relaxed);
-    loads_.store(0, std::memory_order_relaxed);
   }
 
   CUptiResult stop() {
     auto p = params<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
     p.pRangeProfilerObject = object_;
     running_ = false;
-    running_relaxed_.store(false, std::memory_order_relaxed);
     return cuptiRangeProfilerStop(&p);
   }
 
@@ -519,12 +511,11 @@ class RangeCounters {
     if (ranges > pending_.size()) extra_ranges_ += ranges - pending_.size();
     if (!matched && verbose_ && listed_++ < 5)
       pasta::detail::log(fmt::format(
-          "hardware counters: {} ranges for {} launches ({} measured) in one image of the {}; "
-          "{} modules loaded while profiling",
+          "hardware counters: {} ranges for {} launches ({} measured) in one image of the {}",
           ranges, pending_.size(),
           std::count_if(pending_.begin(), pending_.end(),
                         [](const Pending& p) { return p.measured; }),
-          &set == &full_ ? "full set" : "one-pass set", loads_.load()));
+          &set == &full_ ? "full set" : "one-pass set"));
     decoded_ = total;
     pending_.clear();
   }
@@ -617,11 +608,11 @@ class RangeCounters {
   std::vector<Pending> pending_;  // the launches of the ranges in the image, in order
   bool profiler_initialized_ = false, running_ = false, failed_ = false, flush_cache_ = true;
   bool verbose_ = false;
-  std::uint64_t listed_ = 0;
-  std::string sequence_;
+  std::uint64_t listed_ = 0;  // images whose ranges were listed in the log
+  std::string sequence_;      // sequence(), the first 8000 steps
   void note(char c) {
     if (verbose_ && sequence_.size() < 8000) sequence_ += c;
-  }  // images whose ranges were listed in the log
+  }
   L2Flush l2_;
   std::uint64_t flushes_ = 0;
   std::string flush_error_;
@@ -632,9 +623,6 @@ class RangeCounters {
   // Launches profiled in one pass in a row and passed over, at most pass_over.
   static constexpr std::uint32_t pass_over = 4;
   std::uint32_t passed_in_row_ = 0;
-  // running_, for module_loaded() (which does not lock); modules loaded while running.
-  std::atomic<bool> running_relaxed_{false};
-  std::atomic<std::uint32_t> loads_{0};
   std::string error_;
 };
 
