@@ -4,6 +4,7 @@
 #include <string>
 
 #include <pasta/core/detail/files.hpp>
+#include <pasta/core/metrics.hpp>
 #include <pasta/trace/writer.hpp>
 
 using namespace pasta;
@@ -86,6 +87,23 @@ int main(int argc, char** argv) {
                            .inst_executed = 1.5e6,
                            .flops = 6.4e9});
     w.write(KernelComplete{.correlation = 20, .name = add, .start_ns = 9000, .end_ns = 9100});
+    // aten::relu's kernel measured in one pass, cache-sensitive metrics
+    // only: the rest of its metrics are null in the profile.
+    w.write(OpBegin{.id = 3, .name = intern("aten::relu"), .thread = 1});
+    w.write(KernelComplete{.correlation = 30,
+                           .name = intern("relu_kernel"),
+                           .grid = {64, 1, 1},
+                           .block = {256, 1, 1},
+                           .start_ns = 10000,
+                           .end_ns = 10200,
+                           .op = 3});
+    KernelCounters one_pass = metrics::from_counters({}, {});
+    one_pass.correlation = 30;
+    one_pass.passes = 1;
+    one_pass.dram_bytes_read = 1 << 20;
+    one_pass.dram_bytes_write = 1 << 19;
+    one_pass.l2_hit_rate_pct = 50;
+    w.write(one_pass);
   }
   std::printf("wrote traces to %s\n", dir.c_str());
   return 0;

@@ -20,7 +20,7 @@ with open(schema_path) as f:
 # Three launches of one GEMM under aten::linear/aten::addmm, the first
 # measured; a vecAdd outside every operator, never measured.
 MiB = 1 << 20
-(op,) = doc["operators"]
+op, relu = doc["operators"]
 assert op["path"] == "aten::linear/aten::addmm", op["path"]
 assert (op["launches"], op["measured"], op["propagated"]) == (3, 1, 2), op
 assert op["device_ns"] == 1200, op["device_ns"]
@@ -34,6 +34,13 @@ assert abs(m["arithmetic_intensity"] - 3 * 6.4e9 / (12 * MiB)) < 1e-9, m
 assert k["grid"] == [132, 1, 1] and k["block"] == [384, 1, 1], k
 (outside,) = doc["unattributed"]
 assert outside["kernel"] == "vecAdd" and outside["metrics"] is None, outside
+# relu's one measurement collected the cache-sensitive metrics only: the
+# others are null, as docs/op-profile.md says.
+assert relu["path"] == "aten::relu", relu["path"]
+r = relu["metrics"]
+assert r["dram_bytes_read"] == MiB and r["l2_hit_rate_pct"] == 50, r
+assert r["flops"] is None and r["arithmetic_intensity"] is None, r
+assert relu["kernels"][0]["metrics"]["sm_throughput_pct"] is None, relu["kernels"][0]
 # The GEMM's one measurement took 8 replay passes: its DRAM bytes are replay's.
 assert doc["warnings"] == [
     "1 launches have no counters: no launch of their signature was measured",
@@ -41,12 +48,17 @@ assert doc["warnings"] == [
     "launch measured in one pass): the memory the profiler saved and restored between passes "
     "was in L2 with them"], doc["warnings"]
 
-# A document that breaks the schema is refused (the schema is not vacuous).
-broken = dict(doc, version="2.0")
-try:
-    jsonschema.validate(broken, json.load(open(schema_path)))
-except jsonschema.ValidationError:
-    pass
-else:
-    sys.exit("the schema accepted version 2.0")
+# Documents that break the schema are refused (the schema is not vacuous).
+def refused(broken, what):
+    try:
+        jsonschema.validate(broken, json.load(open(schema_path)))
+    except jsonschema.ValidationError:
+        return
+    sys.exit("the schema accepted " + what)
+
+
+refused(dict(doc, version="2.0"), "version 2.0")
+text = json.loads(json.dumps(doc))
+text["operators"][0]["metrics"]["flops"] = "many"
+refused(text, "a metric that is text")
 print("op_counters.profile.json follows docs/schema/op_profile.v1.json; values exact")
