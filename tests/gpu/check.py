@@ -572,6 +572,52 @@ def case_stall_blame(build, out):
     return ok
 
 
+def case_stall_blame_views(build, out):
+    """`pasta run --torch -t stall_blame` on tests/gpu/torch_views.py: qkv split into views,
+    aten::mul reading q and aten::add reading k. Each operator's stalls land on its own view,
+    linked to qkv in the forest, and the program's checksum is what it is unprofiled. (The
+    checksum's copies to double are elementwise kernels too: their stalls land on y and z.)"""
+    script = [sys.executable, os.path.join(ROOT, "tests", "gpu", "torch_views.py")]
+    plain = last_json(run(script).stdout)
+    # The elementwise kernels only: randn and the sums stay uninstrumented.
+    proc = run([f"{build}/bin/pasta", "run", "--torch", "-t", "stall_blame", "--kernel-filter",
+                "elementwise", "-o", out, "--"] + script,
+               {"PASTA_PRINT": "none", "PASTA_VERBOSE": "1"})
+    for line in proc.stderr.splitlines():
+        if "aten handler" in line or "PC sampling" in line:
+            print("  " + line)
+    outputs = [json.loads(l) for l in proc.stdout.splitlines() if l.startswith("{")]
+    ok = expect("checksum unchanged (sampled run, instrumented run)",
+                [o["checksum"] for o in outputs], [plain["checksum"]] * 2)
+    blame = report(out, "stall_blame")
+    rows = blame["tables"].get("blame", [])
+    for r in rows[:8]:
+        print(f"  {r['tensor'][:96]:<96} {r['operator']:<12} {r['stall_samples']:>9.1f} "
+              f"{100 * r['share']:6.2f}%")
+    for r in blame["tables"].get("unattributed", []):
+        print(f"  unattributed: {r['why']}: {r['stall_samples']:.1f}")
+    cols = plain["cols"]
+    layout = f"view Float[{plain['rows']}, {cols}] strides [{3 * cols}, 1]"
+    on = lambda offset, op: sum(r["stall_samples"] for r in rows if r["operator"] == op and
+                                r["tensor"].endswith(f"{layout} at +{offset} B"))
+    q_mul, k_add = on(0, "aten::mul"), on(4 * cols, "aten::add")
+    crossed = on(4 * cols, "aten::mul") + on(0, "aten::add")
+    # The operators' own stalls: their loads read the views (the outputs are only written).
+    blamed = sum(r["stall_samples"] for r in rows if r["operator"] in ("aten::mul", "aten::add"))
+    print(f"  q by aten::mul {q_mul:.1f}, k by aten::add {k_add:.1f}, crossed {crossed:.1f}, "
+          f"blamed under the two operators {blamed:.1f}")
+    ok &= expect("stalls on q's view under aten::mul", q_mul > 0, True)
+    ok &= expect("stalls on k's view under aten::add", k_add > 0, True)
+    ok &= expect("stalls on the other operator's view", crossed, 0)
+    ok &= expect("most of the two operators' stalls on their views", q_mul + k_add > blamed / 2,
+                 True)
+    ok &= expect("partial", blame.get("partial", ""), "")
+    with open(os.path.join(out, "stall_blame.forest.dot")) as f:
+        dot = f.read()
+    ok &= expect("the forest holds the views", layout in dot, True)
+    return ok
+
+
 def case_annotations_exact(build, out):
     """device::Annotations counts access_pattern's annotated kernels exactly (the same truth
     as the sanitizer path), per buffer and per page, and the program prints the same."""

@@ -1,6 +1,8 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -275,4 +277,108 @@ TEST_CASE("stall_blame: the sampled run's samples per instruction and reason") {
   // No code was seen: the stall stays where it is, and the report says so.
   CHECK(doc["functions"]["blend"]["pcs"][0]["waits_for"].empty());
   CHECK(test::table(r, "reasons").rows().size() == 2);
+}
+
+TEST_CASE("stall_blame: a view's layout tells its elements from the gaps between its rows") {
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> dims;
+  using Dims = std::vector<std::pair<std::uint64_t, std::uint64_t>>;
+  CHECK(pasta::detail::nested_dims("float[2, 4] strides [12, 1]", dims));  // a column slice
+  CHECK(dims == Dims{{2, 12}, {4, 1}});
+  CHECK(pasta::detail::nested_dims("Half[4, 2] strides [1, 4]", dims));  // a transpose
+  CHECK(dims == Dims{{2, 4}, {4, 1}});
+  CHECK(pasta::detail::nested_dims("float[4, 1, 8] strides [0, 8, 1]", dims));  // an expand
+  CHECK(dims == Dims{{8, 1}});
+  CHECK_FALSE(pasta::detail::nested_dims("float[3, 4] strides [2, 1]", dims));  // rows overlap
+  CHECK_FALSE(pasta::detail::nested_dims("float[3, 4] strides [4]", dims));
+  CHECK_FALSE(pasta::detail::nested_dims("float[3, x] strides [4, 1]", dims));
+  CHECK_FALSE(pasta::detail::nested_dims("", dims));
+}
+
+TEST_CASE("stall_blame: views an operator reads link to their base tensor in the forest") {
+  test::TempDir dir;
+  nlohmann::json pcs = nlohmann::json::array();
+  for (auto [at, n, load] :
+       {std::tuple{0x370, 300, 0x220}, {0x380, 120, 0x270}, {0x3c0, 50, 0x2e0}})
+    pcs.push_back({{"pc", at},
+                   {"reasons", {{"long_scoreboard", n}}},
+                   {"waits_for", {load}},
+                   {"reads", {load}}});
+  const nlohmann::json doc{{"schema", "pasta.stall_samples"},
+                           {"version", 1},
+                           {"samples", 470},
+                           {"functions", {{"blend", {{"code", ""}, {"pcs", pcs}}}}}};
+  REQUIRE(pasta::detail::write_file(dir.file("s.json"), doc.dump()).empty());
+  Config cfg;
+  cfg.output_dir = dir.path();
+  cfg.stall_samples = dir.file("s.json");
+  tools::StallBlame t(cfg);
+  // qkv, float[2, 12], split into q, k, v of float[2, 4]: q at +0 B, k at +16 B.
+  const std::uint64_t qkv = 0x100000;
+  const NameId slice = intern("float[2, 4] strides [12, 1]");
+  t.on(MemAlloc{.address = qkv, .bytes = 0x200000});
+  t.on(OpBegin{.id = 1, .name = intern("aten::linear"), .thread = 7});
+  t.on(TensorAlloc{.address = qkv, .bytes = 96, .op = 1, .thread = 7});
+  t.on(OpEnd{.id = 1, .name = intern("aten::linear"), .thread = 7});
+  t.on(OpBegin{.id = 2, .name = intern("aten::attn"), .thread = 7});
+  for (std::uint64_t offset : {0, 16})
+    t.on(TensorView{.address = qkv + offset,
+                    .bytes = 64,
+                    .base = qkv,
+                    .base_bytes = 96,
+                    .layout = slice,
+                    .element_bytes = 4,
+                    .op = 2,
+                    .thread = 7});
+  // A view of storage never seen allocated links to nothing.
+  t.on(TensorView{.address = 0x900000, .bytes = 64, .layout = slice, .element_bytes = 4, .op = 2});
+  t.on(KernelLaunch{.correlation = 1, .name = intern("blend"), .thread = 7});
+  auto read = [&](std::uint64_t correlation, std::uint64_t pc, std::uint64_t address) {
+    t.on(MemAccess{.correlation = correlation,
+                   .address = address,
+                   .pc = pc,
+                   .bytes = 4,
+                   .flags = access::read});
+  };
+  read(1, 0x220, qkv + (12 + 2) * 4);  // q[1][2]: inside k's span too, but in its gap
+  read(1, 0x270, qkv + (12 + 5) * 4);  // k[1][1]
+  read(1, 0x2e0, qkv + 9 * 4);         // v[0][1]: in q's and k's spans, an element of neither
+  t.on(OpEnd{.id = 2, .name = intern("aten::attn"), .thread = 7});
+  // The views were aten::attn's: aten::sum reads the base itself.
+  t.on(OpBegin{.id = 3, .name = intern("aten::sum"), .thread = 7});
+  t.on(KernelLaunch{.correlation = 2, .name = intern("blend"), .thread = 7});
+  read(2, 0x220, qkv + (12 + 2) * 4);
+  read(2, 0x220, qkv + (12 + 3) * 4);
+  t.on(OpEnd{.id = 3, .name = intern("aten::sum"), .thread = 7});
+  Report r("stall_blame");
+  t.report(r);
+  CHECK(r.partial().empty());
+  const std::string base = "tensor #1 (96 B, aten::linear)";
+  const std::vector<std::tuple<std::string, std::string, double>> expected{
+      {base, "aten::sum", 200},  // 0x220's 300 samples: 2 of its 3 accesses
+      {base + " / view float[2, 4] strides [12, 1] at +16 B", "aten::attn", 120},
+      {base + " / view float[2, 4] strides [12, 1] at +0 B", "aten::attn", 100},
+      {base, "aten::attn", 50}};
+  const auto& blame = test::table(r, "blame");
+  REQUIRE(blame.rows().size() == expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    CAPTURE(i);
+    CHECK(std::get<std::string>(blame.rows()[i][0]) == std::get<0>(expected[i]));
+    CHECK(std::get<std::string>(blame.rows()[i][1]) == std::get<1>(expected[i]));
+    CHECK(cell_double(r, "blame", i, 2) == std::get<2>(expected[i]));
+  }
+  // allocation -> tensor -> view -> operator, the tensor with all 470.
+  const std::string dot = pasta::detail::read_file(dir.file("stall_blame.forest.dot"));
+  CHECK(dot.find("n0 [label=\"allocation #1 (2097152 B at 0x100000)\\n470 samples") !=
+        std::string::npos);
+  CHECK(dot.find("n1 [label=\"tensor #1 (96 B, aten::linear)\\n470 samples (100.0%)") !=
+        std::string::npos);
+  CHECK(dot.find("n2 [label=\"aten::sum\\n200 samples") != std::string::npos);
+  CHECK(dot.find("n3 [label=\"view float[2, 4] strides [12, 1] at +16 B\\n120 samples") !=
+        std::string::npos);
+  CHECK(dot.find("n4 [label=\"aten::attn\\n120 samples") != std::string::npos);
+  CHECK(dot.find("n1 -> n3") != std::string::npos);
+  CHECK(dot.find("n3 -> n4") != std::string::npos);
+  const std::string svg = pasta::detail::read_file(dir.file("stall_blame.forest.svg"));
+  CHECK(svg.find("<title>view float[2, 4] strides [12, 1] at +0 B - 100 samples (21.3%)</title>") !=
+        std::string::npos);
 }

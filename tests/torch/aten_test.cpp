@@ -57,10 +57,17 @@ TEST_CASE("Aten: operator calls with names, nesting, and begin/end pairs") {
   CHECK(n.at("aten::relu") == 1);
 #if TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR == 11
   // Every call PyTorch 2.11 makes for these five lines, inner ones included.
-  const std::map<std::string, int> expected{
-      {"aten::_local_scalar_dense", 1}, {"aten::as_strided", 1}, {"aten::clamp_min", 1},
-      {"aten::empty", 1},  {"aten::fill_", 2}, {"aten::item", 1},         {"aten::mm", 1},
-      {"aten::ones", 1},   {"aten::relu", 1},  {"aten::resolve_conj", 3}, {"aten::sum", 2}};
+  const std::map<std::string, int> expected{{"aten::_local_scalar_dense", 1},
+                                            {"aten::as_strided", 1},
+                                            {"aten::clamp_min", 1},
+                                            {"aten::empty", 1},
+                                            {"aten::fill_", 2},
+                                            {"aten::item", 1},
+                                            {"aten::mm", 1},
+                                            {"aten::ones", 1},
+                                            {"aten::relu", 1},
+                                            {"aten::resolve_conj", 3},
+                                            {"aten::sum", 2}};
   CHECK(n == expected);
 #endif
   REQUIRE(begins.size() == ends.size());
@@ -179,4 +186,37 @@ TEST_CASE("Aten: after stop, operators reach no tool") {
   prof.stop();
   at::relu(at::ones({4}));
   CHECK(prof.tool<test::Collect>().events.empty());
+}
+
+TEST_CASE("Aten: an operator's input views come with their base storage and layout") {
+  test::TempDir dir;
+  Prof prof(test::quiet(dir));
+  std::uint64_t base = 0;
+  {
+    at::Tensor a = at::ones({4, 6});
+    base = reinterpret_cast<std::uint64_t>(a.data_ptr());
+    at::Tensor r = at::relu(a.narrow(1, 2, 3));  // columns 2..4 of every row
+    at::Tensor m = at::mm(a.t(), a);             // all of a, read column by column
+    CHECK(m.sum().item<float>() == 6.0f * 6 * 4);
+  }
+  prof.stop();
+  const auto& col = prof.tool<test::Collect>();
+  std::map<std::uint64_t, std::string> op_name;
+  for (const OpBegin& b : col.of<OpBegin>()) op_name[b.id] = std::string(name_of(b.name));
+  std::map<std::string, std::vector<TensorView>> views;
+  for (const TensorView& v : col.of<TensorView>()) views[op_name[v.op]].push_back(v);
+  CHECK(views.count("aten::ones") == 0);  // a itself is its whole storage: not a view
+  REQUIRE(views["aten::relu"].size() == 1);
+  const TensorView& slice = views["aten::relu"][0];
+  CHECK(slice.address == base + 2 * 4);
+  CHECK(slice.bytes == (3 * 6 + 2 + 1) * 4);  // first element to last, the gaps included
+  CHECK(slice.base == base);
+  CHECK(slice.base_bytes == 4 * 6 * 4);
+  CHECK(name_of(slice.layout) == "Float[4, 3] strides [6, 1]");
+  CHECK(slice.element_bytes == 4);
+  CHECK(slice.device == pasta::torch::Aten::cpu_device);
+  REQUIRE(views["aten::mm"].size() == 1);
+  CHECK(views["aten::mm"][0].address == base);
+  CHECK(views["aten::mm"][0].bytes == 4 * 6 * 4);
+  CHECK(name_of(views["aten::mm"][0].layout) == "Float[6, 4] strides [1, 6]");
 }

@@ -135,6 +135,16 @@ std::vector<test::AnyEvent> every_event() {
                      .dram_throughput_pct = 87.25,
                      .l2_hit_rate_pct = 0.5,
                      .flops = 3.0e12},
+      StallSample{.function = s, .pc = 0x370, .reason = op, .samples = 42, .device = 1},
+      TensorView{.address = 0x2008,
+                 .bytes = 84,
+                 .base = 0x2000,
+                 .base_bytes = 512,
+                 .layout = s,
+                 .element_bytes = 4,
+                 .device = 1,
+                 .op = 21,
+                 .thread = 78},
   };
 }
 
@@ -195,9 +205,9 @@ TEST_CASE("the header carries the format version, the schema and the metadata") 
   write_trace(dir.file("t.pasta"), every_event());
   TraceReader r(dir.file("t.pasta"));
   CHECK(r.major_version() == 1);
-  CHECK(r.minor_version() == 3);
+  CHECK(r.minor_version() == 4);
   CHECK(r.metadata() == trace::Metadata{{"purpose", "test"}});
-  REQUIRE(r.schema().size() == 19);
+  REQUIRE(r.schema().size() == 20);
   const auto& launch = r.schema()[1];
   CHECK(launch.name == "KernelLaunch");
   CHECK(launch.payload_bytes == 8 + 8 + 8 + 4 + 4 + 12 + 12 + 4 + 4 + 8);

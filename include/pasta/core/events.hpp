@@ -40,6 +40,7 @@ enum class EventKind : std::uint16_t {
   tensor_free = 17,
   kernel_counters = 18,
   stall_sample = 19,
+  tensor_view = 20,
   module_image = 1000,  // from 1000 on: never in a trace
 };
 
@@ -270,7 +271,8 @@ struct OpBegin {  // a framework operator (e.g. an ATen op)
   std::uint64_t parent = 0;    // id of the enclosing operator on the same thread; 0 = none
   std::int64_t sequence = -1;  // the framework's sequence number, -1 if none
   NameId name{};
-  NameId inputs{};  // input shapes and dtypes, e.g. "float[32, 3, 224, 224], float[64]"; 0 = not recorded
+  NameId inputs{};  // input shapes and dtypes, e.g. "float[32, 3, 224, 224], float[64]"; 0 = not
+                    // recorded
   std::uint32_t thread = 0;
   std::uint32_t depth = 0;  // 0 for an outermost operator of its thread
   std::uint64_t time_ns = 0;
@@ -313,6 +315,24 @@ struct TensorFree {
   std::uint64_t time_ns = 0;
 };
 
+// A framework tensor that is a view: it covers part of its storage, or
+// reads it in another shape or order (a slice, a transpose, a split). The
+// framework handler reports each view an operator takes as input, once per
+// call, so tools can link views to their base storage.
+struct TensorView {
+  static constexpr EventKind kind = EventKind::tensor_view;
+  static constexpr std::string_view type_name = "TensorView";
+  std::uint64_t address = 0;     // its first element
+  std::uint64_t bytes = 0;       // from its first element to past its last (strides included)
+  std::uint64_t base = 0;        // its storage's start: TensorAlloc::address of the base
+  std::uint64_t base_bytes = 0;  // its storage's size
+  NameId layout{};               // "Float[4, 8, 64] strides [1536, 192, 1]" (strides in elements)
+  std::uint32_t element_bytes = 0;
+  std::uint32_t device = 0;  // as TensorAlloc::device
+  std::uint64_t op = 0;      // OpBegin::id of the operator that took it as input
+  std::uint32_t thread = 0;
+};
+
 struct KernelCounters {  // hardware counters of one kernel launch, from a profiling handler
   static constexpr EventKind kind = EventKind::kernel_counters;
   static constexpr std::string_view type_name = "KernelCounters";
@@ -332,9 +352,9 @@ struct KernelCounters {  // hardware counters of one kernel launch, from a profi
 struct StallSample {  // PC sampling: warps found stalled at one instruction, for one reason
   static constexpr EventKind kind = EventKind::stall_sample;
   static constexpr std::string_view type_name = "StallSample";
-  NameId function{};  // the kernel (mangled name) the instruction belongs to
+  NameId function{};     // the kernel (mangled name) the instruction belongs to
   std::uint64_t pc = 0;  // offset of the instruction within the function
-  NameId reason{};  // the stall reason as the sampler names it, e.g. "long_scoreboard"
+  NameId reason{};       // the stall reason as the sampler names it, e.g. "long_scoreboard"
   std::uint64_t samples = 0;
   std::uint32_t device = 0;
 };
@@ -345,7 +365,7 @@ inline constexpr auto all_events =
     boost::hana::tuple_t<DeviceInfo, KernelLaunch, KernelComplete, MemAlloc, MemFree, Memcpy,
                          Memset, Synchronize, ModuleLoad, MemAccess, AccessHistogram, ScopeBegin,
                          ScopeEnd, OpBegin, OpEnd, TensorAlloc, TensorFree, KernelCounters,
-                         StallSample>;
+                         StallSample, TensorView>;
 
 namespace detail {
 

@@ -11,6 +11,11 @@
 //    run 1's file, each stall is charged to the tensors its load read, in
 //    proportion to their accesses at that pc.
 //
+// With a framework handler (torch::Aten), tensors are the allocator's
+// blocks inside its segments, and the views an operator takes as input
+// (TensorView) link to the tensor whose storage they read: an access
+// inside a view of the launching operator is charged to that view.
+//
 // The two runs are joined on (kernel name, pc offset within the function),
 // which assumes a deterministic program: the same kernels, running the
 // same code, touching the same tensors from the same instructions. Kernels
@@ -18,6 +23,7 @@
 #pragma once
 
 #include <algorithm>
+#include <charconv>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -42,6 +48,50 @@
 #include <pasta/nv/detail/cubin.hpp>
 #include <pasta/tools/detail/live_ops.hpp>
 #include <pasta/tools/detail/sass.hpp>
+
+namespace pasta::detail {
+
+// A view's layout, "float[4, 8, 64] strides [1536, 192, 1]" (TensorView::
+// layout), as (size, stride) pairs from the largest stride down, leaving
+// out dimensions that do not move (size 1, stride 0). True when they nest:
+// each stride steps past everything the smaller ones reach, so an element
+// offset splits into one index per dimension (slices, transposes, splits,
+// permutes do); false for a layout it cannot read or one whose rows
+// overlap.
+inline bool nested_dims(std::string_view layout,
+                        std::vector<std::pair<std::uint64_t, std::uint64_t>>& dims) {
+  dims.clear();
+  auto numbers = [&](std::size_t open, std::vector<std::uint64_t>& out) {
+    const std::size_t close = layout.find(']', open);
+    if (open == std::string_view::npos || close == std::string_view::npos) return false;
+    for (std::size_t i = open + 1; i < close;) {
+      while (i < close && (layout[i] == ' ' || layout[i] == ',')) ++i;
+      if (i == close) break;
+      std::uint64_t v = 0;
+      const auto [end, ec] = std::from_chars(layout.data() + i, layout.data() + close, v);
+      if (ec != std::errc()) return false;
+      out.push_back(v);
+      i = static_cast<std::size_t>(end - layout.data());
+    }
+    return true;
+  };
+  std::vector<std::uint64_t> sizes, strides;
+  const std::size_t marker = layout.find("strides [");
+  if (marker == std::string_view::npos || !numbers(layout.find('['), sizes) ||
+      !numbers(marker + 8, strides) || sizes.size() != strides.size())
+    return false;
+  for (std::size_t d = 0; d < sizes.size(); ++d)
+    if (sizes[d] > 1 && strides[d] > 0) dims.emplace_back(sizes[d], strides[d]);
+  std::sort(dims.begin(), dims.end(), [](auto& a, auto& b) { return a.second > b.second; });
+  std::uint64_t reach = 1;  // elements the smaller dimensions span
+  for (std::size_t d = dims.size(); d-- > 0;) {
+    if (dims[d].second < reach) return false;
+    reach = dims[d].second * (dims[d].first - 1) + reach;
+  }
+  return true;
+}
+
+}  // namespace pasta::detail
 
 namespace pasta::tools {
 
@@ -83,17 +133,53 @@ class StallBlame {
 
   // Run 2.
   void on(const OpBegin& e) { ops_.on(e); }
-  void on(const OpEnd& e) { ops_.on(e); }
-  void on(const KernelLaunch& e) { launches_[e.correlation] = {e.name, ops_.innermost(e.thread)}; }
+  void on(const OpEnd& e) {
+    ops_.on(e);
+    op_views_.erase(e.id);
+  }
+  // A launch sees the views of every operator open on its thread.
+  void on(const KernelLaunch& e) {
+    Launch l{e.name, ops_.innermost(e.thread), static_cast<std::uint32_t>(launch_views_.size()), 0};
+    ops_.for_each_open(e.thread, [&](std::uint64_t op) {
+      if (const auto it = op_views_.find(op); it != op_views_.end())
+        launch_views_.insert(launch_views_.end(), it->second.begin(), it->second.end());
+    });
+    l.views_end = static_cast<std::uint32_t>(launch_views_.size());
+    launches_[e.correlation] = l;
+  }
   void on(const MemAlloc& e) {
-    allocations_.insert(
-        Target::Range{e.address, e.bytes, add_target(e.address, e.bytes, {}, false)});
+    allocations_.insert(Target::Range{
+        e.address, e.bytes, add_target({.base = e.address, .bytes = e.bytes}, alloc_count_)});
   }
   void on(const MemFree& e) { allocations_.erase(e.address); }
   void on(const pasta::TensorAlloc& e) {
     if (e.device == host_device) return;
+    const auto* segment = allocations_.find(e.address);
     tensors_.insert(Target::Range{e.address, e.bytes,
-                                  add_target(e.address, e.bytes, ops_.name(e.thread, e.op), true)});
+                                  add_target({.base = e.address,
+                                              .bytes = e.bytes,
+                                              .op = ops_.name(e.thread, e.op),
+                                              .kind = Target::tensor,
+                                              .parent = segment ? segment->index : no_target},
+                                             tensor_count_)});
+  }
+  void on(const pasta::TensorView& e) {
+    if (e.device == host_device || !e.element_bytes) return;
+    const auto* storage = tensors_.find(e.address);
+    if (!storage) return;  // its storage was not seen allocated: nothing to link it to
+    const auto [it, fresh] = views_.try_emplace(ViewKey{storage->index, e.address, e.layout}, 0);
+    if (fresh) {
+      Target v{.base = e.address,
+               .bytes = e.bytes,
+               .kind = Target::view,
+               .parent = storage->index,
+               .layout = e.layout,
+               .element_bytes = e.element_bytes};
+      v.nested = pasta::detail::nested_dims(name_of(e.layout), v.dims);
+      it->second = add_target(std::move(v), view_count_);
+    }
+    auto& list = op_views_[e.op];
+    if (std::find(list.begin(), list.end(), it->second) == list.end()) list.push_back(it->second);
   }
   void on(const pasta::TensorFree& e) { tensors_.erase(e.address); }
   void on(const MemAccess& e) {
@@ -107,7 +193,7 @@ class StallBlame {
     std::uint32_t target = no_target;
     if (e.space == MemSpace::global) {
       if (const auto* t = tensors_.find(e.address))
-        target = t->index;
+        target = view_at(t->index, e.address);
       else if (const auto* a = allocations_.find(e.address))
         target = a->index;
     }
@@ -148,15 +234,32 @@ class StallBlame {
     unsigned sm = 0;
     std::vector<std::byte> bytes;  // empty in the run that joins
   };
+  // What a stall is blamed on: an allocation (the allocator's segment), a
+  // tensor (a framework allocation inside one) or a view of a tensor.
   struct Target {
     struct Range {
       std::uint64_t base = 0, bytes = 0;
       std::uint32_t index = 0;
     };
+    enum Kind : std::uint8_t { allocation, tensor, view };
     std::uint64_t base = 0, bytes = 0;
     NameId op{};  // the allocating operator (tensors)
-    bool tensor = false;
-    std::uint64_t n = 0;  // 1 for the first target of its kind
+    Kind kind = allocation;
+    std::uint32_t parent = no_target;  // the allocation of a tensor, the tensor of a view
+    std::uint64_t n = 0;               // 1 for the first target of its kind
+    // Views: the layout, and its dimensions (size, stride in elements)
+    // from the largest stride down when they nest (each stride steps over
+    // all the smaller ones), for telling the view's elements from the gaps.
+    NameId layout{};
+    std::uint32_t element_bytes = 0;
+    bool nested = false;
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> dims;
+  };
+  struct ViewKey {
+    std::uint32_t storage;
+    std::uint64_t address;
+    NameId layout;
+    friend auto operator<=>(const ViewKey&, const ViewKey&) = default;
   };
   struct SampleKey {
     NameId function{};
@@ -165,6 +268,7 @@ class StallBlame {
   };
   struct Launch {
     NameId kernel{}, op{};
+    std::uint32_t views_begin = 0, views_end = 0;  // its operators' views in launch_views_
   };
   struct AccessKey {
     std::uint32_t target;
@@ -178,26 +282,53 @@ class StallBlame {
   }
   static std::string hex(std::uint64_t v) { return fmt::format("{:016x}", v); }
 
-  std::uint32_t add_target(std::uint64_t base, std::uint64_t bytes, NameId op, bool tensor) {
-    targets_.push_back({base, bytes, op, tensor, tensor ? ++tensor_count_ : ++alloc_count_});
+  std::uint32_t add_target(Target t, std::uint64_t& count) {
+    t.n = ++count;
+    targets_.push_back(std::move(t));
     return static_cast<std::uint32_t>(targets_.size() - 1);
   }
-  std::string target_label(std::uint32_t t) const {
+  // The narrowest view of the launching operators that holds `address`
+  // (an element of it, not a gap between its rows); else the tensor.
+  std::uint32_t view_at(std::uint32_t tensor, std::uint64_t address) const {
+    std::uint32_t best = tensor;
+    for (std::uint32_t i = last_launch_.views_begin; i < last_launch_.views_end; ++i) {
+      const Target& v = targets_[launch_views_[i]];
+      if (v.parent == tensor && holds(v, address) &&
+          (best == tensor || v.bytes < targets_[best].bytes))
+        best = launch_views_[i];
+    }
+    return best;
+  }
+  static bool holds(const Target& v, std::uint64_t address) {
+    if (address < v.base || address - v.base >= v.bytes) return false;
+    if (!v.nested) return true;
+    std::uint64_t e = (address - v.base) / v.element_bytes;
+    for (const auto& [size, stride] : v.dims) {
+      const std::uint64_t i = e / stride;
+      if (i >= size) return false;
+      e -= i * stride;
+    }
+    return e == 0;
+  }
+  // A node of the forest: the target itself, without its parents.
+  std::string node_label(std::uint32_t t) const {
     if (t == no_target) return "(no allocation: shared, local or unknown memory)";
     const Target& x = targets_[t];
-    if (x.tensor)
-      return fmt::format("tensor #{} ({} B, {})", x.n, x.bytes,
-                         pasta::detail::LiveOps::label(x.op));
-    return fmt::format("allocation #{} ({} B at 0x{:x})", x.n, x.bytes, x.base);
-  }
-  // The allocation holding a tensor, for the forest; no_target if none.
-  std::uint32_t parent_of(std::uint32_t t) const {
-    if (t == no_target || !targets_[t].tensor) return no_target;
-    for (std::uint32_t i = 0; i < targets_.size(); ++i) {
-      const Target& a = targets_[i];
-      if (!a.tensor && targets_[t].base >= a.base && targets_[t].base - a.base < a.bytes) return i;
+    switch (x.kind) {
+      case Target::tensor:
+        return fmt::format("tensor #{} ({} B, {})", x.n, x.bytes,
+                           pasta::detail::LiveOps::label(x.op));
+      case Target::view:
+        return fmt::format("view {} at +{} B", name_of(x.layout), x.base - targets_[x.parent].base);
+      default:
+        return fmt::format("allocation #{} ({} B at 0x{:x})", x.n, x.bytes, x.base);
     }
-    return no_target;
+  }
+  // A row of the tables: a view names its tensor.
+  std::string target_label(std::uint32_t t) const {
+    if (t != no_target && targets_[t].kind == Target::view)
+      return node_label(targets_[t].parent) + " / " + node_label(t);
+    return node_label(t);
   }
 
   void report_samples(Report& out) const;
@@ -212,8 +343,11 @@ class StallBlame {
   pasta::detail::LiveOps ops_;
   std::unordered_map<std::uint64_t, Launch> launches_;
   std::vector<Target> targets_;
-  std::uint64_t tensor_count_ = 0, alloc_count_ = 0;
+  std::uint64_t tensor_count_ = 0, alloc_count_ = 0, view_count_ = 0;
   BasicAddressMap<Target::Range> allocations_, tensors_;
+  std::map<ViewKey, std::uint32_t> views_;
+  std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> op_views_;  // open operators'
+  std::vector<std::uint32_t> launch_views_;
   std::uint64_t accesses_seen_ = 0, last_correlation_ = ~0ull;
   Launch last_launch_;
   std::map<SampleKey, std::map<AccessKey, std::uint64_t>> accesses_;
@@ -321,8 +455,9 @@ inline void StallBlame::report_samples(Report& out) const {
 namespace pasta::detail {
 
 // The blame forest: allocations (the allocator's segments) hold tensors,
-// and each tensor's stalls split over the operators (or kernels) whose
-// loads waited for it. Nodes are sized by their share of the samples.
+// tensors hold the views operators read them through, and each one's
+// stalls split over the operators (or kernels) whose loads waited for it. Nodes are sized by their
+// share of the samples.
 struct BlameNode {
   std::string label;
   double samples = 0;
@@ -575,15 +710,14 @@ inline void StallBlame::report_blame(Report& out) const {
   for (const auto& [key, n] : blamed) {
     per_target_op[key.first] += n;
     blamed_total += n;
-    const std::uint32_t t = key.first.target;
-    const std::uint32_t parent = parent_of(t);
+    std::vector<std::uint32_t> path{key.first.target};  // from the target up to its root
+    while (path.back() != no_target && targets_[path.back()].parent != no_target)
+      path.push_back(targets_[path.back()].parent);
     pasta::detail::BlameNode* node = &forest;
-    if (parent != no_target) {
-      node = &node->child(target_label(parent));
+    for (std::size_t i = path.size(); i-- > 0;) {
+      node = &node->child(node_label(path[i]));
       node->samples += n;
     }
-    node = &node->child(target_label(t));
-    node->samples += n;
     const std::string op =
         key.first.op ? pasta::detail::LiveOps::label(key.first.op)
                      : pasta::detail::short_kernel_name(pasta::detail::demangle(key.second));

@@ -18,8 +18,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstring>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -46,6 +47,7 @@ class Aten {
     std::atomic<std::uint64_t> ops{0};          // operator calls seen
     std::atomic<std::uint64_t> allocations{0};  // allocator reports (allocations)
     std::atomic<std::uint64_t> frees{0};
+    std::atomic<std::uint64_t> views{0};    // TensorView events (input views, per call)
     std::atomic<std::uint64_t> threads{0};  // threads the memory hook was installed on
   };
 
@@ -56,15 +58,18 @@ class Aten {
 
   template <class Sink>
   void start(Sink& sink) {
+    constexpr bool views = Sink::template wants<TensorView>();
     constexpr bool ops = Sink::template wants<OpBegin>() || Sink::template wants<OpEnd>() ||
-                         Sink::template wants<TensorAlloc>();  // allocations name their op
+                         Sink::template wants<TensorAlloc>() ||  // allocations name their op
+                         views;
     constexpr bool memory =
         Sink::template wants<TensorAlloc>() || Sink::template wants<TensorFree>();
     if constexpr (ops || memory) {
       Aten* expected = nullptr;
       if (!current().compare_exchange_strong(expected, this)) {
-        error_ = "a torch::Aten handler is already active in this process; this one records "
-                 "nothing";
+        error_ =
+            "a torch::Aten handler is already active in this process; this one records "
+            "nothing";
         pasta::detail::log(error_);
         return;
       }
@@ -73,20 +78,22 @@ class Aten {
       emit_end_ = [](void* s, const OpEnd& e) { static_cast<Sink*>(s)->emit(e); };
       emit_alloc_ = [](void* s, const TensorAlloc& e) { static_cast<Sink*>(s)->emit(e); };
       emit_free_ = [](void* s, const TensorFree& e) { static_cast<Sink*>(s)->emit(e); };
+      emit_view_ = [](void* s, const TensorView& e) { static_cast<Sink*>(s)->emit(e); };
       memory_ = memory;
+      views_ = views;
       if (memory_) install_reporter();  // the starting thread, before its first operator
       // Operators are needed for memory too: the callback installs the
       // reporter on each new thread.
       auto cb = at::RecordFunctionCallback(&on_start, &on_end)
-                    .needsInputs(inputs_)
+                    .needsInputs(inputs_ || views_)
                     .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION,
                              at::RecordScope::USER_SCOPE});
       handle_ = at::addGlobalCallback(cb);
       active_ = true;
       if (verbose_)
-        pasta::detail::log(fmt::format("aten handler: operators{}, tensor memory {}",
+        pasta::detail::log(fmt::format("aten handler: operators{}{}, tensor memory {}",
                                        inputs_ ? " with input shapes" : "",
-                                       memory_ ? "on" : "off"));
+                                       views_ ? " and input views" : "", memory_ ? "on" : "off"));
     }
   }
 
@@ -100,8 +107,9 @@ class Aten {
     // its calls return at once while no handler is current.
     if (verbose_)
       pasta::detail::log(fmt::format(
-          "aten handler: {} operator calls, {} allocations, {} frees, memory hook on {} threads",
-          stats_.ops.load(), stats_.allocations.load(), stats_.frees.load(),
+          "aten handler: {} operator calls, {} allocations, {} frees, {} views, memory hook on {} "
+          "threads",
+          stats_.ops.load(), stats_.allocations.load(), stats_.frees.load(), stats_.views.load(),
           stats_.threads.load()));
   }
   void flush() {}
@@ -178,6 +186,7 @@ class Aten {
                                              .thread = ctx->thread,
                                              .depth = ctx->depth,
                                              .time_ns = pasta::detail::now_ns()});
+      if (self->views_) self->emit_views(fn, ctx->id, ctx->thread);
       return ctx;
     } catch (...) {
       pasta::detail::log_once("aten:start", "torch::Aten: an operator callback failed");
@@ -242,6 +251,53 @@ class Aten {
     return intern(out);
   }
 
+  // The operator's inputs that are views of their storage, each as a
+  // TensorView: a slice, a transpose, a split, an expand. A tensor that is
+  // its whole storage, in order, is its base and is not reported.
+  void emit_views(const at::RecordFunction& fn, std::uint64_t op, std::uint32_t thread) {
+    auto one = [&](const at::Tensor& t) {
+      if (!t.defined() || !t.has_storage() || t.numel() == 0) return;
+      const c10::Storage& storage = t.storage();
+      const auto base = reinterpret_cast<std::uint64_t>(storage.data());
+      const auto address = reinterpret_cast<std::uint64_t>(t.data_ptr());
+      if (!base || !address) return;
+      const auto element = static_cast<std::uint64_t>(t.element_size());
+      std::uint64_t last = 0;  // elements from the first to the last
+      for (std::size_t d = 0; d < t.sizes().size(); ++d)
+        last += static_cast<std::uint64_t>(t.sizes()[d] - 1) *
+                static_cast<std::uint64_t>(std::abs(t.strides()[d]));
+      const std::uint64_t bytes = (last + 1) * element;
+      if (!t.is_view() && address == base && bytes == storage.nbytes() && t.is_contiguous()) return;
+      std::string layout = c10::toString(t.scalar_type());
+      layout += '[';
+      for (std::size_t d = 0; d < t.sizes().size(); ++d)
+        layout += fmt::format("{}{}", d ? ", " : "", t.sizes()[d]);
+      layout += "] strides [";
+      for (std::size_t d = 0; d < t.strides().size(); ++d)
+        layout += fmt::format("{}{}", d ? ", " : "", t.strides()[d]);
+      layout += ']';
+      const c10::Device device = t.device();
+      stats_.views.fetch_add(1, std::memory_order_relaxed);
+      emit_view_(sink_,
+                 TensorView{.address = address,
+                            .bytes = bytes,
+                            .base = base,
+                            .base_bytes = storage.nbytes(),
+                            .layout = intern(layout),
+                            .element_bytes = static_cast<std::uint32_t>(element),
+                            .device = device.is_cpu() ? cpu_device
+                                                      : static_cast<std::uint32_t>(device.index()),
+                            .op = op,
+                            .thread = thread});
+    };
+    for (const c10::IValue& v : fn.inputs()) {
+      if (v.isTensor())
+        one(v.toTensor());
+      else if (v.isTensorList())
+        for (const at::Tensor& t : v.toTensorList().vec()) one(t);
+    }
+  }
+
   // The allocator's report hook for the calling thread. Allocations are
   // charged to the thread's innermost open operator.
   struct Reporter final : c10::MemoryReportingInfoBase {
@@ -258,15 +314,14 @@ class Aten {
         if (bytes > 0) {
           const auto& open = thread_state().open;
           self->stats_.allocations.fetch_add(1, std::memory_order_relaxed);
-          self->emit_alloc_(self->sink_,
-                            TensorAlloc{.address = address,
-                                        .bytes = static_cast<std::uint64_t>(bytes),
-                                        .device = device_id,
-                                        .total_allocated = total_allocated,
-                                        .total_reserved = total_reserved,
-                                        .time_ns = now,
-                                        .op = open.empty() ? 0 : open.back(),
-                                        .thread = pasta::detail::thread_id()});
+          self->emit_alloc_(self->sink_, TensorAlloc{.address = address,
+                                                     .bytes = static_cast<std::uint64_t>(bytes),
+                                                     .device = device_id,
+                                                     .total_allocated = total_allocated,
+                                                     .total_reserved = total_reserved,
+                                                     .time_ns = now,
+                                                     .op = open.empty() ? 0 : open.back(),
+                                                     .thread = pasta::detail::thread_id()});
         } else {
           self->stats_.frees.fetch_add(1, std::memory_order_relaxed);
           self->emit_free_(self->sink_, TensorFree{.address = address,
@@ -300,6 +355,7 @@ class Aten {
 
   bool inputs_, verbose_;
   bool memory_ = false;
+  bool views_ = false;  // a tool wants TensorView: operators' inputs are recorded
   bool active_ = false;
   at::CallbackHandle handle_ = 0;
   void* sink_ = nullptr;
@@ -307,6 +363,7 @@ class Aten {
   void (*emit_end_)(void*, const OpEnd&) = nullptr;
   void (*emit_alloc_)(void*, const TensorAlloc&) = nullptr;
   void (*emit_free_)(void*, const TensorFree&) = nullptr;
+  void (*emit_view_)(void*, const TensorView&) = nullptr;
   Stats stats_;
   std::string error_;
   static inline std::atomic<std::uint64_t> next_id_{1};  // OpBegin::id; 0 means none

@@ -54,6 +54,8 @@ BOOST_HANA_ADAPT_STRUCT(pasta::KernelCounters, correlation, device, passes, dram
                         l2_hit_rate_pct, achieved_occupancy_pct, tensor_active_pct, inst_executed,
                         flops);
 BOOST_HANA_ADAPT_STRUCT(pasta::StallSample, function, pc, reason, samples, device);
+BOOST_HANA_ADAPT_STRUCT(pasta::TensorView, address, bytes, base, base_bytes, layout, element_bytes,
+                        device, op, thread);
 
 namespace pasta::detail {
 

@@ -48,6 +48,12 @@ class LiveOps {
     auto it = stacks_.find(thread);
     return it == stacks_.end() || it->second.empty() ? NameId{} : it->second.back().name;
   }
+  // f(id) for each operator open on `thread`, innermost first.
+  template <class F>
+  void for_each_open(std::uint32_t thread, F&& f) const {
+    if (auto it = stacks_.find(thread); it != stacks_.end())
+      for (std::size_t i = it->second.size(); i-- > 0;) f(it->second[i].id);
+  }
   static std::string label(NameId op) { return op ? std::string(name_of(op)) : std::string(no_op); }
 
   static constexpr std::string_view no_op = "(no operator)";
