@@ -520,6 +520,19 @@ def case_counters_ncu(build, out):
     return expect("kernels ncu measured", sorted(theirs), ["fma", "stream"]) and ok
 
 
+def blame_report(out, shown, width):
+    """stall_blame.json of run 2 and its blame rows, printing the first `shown` and what was
+    not blamed."""
+    blame = report(out, "stall_blame")
+    rows = blame["tables"].get("blame", [])
+    for r in rows[:shown]:
+        print(f"  {r['tensor'][:width]:<{width}} {r['operator']:<16} {r['stall_samples']:>10.1f} "
+              f"{100 * r['share']:6.2f}%")
+    for r in blame["tables"].get("unattributed", []):
+        print(f"  unattributed: {r['why']}: {r['stall_samples']:.1f}")
+    return blame, rows
+
+
 def case_stall_blame(build, out):
     """`pasta run -t stall_blame` on a kernel reading a 1 GiB array at random places (its
     loads miss) and a 64 KiB one (its loads hit): the memory-dependency stalls land on the
@@ -553,13 +566,7 @@ def case_stall_blame(build, out):
     for n, pc, opcode, reason, w in rows1[:12]:
         print(f"    {pc:#06x} {opcode:<14} {reason:<22} {n:>8} waits for {[hex(x) for x in w]}")
     ok &= expect("long-scoreboard samples, most moved to a load", lsb > 0 and waits > lsb / 2, True)
-    blame = report(out, "stall_blame")
-    rows = blame["tables"].get("blame", [])
-    for r in rows[:6]:
-        print(f"  {r['tensor']:<48} {r['operator']:<16} {r['stall_samples']:>10.1f} "
-              f"{100 * r['share']:6.2f}%")
-    for r in blame["tables"].get("unattributed", []):
-        print(f"  unattributed: {r['why']}: {r['stall_samples']:.1f}")
+    blame, rows = blame_report(out, 6, 48)
     cold = sum(r["stall_samples"] for r in rows if "(1073741824 B" in r["tensor"])
     warm = sum(r["stall_samples"] for r in rows if "(65536 B" in r["tensor"])
     print(f"  cold / (cold + warm) = {cold / (cold + warm) if cold + warm else 0:.3f}")
@@ -589,13 +596,7 @@ def case_stall_blame_views(build, out):
     outputs = [json.loads(l) for l in proc.stdout.splitlines() if l.startswith("{")]
     ok = expect("checksum unchanged (sampled run, instrumented run)",
                 [o["checksum"] for o in outputs], [plain["checksum"]] * 2)
-    blame = report(out, "stall_blame")
-    rows = blame["tables"].get("blame", [])
-    for r in rows[:8]:
-        print(f"  {r['tensor'][:96]:<96} {r['operator']:<12} {r['stall_samples']:>9.1f} "
-              f"{100 * r['share']:6.2f}%")
-    for r in blame["tables"].get("unattributed", []):
-        print(f"  unattributed: {r['why']}: {r['stall_samples']:.1f}")
+    blame, rows = blame_report(out, 8, 96)
     cols = plain["cols"]
     layout = f"view Float[{plain['rows']}, {cols}] strides [{3 * cols}, 1]"
     on = lambda offset, op: sum(r["stall_samples"] for r in rows if r["operator"] == op and
