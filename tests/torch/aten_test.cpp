@@ -220,3 +220,19 @@ TEST_CASE("Aten: an operator's input views come with their base storage and layo
   CHECK(views["aten::mm"][0].bytes == 4 * 6 * 4);
   CHECK(name_of(views["aten::mm"][0].layout) == "Float[6, 4] strides [1, 6]");
 }
+
+TEST_CASE("Aten: a view whose storage holds no data (meta) is passed over, its operator kept") {
+  test::TempDir dir;
+  Prof prof(test::quiet(dir));
+  {
+    at::Tensor meta = at::empty({4, 6}, at::TensorOptions().device(at::kMeta));
+    at::Tensor slice = meta.narrow(1, 2, 3);
+    at::Tensor r = at::add(slice, slice);
+    CHECK(r.sizes() == at::IntArrayRef({4, 3}));
+  }
+  prof.stop();
+  const auto& col = prof.tool<test::Collect>();
+  CHECK(calls(col).at("aten::add") == 1);
+  CHECK(col.of<TensorView>().empty());
+  CHECK(col.of<OpEnd>().size() == col.of<OpBegin>().size());
+}

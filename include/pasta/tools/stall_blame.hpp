@@ -51,7 +51,7 @@
 
 namespace pasta::detail {
 
-// A view's layout, "float[4, 8, 64] strides [1536, 192, 1]" (TensorView::
+// A view's layout, "Float[4, 8, 64] strides [1536, 192, 1]" (TensorView::
 // layout), as (size, stride) pairs from the largest stride down, leaving
 // out dimensions that do not move (size 1, stride 0). True when they nest:
 // each stride steps past everything the smaller ones reach, so an element

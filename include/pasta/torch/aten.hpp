@@ -253,49 +253,55 @@ class Aten {
 
   // The operator's inputs that are views of their storage, each as a
   // TensorView: a slice, a transpose, a split, an expand. A tensor that is
-  // its whole storage, in order, is its base and is not reported.
-  void emit_views(const at::RecordFunction& fn, std::uint64_t op, std::uint32_t thread) {
-    auto one = [&](const at::Tensor& t) {
-      if (!t.defined() || !t.has_storage() || t.numel() == 0) return;
-      const c10::Storage& storage = t.storage();
-      const auto base = reinterpret_cast<std::uint64_t>(storage.data());
-      const auto address = reinterpret_cast<std::uint64_t>(t.data_ptr());
-      if (!base || !address) return;
-      const auto element = static_cast<std::uint64_t>(t.element_size());
-      std::uint64_t last = 0;  // elements from the first to the last
-      for (std::size_t d = 0; d < t.sizes().size(); ++d)
-        last += static_cast<std::uint64_t>(t.sizes()[d] - 1) *
-                static_cast<std::uint64_t>(std::abs(t.strides()[d]));
-      const std::uint64_t bytes = (last + 1) * element;
-      if (!t.is_view() && address == base && bytes == storage.nbytes() && t.is_contiguous()) return;
-      std::string layout = c10::toString(t.scalar_type());
-      layout += '[';
-      for (std::size_t d = 0; d < t.sizes().size(); ++d)
-        layout += fmt::format("{}{}", d ? ", " : "", t.sizes()[d]);
-      layout += "] strides [";
-      for (std::size_t d = 0; d < t.strides().size(); ++d)
-        layout += fmt::format("{}{}", d ? ", " : "", t.strides()[d]);
-      layout += ']';
-      const c10::Device device = t.device();
-      stats_.views.fetch_add(1, std::memory_order_relaxed);
-      emit_view_(sink_,
-                 TensorView{.address = address,
-                            .bytes = bytes,
-                            .base = base,
-                            .base_bytes = storage.nbytes(),
-                            .layout = intern(layout),
-                            .element_bytes = static_cast<std::uint32_t>(element),
-                            .device = device.is_cpu() ? cpu_device
-                                                      : static_cast<std::uint32_t>(device.index()),
-                            .op = op,
-                            .thread = thread});
-    };
-    for (const c10::IValue& v : fn.inputs()) {
-      if (v.isTensor())
-        one(v.toTensor());
-      else if (v.isTensorList())
-        for (const at::Tensor& t : v.toTensorList().vec()) one(t);
+  // its whole storage, in order, is its base and is not reported. A tensor
+  // whose storage cannot be read (a subclass without data) is passed over:
+  // the operator itself is recorded all the same.
+  void emit_views(const at::RecordFunction& fn, std::uint64_t op, std::uint32_t thread) noexcept {
+    try {
+      for (const c10::IValue& v : fn.inputs()) {
+        if (v.isTensor())
+          emit_view(v.toTensor(), op, thread);
+        else if (v.isTensorList())
+          for (const at::Tensor& t : v.toTensorList().vec()) emit_view(t, op, thread);
+      }
+    } catch (...) {
+      pasta::detail::log_once("aten:view", "torch::Aten: an operator's input views were not read");
     }
+  }
+  void emit_view(const at::Tensor& t, std::uint64_t op, std::uint32_t thread) {
+    if (!t.defined() || !t.has_storage() || t.numel() == 0) return;
+    const c10::Storage& storage = t.storage();
+    const auto base = reinterpret_cast<std::uint64_t>(storage.data());
+    const auto address = reinterpret_cast<std::uint64_t>(t.data_ptr());
+    if (!base || !address) return;
+    const auto element = static_cast<std::uint64_t>(t.element_size());
+    std::uint64_t last = 0;  // elements from the first to the last
+    for (std::size_t d = 0; d < t.sizes().size(); ++d)
+      last += static_cast<std::uint64_t>(t.sizes()[d] - 1) *
+              static_cast<std::uint64_t>(std::abs(t.strides()[d]));
+    const std::uint64_t bytes = (last + 1) * element;
+    if (!t.is_view() && address == base && bytes == storage.nbytes() && t.is_contiguous()) return;
+    std::string layout = c10::toString(t.scalar_type());
+    layout += '[';
+    for (std::size_t d = 0; d < t.sizes().size(); ++d)
+      layout += fmt::format("{}{}", d ? ", " : "", t.sizes()[d]);
+    layout += "] strides [";
+    for (std::size_t d = 0; d < t.strides().size(); ++d)
+      layout += fmt::format("{}{}", d ? ", " : "", t.strides()[d]);
+    layout += ']';
+    const c10::Device device = t.device();
+    stats_.views.fetch_add(1, std::memory_order_relaxed);
+    emit_view_(sink_,
+               TensorView{.address = address,
+                          .bytes = bytes,
+                          .base = base,
+                          .base_bytes = storage.nbytes(),
+                          .layout = intern(layout),
+                          .element_bytes = static_cast<std::uint32_t>(element),
+                          .device = device.is_cpu() ? cpu_device
+                                                    : static_cast<std::uint32_t>(device.index()),
+                          .op = op,
+                          .thread = thread});
   }
 
   // The allocator's report hook for the calling thread. Allocations are
