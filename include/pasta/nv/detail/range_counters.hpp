@@ -272,7 +272,8 @@ class RangeCounters {
     }
   };
 
-  // A launch measured, its range not decoded yet.
+  // A range of the image not decoded yet: a launch measured, or one profiled
+  // and passed over (the L2 flush, a launch not measured).
   struct Pending {
     std::uint64_t correlation, signature;
     bool measured;  // not: a range passed over (the L2 flush, a launch not measured)
