@@ -1,6 +1,7 @@
-// The probe behind nv::detail::RangeCounters' user replay: CUPTI's Range
-// Profiler on two kernels (`big`, an in-place stream over 256 MB; `small`,
-// 4 MB that stay in L2), each measured 3 times, with
+// A probe for replaying kernels in pasta itself (CUPTI's user replay) rather
+// than in CUPTI (its kernel replay, what nv::detail::RangeCounters does):
+// CUPTI's Range Profiler on two kernels (`big`, an in-place stream over
+// 256 MB; `small`, 4 MB that stay in L2), each measured 3 times, with
 //   kernel        CUPTI's kernel replay (L2 flushed before the launch)
 //   user          user replay: memory saved, then per pass restored, L2
 //                 flushed, kernel launched between Start and Stop
@@ -11,7 +12,8 @@
 //   user-sub      a CUPTI callback subscriber present
 //   user-cb-same  replayed inside the launch's CUPTI callback
 //   user-cb       replayed on another thread while the callback waits
-//   user-act      CUPTI's kernel activity records on (the SASS counts read 0)
+//   user-act      user-sub with CUPTI's kernel activity records on (the SASS
+//                 counts read 0)
 //   plain         no profiler (for ncu)
 // It prints the metrics and where the time went per launch; run.sh builds it,
 // runs the modes in PROBE_MODES and ncu on `plain`, on the GPU machine.
@@ -22,10 +24,10 @@
 #include <cupti_profiler_target.h>
 #include <cupti_range_profiler.h>
 #include <cupti_target.h>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <functional>
 #include <string>
 #include <thread>
@@ -119,8 +121,7 @@ static void CUPTIAPI on_cb(void*, CUpti_CallbackDomain d, CUpti_CallbackId id, c
 
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "plain";
-  const char** M = names;  // pasta's metrics (core/metrics.hpp)
-  const int NM = int(sizeof(names) / sizeof(names[0]));
+  constexpr int nm = int(sizeof(names) / sizeof(names[0]));  // pasta's metrics (core/metrics.hpp)
   const size_t nb = 64u << 20, ns = 1u << 20;
   float *a, *b, *c;
   int4* fb;
@@ -142,6 +143,23 @@ int main(int argc, char** argv) {
   CR(cudaMalloc(&sb, nb * 4));
   CR(cudaMalloc(&sc, ns * 4));
   CR(cudaDeviceSynchronize());
+  // Every buffer the kernels write, copied to its backup (save) or back (restore).
+  auto copy_all = [&](bool save) {
+    auto copy = [&](float* buf, float* backup, size_t n) {
+      CR(cudaMemcpyAsync(save ? backup : buf, save ? buf : backup, n * 4,
+                         cudaMemcpyDeviceToDevice));
+    };
+    copy(a, sa, nb);
+    copy(b, sb, nb);
+    copy(c, sc, ns);
+  };
+  auto results = [&](const char* label) {
+    CR(cudaDeviceSynchronize());
+    float hb = 0, hc = 0;
+    CR(cudaMemcpy(&hb, b + 7, 4, cudaMemcpyDeviceToHost));
+    CR(cudaMemcpy(&hc, c + 7, 4, cudaMemcpyDeviceToHost));
+    std::printf("%s results b %g c %g\n", label, hb, hc);
+  };
   auto launch = [&](int k) {
     if (k == 0)
       big<<<1056, 512>>>(a, b, nb);
@@ -159,11 +177,7 @@ int main(int argc, char** argv) {
   if (mode == "plain") {
     for (int r = 0; r < 3; ++r)
       for (int k = 0; k < 2; ++k) launch(k);
-    CR(cudaDeviceSynchronize());
-    float hb = 0, hc = 0;
-    cudaMemcpy(&hb, b + 7, 4, cudaMemcpyDeviceToHost);
-    cudaMemcpy(&hc, c + 7, 4, cudaMemcpyDeviceToHost);
-    std::printf("plain results b %g c %g\n", hb, hc);
+    results("plain");
     return 0;
   }
   CUcontext ctx;
@@ -188,8 +202,8 @@ int main(int argc, char** argv) {
   auto add = prm<CUpti_Profiler_Host_ConfigAddMetrics_Params>(
       CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE);
   add.pHostObject = hi.pHostObject;
-  add.ppMetricNames = M;
-  add.numMetrics = NM;
+  add.ppMetricNames = names;
+  add.numMetrics = nm;
   CK(cuptiProfilerHostConfigAddMetrics(&add));
   auto cs = prm<CUpti_Profiler_Host_GetConfigImageSize_Params>(
       CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE);
@@ -216,8 +230,8 @@ int main(int argc, char** argv) {
   auto ds = prm<CUpti_RangeProfiler_GetCounterDataSize_Params>(
       CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE);
   ds.pRangeProfilerObject = obj;
-  ds.pMetricNames = M;
-  ds.numMetrics = NM;
+  ds.pMetricNames = names;
+  ds.numMetrics = nm;
   ds.maxNumOfRanges = 64;
   ds.maxNumRangeTreeNodes = 64;
   CK(cuptiRangeProfilerGetCounterDataSize(&ds));
@@ -226,9 +240,8 @@ int main(int argc, char** argv) {
   const bool user = mode == "user" || mode == "user-noflush" || mode == "user-keep" ||
                     mode == "user-act" || mode == "user-warm" || mode == "user-drv" ||
                     mode == "user-cb" || mode == "user-cb-same" || mode == "user-sub";
-  const bool keep = mode == "user-keep" || mode == "user-act" || mode == "user-warm" ||
-                    mode == "user-drv" || mode == "user-cb" || mode == "user-cb-same" ||
-                    mode == "user-sub";
+  // The configuration kept across launches: all user modes but the first two.
+  const bool keep = user && mode != "user" && mode != "user-noflush";
   int launchNo = 0;
   const bool drv = mode == "user-drv";
   const bool cbmode =
@@ -246,6 +259,23 @@ int main(int argc, char** argv) {
   CR(cudaGetFuncBySymbol(&fbig, (const void*)big));
   CR(cudaGetFuncBySymbol(&fsmall, (const void*)small));
   const bool doFlush = mode != "user-noflush";
+  // Profiling on; off again, returning whether CUPTI has all its passes.
+  auto start_range = [&] {
+    auto st = prm<CUpti_RangeProfiler_Start_Params>(CUpti_RangeProfiler_Start_Params_STRUCT_SIZE);
+    st.pRangeProfilerObject = obj;
+    CK(cuptiRangeProfilerStart(&st));
+  };
+  auto stop_range = [&] {
+    auto sp = prm<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
+    sp.pRangeProfilerObject = obj;
+    CK(cuptiRangeProfilerStop(&sp));
+    return sp.isAllPassSubmitted != 0;
+  };
+  auto check_launch = [](CUresult cr) {
+    if (cr == CUDA_SUCCESS) return;
+    std::printf("FAIL cuLaunchKernel %d\n", (int)cr);
+    std::exit(1);
+  };
   for (int r = 0; r < 3; ++r)
     for (int k = 0; k < 2; ++k) {
       auto tl = Clock::now();
@@ -279,78 +309,50 @@ int main(int argc, char** argv) {
         doflush();
         CR(cudaDeviceSynchronize());
         auto ts = Clock::now();
-        auto st =
-            prm<CUpti_RangeProfiler_Start_Params>(CUpti_RangeProfiler_Start_Params_STRUCT_SIZE);
-        st.pRangeProfilerObject = obj;
-        CK(cuptiRangeProfilerStart(&st));
+        start_range();
         t_start = ms(ts);
         launch(k);
         ts = Clock::now();
-        auto sp = prm<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
-        sp.pRangeProfilerObject = obj;
-        CK(cuptiRangeProfilerStop(&sp));
+        stop_range();
         t_stop = ms(ts);
         passes = 1;
       } else {
         auto body = [&](const cuLaunchKernel_params* pp) {
           auto ts = Clock::now();
-          CR(cudaMemcpyAsync(sa, a, nb * 4, cudaMemcpyDeviceToDevice));
-          CR(cudaMemcpyAsync(sb, b, nb * 4, cudaMemcpyDeviceToDevice));
-          CR(cudaMemcpyAsync(sc, c, ns * 4, cudaMemcpyDeviceToDevice));
+          copy_all(true);
           t_save += ms(ts);
           for (;;) {
             ts = Clock::now();
-            if (passes > 0) {
-              CR(cudaMemcpyAsync(a, sa, nb * 4, cudaMemcpyDeviceToDevice));
-              CR(cudaMemcpyAsync(b, sb, nb * 4, cudaMemcpyDeviceToDevice));
-              CR(cudaMemcpyAsync(c, sc, ns * 4, cudaMemcpyDeviceToDevice));
-            }
+            if (passes > 0) copy_all(false);
             if (doFlush) doflush();
             t_save += ms(ts);
             ts = Clock::now();
-            auto st =
-                prm<CUpti_RangeProfiler_Start_Params>(CUpti_RangeProfiler_Start_Params_STRUCT_SIZE);
-            st.pRangeProfilerObject = obj;
-            CK(cuptiRangeProfilerStart(&st));
+            start_range();
             t_start += ms(ts);
             if (pp) {
-              CUresult cr = cuLaunchKernel(
+              check_launch(cuLaunchKernel(
                   pp->f, pp->gridDimX, pp->gridDimY, pp->gridDimZ, pp->blockDimX, pp->blockDimY,
-                  pp->blockDimZ, pp->sharedMemBytes, pp->hStream, pp->kernelParams, pp->extra);
-              if (cr != CUDA_SUCCESS) {
-                std::printf("FAIL relaunch %d\n", (int)cr);
-                std::exit(1);
-              }
+                  pp->blockDimZ, pp->sharedMemBytes, pp->hStream, pp->kernelParams, pp->extra));
             } else if (drv) {
               size_t nn = k == 0 ? nb : ns;
               void* args0[] = {&a, &b, &nn};
               void* args1[] = {&c, &nn};
-              CUresult cr =
+              check_launch(
                   k == 0 ? cuLaunchKernel(fbig, 1056, 1, 1, 512, 1, 1, 0, 0, args0, nullptr)
-                         : cuLaunchKernel(fsmall, 264, 1, 1, 256, 1, 1, 0, 0, args1, nullptr);
-              if (cr != CUDA_SUCCESS) {
-                std::printf("FAIL cuLaunchKernel %d\n", (int)cr);
-                std::exit(1);
-              }
+                         : cuLaunchKernel(fsmall, 264, 1, 1, 256, 1, 1, 0, 0, args1, nullptr));
             } else
               launch(k);
             ts = Clock::now();
-            auto sp =
-                prm<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
-            sp.pRangeProfilerObject = obj;
-            CK(cuptiRangeProfilerStop(&sp));
+            const bool last = stop_range();
             t_stop += ms(ts);
             ++passes;
-            if (sp.isAllPassSubmitted) break;
+            if (last) break;
             if (passes > 64) {
               std::printf("FAIL: passes never all submitted\n");
               std::exit(1);
             }
           }
-          // the program's own launch, after a last restore
-          CR(cudaMemcpyAsync(a, sa, nb * 4, cudaMemcpyDeviceToDevice));
-          CR(cudaMemcpyAsync(b, sb, nb * 4, cudaMemcpyDeviceToDevice));
-          CR(cudaMemcpyAsync(c, sc, ns * 4, cudaMemcpyDeviceToDevice));
+          copy_all(false);  // a last restore, for the program's own launch
         };
         if (mode == "user-cb") {
           std::function<void(const cuLaunchKernel_params*)> hook =
@@ -392,14 +394,14 @@ int main(int argc, char** argv) {
       info.pCounterDataImage = data.data();
       info.counterDataImageSize = data.size();
       CK(cuptiRangeProfilerGetCounterDataInfo(&info));
-      std::vector<double> v(NM);
+      std::vector<double> v(nm);
       auto ev = prm<CUpti_Profiler_Host_EvaluateToGpuValues_Params>(
           CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE);
       ev.pHostObject = hi.pHostObject;
       ev.pCounterDataImage = data.data();
       ev.counterDataImageSize = data.size();
-      ev.ppMetricNames = M;
-      ev.numMetrics = NM;
+      ev.ppMetricNames = names;
+      ev.numMetrics = nm;
       ev.rangeIndex = keep ? launchNo : 0;
       ev.pMetricValues = v.data();
       CK(cuptiProfilerHostEvaluateToGpuValues(&ev));
@@ -410,12 +412,8 @@ int main(int argc, char** argv) {
           "save/flush %.1f decode %.1f total %.1f ms\n",
           mode.c_str(), k, r, info.numTotalRanges, dd.numOfRangeDropped, passes, t_cfg, t_start,
           t_stop, t_save, t_dec, ms(tl));
-      for (int i = 0; i < NM; ++i) std::printf("  %-64s %.6g\n", M[i], v[i]);
+      for (int i = 0; i < nm; ++i) std::printf("  %-64s %.6g\n", names[i], v[i]);
     }
-  CR(cudaDeviceSynchronize());
-  float hb = 0, hc = 0;
-  cudaMemcpy(&hb, b + 7, 4, cudaMemcpyDeviceToHost);
-  cudaMemcpy(&hc, c + 7, 4, cudaMemcpyDeviceToHost);
-  std::printf("%s results b %g c %g\n", mode.c_str(), hb, hc);
+  results(mode.c_str());
   return 0;
 }
