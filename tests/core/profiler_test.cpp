@@ -80,6 +80,22 @@ using Freq = Profiler<Direct, proc::Cpu, tools::KernelFreq>;
 static_assert(Freq::wants<KernelLaunch>() && Freq::wants<KernelComplete>());
 static_assert(!Freq::wants<MemAlloc>() && !Freq::wants<ScopeBegin>());
 
+// Events on request (kernel replay, PC sampling) are turned on only by a tool
+// that names them, never by one that takes every event.
+struct CounterReader {
+  static constexpr std::string_view name = "counter_reader";
+  std::vector<double> flops;
+  void on(const KernelCounters& e) { flops.push_back(e.flops); }
+  void report(Report&) const {}
+};
+using Counting = Profiler<Direct, proc::Cpu, tools::EventCount, tools::Record>;
+static_assert(Counting::wants<KernelLaunch>() && Counting::wants<TensorView>());
+static_assert(!Counting::wants<KernelCounters>(), "EventCount and Record must not start replay");
+static_assert(!Counting::wants<StallSample>(), "nor PC sampling");
+using Reading = Profiler<Direct, proc::Cpu, tools::EventCount, CounterReader>;
+static_assert(Reading::wants<KernelCounters>() && !Reading::wants<StallSample>());
+static_assert(on_request<KernelCounters> && on_request<StallSample> && !on_request<KernelLaunch>);
+
 static_assert(Tool<tools::KernelFreq> && Tool<tools::MemHotness> && Tool<tools::Record>);
 static_assert(Tool<tools::EventCount> && Tool<tools::ScopeTime>);
 static_assert(Processor<proc::Cpu>);
@@ -110,6 +126,15 @@ TEST_CASE("events reach every tool that has an overload for them, in the order n
   CHECK(prof.tool<AllocWatcher>().launches == 2);
   CHECK(prof.tool<AllocWatcher>().allocs == 1);
   CHECK(calls == std::vector<std::string>{"counter", "watcher", "counter", "watcher"});
+}
+
+TEST_CASE("an event on request reaches a tool taking every event once another tool asked for it") {
+  test::TempDir dir;
+  Profiler<Direct, proc::Cpu, tools::EventCount, CounterReader> prof(test::quiet(dir));
+  prof.emit(KernelCounters{.correlation = 7, .flops = 2048});
+  prof.emit(KernelCounters{.correlation = 8, .flops = 4096});
+  CHECK(prof.tool<CounterReader>().flops == std::vector<double>{2048, 4096});
+  CHECK(prof.tool<tools::EventCount>().count(EventKind::kernel_counters) == 2);
 }
 
 TEST_CASE("tools that take a Config get the profiler's, after the environment") {

@@ -122,9 +122,21 @@ def case_outputs_unchanged(build, out):
         b = run([f"{build}/examples/{profiled}"] + args, profiled_env(out)).stdout
         c = run([f"{build}/bin/pasta", "run", "-o", out + "/inj", "--",
                  f"{build}/examples/{plain}"] + args).stdout
+        d = counters_run(build, out + "/counters-" + plain, [f"{build}/examples/{plain}"] + args)
         ok &= expect(f"{plain}: output with the in-binary profiler", b, a)
         ok &= expect(f"{plain}: output under pasta run", c, a)
+        ok &= expect(f"{plain}: output under pasta run --counters", d, a)
     return ok
+
+
+def counters_run(build, out, cmd):
+    """`pasta run --counters` over cmd: its stdout; fails the case if counting failed."""
+    proc = run([f"{build}/bin/pasta", "run", "--counters", "-o", out, "--"] + cmd)
+    failed = [l for l in proc.stderr.splitlines() if l.startswith("pasta: hardware counters:")]
+    if failed:
+        print("FAILED: " + "\n".join(failed))
+        sys.exit(1)
+    return proc.stdout
 
 
 def case_injection(build, out):
@@ -159,6 +171,12 @@ def case_graph(build, out):
     want["scale"] += 5 * 4
     run([f"{build}/examples/launches_pasta", "--graph", "4"], profiled_env(out))
     ok = expect_counts(out, want)
+    # Hardware counters leave the launches captured into the graph alone.
+    plain = run([f"{build}/examples/launches", "--graph", "4"]).stdout
+    ok &= expect("output under pasta run --counters",
+                 counters_run(build, out + "/counters", [f"{build}/examples/launches", "--graph",
+                                                         "4"]), plain)
+    ok &= expect_counts(out + "/counters", want)
     run([f"{build}/bin/pasta", "run", "--launch-callbacks", "-o", out + "/cb", "--",
          f"{build}/examples/launches", "--graph", "4"], {"PASTA_PRINT": "none"})
     ok &= expect_counts(out + "/cb", want)

@@ -22,6 +22,26 @@ concept ToolAccepts = requires(T& tool, const E& event) {
   tool.on(event);
 };
 
+// Events whose measurement changes how the program runs (KernelCounters:
+// kernel replay; StallSample: PC sampling) are on request: only a tool with
+// an on() for that type turns them on. A tool that takes every event
+// (EventCount, Record) still receives them once another tool has.
+template <class E>
+inline constexpr bool on_request = requires { requires E::on_request; };
+
+namespace detail {
+// An event no tool names: only a tool that takes every event accepts it.
+struct AnyEvent {
+  static constexpr EventKind kind = static_cast<EventKind>(999);
+  static constexpr std::string_view type_name = "AnyEvent";
+};
+}  // namespace detail
+
+// Whether T makes the handler produce E (ToolSet::wants).
+template <class T, class E>
+concept ToolRequests =
+    ToolAccepts<T, E> && (!on_request<E> || !ToolAccepts<T, detail::AnyEvent>);
+
 namespace detail {
 template <class T>
 inline constexpr bool accepts_some_event = boost::hana::any_of(all_events, [](auto type) {

@@ -85,9 +85,11 @@ class ToolSetImpl<std::index_sequence<I...>, Tools...> : ToolSlot<I, Tools>... {
  public:
   explicit ToolSetImpl(const Config& c) : ToolSlot<I, Tools>(c)... {}
 
+  // Whether the handler should produce E: some tool takes it, and for an
+  // event on request (concepts.hpp), names it.
   template <class E>
   static constexpr bool wants() {
-    return (ToolAccepts<Tools, E> || ...);
+    return (ToolRequests<Tools, E> || ...);
   }
 
   template <class E>
