@@ -1,10 +1,18 @@
 #include <doctest/doctest.h>
 
+#include <boost/hana/for_each.hpp>
+
+#include <pasta/pasta.hpp>
 #include <pasta/tools/event_count.hpp>
 
 #include "../support.hpp"
 
 using namespace pasta;
+
+// ModuleImage (kind 1000) lives only in the process: EventCount neither takes
+// it nor makes a handler copy module images for it.
+static_assert(!ToolAccepts<tools::EventCount, ModuleImage>);
+static_assert(!Profiler<Direct, proc::Cpu, tools::EventCount>::wants<ModuleImage>());
 
 TEST_CASE("EventCount counts each event type and reports only the types it saw") {
   tools::EventCount c;
@@ -23,4 +31,13 @@ TEST_CASE("EventCount counts each event type and reports only the types it saw")
   CHECK(std::get<std::uint64_t>(rows[0][1]) == 2);
   CHECK(std::get<std::string>(rows[2][0]) == "TensorFree");
   CHECK(std::get<std::uint64_t>(r.summary()[0].second) == 4);
+}
+
+TEST_CASE("EventCount has a row for every event type a trace carries") {
+  tools::EventCount c;
+  boost::hana::for_each(all_events, [&](auto type) { c.on(typename decltype(type)::type{}); });
+  Report r("event_count");
+  c.report(r);
+  CHECK(r.tables()[0].rows().size() == detail::event_type_count);
+  CHECK(std::get<std::uint64_t>(r.summary()[0].second) == detail::event_type_count);
 }

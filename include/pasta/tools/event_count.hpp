@@ -14,8 +14,12 @@ class EventCount {
  public:
   static constexpr std::string_view name = "event_count";
 
-  template <Event E>
+  // The event types traces carry (all_events): not ModuleImage, whose kind
+  // (1000) lies past the table, and which only a tool naming it turns on.
+  template <TraceEvent E>
   void on(const E&) {
+    static_assert(static_cast<std::size_t>(E::kind) <= detail::event_type_count,
+                  "an event kind past EventCount's table");
     ++counts_[static_cast<std::size_t>(E::kind)];
   }
 
