@@ -5,8 +5,8 @@ weights, torch.nn, one training step), with pasta and with Nsight Compute,
 over the same script on the same GPU, in one run:
 
   native   python gpt_block.py                         (the script alone)
-  pasta    pasta run --torch --counters -- python ...  (Range Profiler, kernel replay,
-           the first launch of each signature measured)
+  pasta    pasta run --torch --counters -- python ...  (Range Profiler, pasta's own
+           replay, the first launch of each signature measured)
   ncu      ncu --metrics <the same metrics> python ...  (every launch replayed)
 
 Prints wall times and the ncu / pasta ratio, then compares the metrics per
@@ -16,11 +16,14 @@ points, DRAM bytes also within 64 KiB; kernels under 1 MiB of DRAM traffic
 leave their DRAM metrics out), per metric, and the worst ones.
 
     op_counters.py BUILD_DIR OUT_DIR [--layers 12] [--ncu-timeout 420] [--pasta-timeout 300]
-                   [--ncu-cache all|none]
+                   [--ncu-cache all|none] [--replay pasta|cupti]
 
 --ncu-cache none runs ncu without flushing caches before each replay pass (its
 default, all, flushes and invalidates them), and pasta with PASTA_COUNTER_CACHE=none
-(its default, all, flushes L2 before each measured launch).
+(its default, all, flushes L2 before each replay pass). pasta replays each
+measured kernel itself, restoring the program's memory and flushing L2 before every pass, as ncu
+does; --replay cupti runs it with PASTA_COUNTER_REPLAY=cupti (CUPTI's kernel replay) and shows
+the cache-sensitive metrics of kernels measured under replay only apart.
 """
 import csv
 import io
@@ -107,6 +110,7 @@ def main(argv):
     layers = opts.get("--layers", "12")
     ncu_timeout = float(opts.get("--ncu-timeout", "420"))
     cache = opts.get("--ncu-cache", "all")
+    replay = opts.get("--replay", "pasta")
     script = [sys.executable, os.path.join(ROOT, "examples", "pytorch", "gpt_block.py"),
               "--layers", layers, "--steps", "1"]
     gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
@@ -117,7 +121,8 @@ def main(argv):
     pasta, t_pasta = timed([f"{build}/bin/pasta", "run", "--torch", "--counters", "-o",
                             f"{out}/pasta", "--", *script],
                            {"PASTA_PRINT": "none", "PASTA_VERBOSE": "1",
-                            "PASTA_COUNTER_CACHE": "all" if cache == "all" else "none"},
+                            "PASTA_COUNTER_CACHE": "all" if cache == "all" else "none",
+                            "PASTA_COUNTER_REPLAY": replay},
                            timeout=float(opts.get("--pasta-timeout", "300")))
     print(f"pasta: {t_pasta:.1f} s{' (killed at the timeout)' if pasta is None else ''}", flush=True)
     if native is None or pasta is None:
@@ -134,7 +139,8 @@ def main(argv):
     entries = list(profile["unattributed"]) + [k for op in profile["operators"] for k in op["kernels"]]
     launches = sum(e["launches"] for e in entries)
     measured = sum(e["measured"] for e in entries)
-    print(f"GPT, {layers} blocks, one training step, {gpu}; ncu --cache-control {cache}")
+    print(f"GPT, {layers} blocks, one training step, {gpu}; ncu --cache-control {cache}; "
+          f"pasta PASTA_COUNTER_REPLAY={replay}")
     print(f"{'run':<8} {'wall s':>8} {'x native':>9}")
     for name, t in [("native", t_native), ("pasta", t_pasta), ("ncu", t_ncu)]:
         more = " (killed at the timeout: a lower bound)" if name == "ncu" and ncu is None else ""
@@ -146,7 +152,7 @@ def main(argv):
     print("results: pasta ", pasta.stdout.strip().splitlines()[-1])
     for line in pasta.stderr.splitlines():  # what pasta said: skipped or mismatched launches
         if line.startswith("pasta: ") and ("hardware counters" in line or "skipped" in line):
-            print("  " + line)
+            print("  " + line[:400])
     print("warnings:", profile["warnings"])
     if ncu is None:
         return 0
@@ -175,7 +181,7 @@ def main(argv):
             total += 1
             agree += ok
             rel = diff / max(abs(mine), abs(v), 1e-30)
-            replay_only = key in CACHE_SENSITIVE and k not in again
+            replay_only = replay == "cupti" and key in CACHE_SENSITIVE and k not in again
             per_key.setdefault(key + (" (replay only)" if replay_only else ""), []).append((ok, rel))
             if not ok:
                 worst.append((rel, k[0][:60], key, mine, v))

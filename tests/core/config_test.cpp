@@ -191,6 +191,22 @@ TEST_CASE("PASTA_COUNTER_CACHE: all (the default, like ncu) or none") {
   CHECK(cfg.counter_cache_flush);
 }
 
+TEST_CASE("PASTA_COUNTER_REPLAY: pasta (the default) or cupti") {
+  Config cfg;
+  CHECK(cfg.counter_user_replay);
+  CHECK(apply_env(cfg, FakeEnv{{{"PASTA_COUNTER_REPLAY", "pasta"}}}).empty());
+  CHECK(cfg.counter_user_replay);
+  const auto errors = apply_env(cfg, FakeEnv{{{"PASTA_COUNTER_REPLAY", "kernel"}}});
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0] ==
+        "PASTA_COUNTER_REPLAY=\"kernel\" is not accepted: expected pasta (pasta replays "
+        "kernels, saving and restoring device memory) or cupti (CUPTI's kernel replay); "
+        "using pasta");
+  CHECK(cfg.counter_user_replay);
+  CHECK(apply_env(cfg, FakeEnv{{{"PASTA_COUNTER_REPLAY", "cupti"}}}).empty());
+  CHECK_FALSE(cfg.counter_user_replay);
+}
+
 TEST_CASE("PASTA_TOOLS: a comma list of tool names, duplicates folded; malformed lists refused") {
   Config cfg;
   CHECK(apply_env(cfg, FakeEnv{{{"PASTA_TOOLS", "timeline,kernel_freq,timeline"}}}).empty());

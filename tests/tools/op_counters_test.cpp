@@ -71,6 +71,14 @@ std::size_t metric_index(std::string_view key) {
   FAIL("no metric " << key);
   return 0;
 }
+
+// The profile `t` writes into `dir` when it reports.
+nlohmann::json written_profile(const tools::OpCounters& t, const test::TempDir& dir) {
+  Report r("op_counters");
+  t.report(r);
+  return nlohmann::json::parse(detail::read_file(dir.file("op_counters.profile.json")));
+}
+
 }  // namespace
 
 TEST_CASE("OpCounters groups launches by signature and gives unmeasured ones the measured mean") {
@@ -217,6 +225,7 @@ TEST_CASE("OpCounters takes each metric from the measurements with the fewest re
   test::TempDir dir;
   Config cfg;
   cfg.output_dir = dir.path();
+  cfg.counter_user_replay = false;  // PASTA_COUNTER_REPLAY=cupti: CUPTI's kernel replay
   tools::OpCounters t(cfg);
   // gemm: measured in full under 9-pass replay (CUPTI's save and restore
   // left L2 dirty: 2 MB written), then again for the cache-sensitive metrics
@@ -258,9 +267,7 @@ TEST_CASE("OpCounters takes each metric from the measurements with the fewest re
   CHECK(gemm.values[metric_index("flops")].passes == 9);
   CHECK(gemm.values[metric_index("dram_bytes_write")].passes == 1);
 
-  Report r("op_counters");
-  t.report(r);
-  const auto doc = nlohmann::json::parse(detail::read_file(dir.file("op_counters.profile.json")));
+  const auto doc = written_profile(t, dir);
   const auto& k = doc["unattributed"][0];
   CHECK(k["measured"] == 2);
   CHECK(k["propagated"] == 1);
@@ -269,6 +276,22 @@ TEST_CASE("OpCounters takes each metric from the measurements with the fewest re
   REQUIRE(doc["warnings"].size() == 1);
   CHECK(doc["warnings"][0].get<std::string>().starts_with(
       "1 signatures have DRAM bytes and hit rates measured under kernel replay only"));
+}
+
+TEST_CASE("OpCounters: under pasta's own replay (L2 flushed before every pass) no replay warning") {
+  test::TempDir dir;
+  Config cfg;
+  cfg.output_dir = dir.path();
+  cfg.counter_user_replay = true;  // PASTA_COUNTER_REPLAY=pasta
+  tools::OpCounters t(cfg);
+  KernelCounters once = counters(1, 100, 100, 10, 0);
+  once.passes = 9;
+  t.on(kernel(1, "relu", {4, 1, 1}, 0, 500));
+  t.on(once);
+  const auto doc = written_profile(t, dir);
+  CHECK(doc["unattributed"][0]["measured"] == 1);
+  CHECK(doc["unattributed"][0]["metrics"]["dram_bytes_write"] == 100.0);
+  CHECK(doc["warnings"].empty());
 }
 
 TEST_CASE("OpCounters writes null for a metric no measurement collected") {

@@ -62,10 +62,16 @@ struct Config {
   std::uint64_t trace_buffer_bytes = 256ull << 20;  // PASTA_TRACE_BUFFER: device access records
   std::uint64_t annotation_bins = 1ull << 20;  // PASTA_ANNOTATION_BINS: device::Annotations table
   std::uint64_t counter_launches = 1;  // PASTA_COUNTER_LAUNCHES: measured per signature (0 = all)
-  // PASTA_COUNTER_CACHE: all = write back and evict L2 before the one-pass
-  // measurement of the cache-sensitive metrics (like ncu's default
-  // --cache-control all); none = L2 as the program left it.
+  // PASTA_COUNTER_CACHE: all = write back and evict L2 before each replay
+  // pass (under PASTA_COUNTER_REPLAY=cupti, before the one-pass measurement
+  // of the cache-sensitive metrics), like ncu's default --cache-control all;
+  // none = L2 as the program (or the memory restore) left it.
   bool counter_cache_flush = true;
+  // PASTA_COUNTER_REPLAY: pasta = pasta replays a measured kernel itself,
+  // saving and restoring all device memory, L2 flushed before every pass,
+  // like ncu; cupti = CUPTI's kernel replay (it saves only what the kernel
+  // may write, and L2 holds that restore when the kernel runs).
+  bool counter_user_replay = true;
   unsigned pc_sampling_period = 0;  // PASTA_PC_SAMPLING_PERIOD: 2^N cycles, 5-31 (0 = CUPTI's)
   std::string stall_samples;        // PASTA_STALL_SAMPLES: the sampled run's stall_samples.json
   std::string nvdisasm;             // PASTA_NVDISASM: the disassembler (empty = search)
@@ -209,7 +215,8 @@ inline constexpr std::string_view config_variables[] = {
     "PASTA_VERBOSE",      "PASTA_FLUSH_MS",
     "PASTA_FLUSH_ON_SYNC", "PASTA_ACCESS_PATCH",
     "PASTA_ACCESS_SPACES", "PASTA_TRACE_BUFFER", "PASTA_ANNOTATION_BINS",
-    "PASTA_TOOLS", "PASTA_COUNTER_LAUNCHES", "PASTA_COUNTER_CACHE", "PASTA_PC_SAMPLING_PERIOD", "PASTA_STALL_SAMPLES",
+    "PASTA_TOOLS", "PASTA_COUNTER_LAUNCHES", "PASTA_COUNTER_CACHE",
+    "PASTA_COUNTER_REPLAY", "PASTA_PC_SAMPLING_PERIOD", "PASTA_STALL_SAMPLES",
     "PASTA_NVDISASM"};
 
 // Applies the PASTA_* variables that `getenv(name)` returns (nullptr or ""
@@ -290,6 +297,15 @@ std::vector<std::string> apply_env(Config& cfg, Getenv&& getenv) {
       reject("PASTA_COUNTER_CACHE", *v,
              "all (flush L2 before measuring DRAM bytes and hit rates) or none (L2 as the program left it)",
              cfg.counter_cache_flush ? "all" : "none");
+  }
+  if (auto v = value("PASTA_COUNTER_REPLAY")) {
+    if (*v == "pasta" || *v == "cupti")
+      cfg.counter_user_replay = *v == "pasta";
+    else
+      reject("PASTA_COUNTER_REPLAY", *v,
+             "pasta (pasta replays kernels, saving and restoring device memory) or cupti "
+             "(CUPTI's kernel replay)",
+             cfg.counter_user_replay ? "pasta" : "cupti");
   }
   if (auto v = value("PASTA_PC_SAMPLING_PERIOD")) {
     auto n = detail::parse_uint(*v);

@@ -28,6 +28,7 @@
 #include <thread>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <pasta/core/detail/fmt.hpp>
@@ -75,6 +76,7 @@ class Cupti {
         op_tags_(cfg.op_tags) {
     counters_.set_per_signature(cfg.counter_launches);
     counters_.set_flush_cache(cfg.counter_cache_flush);
+    counters_.set_user_replay(cfg.counter_user_replay);
     counters_.set_verbose(cfg.verbose);
     sampler_.set_period(cfg.pc_sampling_period);
     // The program's NVTX ranges reach CUPTI only if NVTX loads CUPTI as its
@@ -163,6 +165,28 @@ class Cupti {
   }
   static constexpr pasta::detail::OpCorrelator op_hooks{&op_enter, &op_exit};
 
+  // The correlation ids of pasta's own API calls during replays, so their
+  // activity records (the relaunched kernels, the memory copies) are dropped.
+  class OwnCalls {
+   public:
+    void add(std::uint32_t id) {
+      std::lock_guard lock(mutex_);
+      ids_.insert(id);
+      size_.store(ids_.size(), std::memory_order_release);
+    }
+    bool take(std::uint32_t id) {
+      if (size_.load(std::memory_order_acquire) == 0) return false;
+      std::lock_guard lock(mutex_);
+      const bool own = ids_.erase(id) > 0;
+      size_.store(ids_.size(), std::memory_order_release);
+      return own;
+    }
+
+   private:
+    std::mutex mutex_;
+    std::unordered_set<std::uint32_t> ids_;
+    std::atomic<std::size_t> size_{0};
+  };
   // Inside a launch that RangeCounters::before saw: after() is owed.
   static bool& counting() {
     thread_local bool on = false;
@@ -234,6 +258,52 @@ class Cupti {
         domain == CUPTI_CB_DOMAIN_RUNTIME_API ? interrupt_runtime_ : interrupt_driver_;
     if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return 0;
     return cbid < table.size() ? table[cbid] : 0;
+  }
+
+  // The allocation calls (detail::memory_calls), for user replay.
+  void enable_memory_callbacks() {
+    memory_runtime_.assign(CUPTI_RUNTIME_TRACE_CBID_SIZE, detail::MemoryCall::none);
+    memory_driver_.assign(CUPTI_DRIVER_TRACE_CBID_SIZE, detail::MemoryCall::none);
+    for (const auto& m : detail::memory_calls)
+      if (check(cuptiEnableCallback(1, subscriber_, m.domain, m.cbid), "an allocation callback"))
+        (m.domain == CUPTI_CB_DOMAIN_RUNTIME_API ? memory_runtime_ : memory_driver_)[m.cbid] =
+            m.call;
+  }
+  detail::MemoryCall memory_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) const {
+    const auto& table = domain == CUPTI_CB_DOMAIN_RUNTIME_API  ? memory_runtime_
+                        : domain == CUPTI_CB_DOMAIN_DRIVER_API ? memory_driver_
+                                                               : no_memory_calls_;
+    return cbid < table.size() ? table[cbid] : detail::MemoryCall::none;
+  }
+  void track(const detail::MemoryChange& c) {
+    switch (c.kind) {
+      case detail::MemoryChange::added:
+        counters_.allocated(c.base, c.bytes);
+        break;
+      case detail::MemoryChange::removed:
+        counters_.freed(c.base);
+        break;
+      case detail::MemoryChange::unmapped:
+        counters_.unmapped(c.base, c.bytes);
+        break;
+    }
+  }
+  // How a driver launch callback's parameters relaunch the kernel.
+  static std::optional<detail::RangeCounters::Call> driver_call(CUpti_CallbackId cbid) {
+    using Call = detail::RangeCounters::Call;
+    switch (cbid) {
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+        return Call::kernel;
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
+        return Call::kernel_ex;
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
+        return Call::cooperative;
+      default:
+        return std::nullopt;
+    }
   }
 
   void enable_sync_callbacks() {
@@ -430,6 +500,10 @@ class Cupti {
   bool host_launches_ = false;      // KernelLaunch comes from callbacks, not from records
   detail::RangeCounters counters_;  // KernelCounters, when a tool wants them
   std::vector<char> interrupt_runtime_, interrupt_driver_;  // by cbid: enable_interrupt_callbacks
+  std::vector<detail::MemoryCall> memory_runtime_, memory_driver_;  // enable_memory_callbacks
+  const std::vector<detail::MemoryCall> no_memory_calls_;
+  OwnCalls own_calls_;
+  bool own_records_ = false;  // kernel or copy records on: own_calls_ is kept
   void (*finish_counters_)(Cupti*) = nullptr;
   detail::PcSampler sampler_;  // StallSample, when a tool wants them
   void (*finish_sampling_)(Cupti*) = nullptr;
@@ -500,6 +574,9 @@ void Cupti::start(Sink& sink) {
   if constexpr (Sink::template wants<KernelCounters>()) {
     if (!host_launches_) enable_launch_callbacks();
     enable_interrupt_callbacks();
+    if (counters_.user_replay()) enable_memory_callbacks();
+    own_records_ = kernels || Sink::template wants<Memcpy>();
+    counters_.set_kernel_records(activities && kernels);
     finish_counters_ = [](Cupti* self) {
       self->counters_.finish(
           [&](const KernelCounters& c) { static_cast<Sink*>(self->sink_)->emit(c); });
@@ -575,6 +652,19 @@ inline void Cupti::stop() {
   active_ = false;
   if (finish_counters_) {
     finish_counters_(this);
+    const bool unmeasured = counters_.unsaved() || counters_.captured() || counters_.unreplayed();
+    if (counters_.user_replay() && (verbose_ || unmeasured))
+      pasta::detail::log(fmt::format(
+          "cupti handler: hardware counters by user replay: {} launches replayed by pasta, "
+          "{:.2f} GiB of device memory saved per launch on average ({} allocations known at the "
+          "end), L2 flushed before {} passes; not measured: {} (no room to save memory), {} "
+          "(stream being captured), {} (no driver launch call seen)",
+          counters_.measured(),
+          counters_.measured() ? static_cast<double>(counters_.replayed_bytes()) /
+                                     static_cast<double>(counters_.measured()) / (1ull << 30)
+                               : 0.0,
+          counters_.allocations(), counters_.flushes(), counters_.unsaved(), counters_.captured(),
+          counters_.unreplayed()));
     if (verbose_ || counters_.mismatched() || counters_.other_context())
       pasta::detail::log(fmt::format(
           "cupti handler: hardware counters of {} launches ({} replay passes each), {} launches "
@@ -742,6 +832,14 @@ template <class Sink>
 void CUPTIAPI Cupti::on_callback(void* user, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                                  const void* data) {
   auto* self = static_cast<Cupti*>(user);
+  if (detail::RangeCounters::replaying()) {  // a replay's own thread: pasta's calls
+    // Only kernel and copy records are read (and so taken from the set).
+    if (self->own_records_ &&
+        (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) &&
+        static_cast<const CUpti_CallbackData*>(data)->callbackSite == CUPTI_API_ENTER)
+      self->own_calls_.add(static_cast<const CUpti_CallbackData*>(data)->correlationId);
+    return;
+  }
   if constexpr (Sink::template wants<KernelCounters>()) {
     // The launch measured: its range is in, perhaps time to decode (even
     // while stopping: before() holds the counters until this after()).
@@ -757,6 +855,15 @@ void CUPTIAPI Cupti::on_callback(void* user, CUpti_CallbackDomain domain, CUpti_
   Sink& sink = *static_cast<Sink*>(self->sink_);
   try {
     if constexpr (Sink::template wants<KernelCounters>()) {
+      if (const auto call = self->memory_call(domain, cbid); call != detail::MemoryCall::none) {
+        // The program's allocations, for user replay to save.
+        const auto& cb = *static_cast<const CUpti_CallbackData*>(data);
+        if (cb.callbackSite == CUPTI_API_EXIT && cb.functionReturnValue &&
+            *static_cast<const int*>(cb.functionReturnValue) == 0)
+          if (const auto change = detail::memory_change(call, cb.functionParams))
+            self->track(*change);
+        return;
+      }
       if (const char kind = self->interrupts(domain, cbid)) {
         // Only counters asked for these callbacks.
         if (static_cast<const CUpti_CallbackData*>(data)->callbackSite == CUPTI_API_ENTER &&
@@ -777,6 +884,14 @@ void CUPTIAPI Cupti::on_callback(void* user, CUpti_CallbackDomain domain, CUpti_
             cb.context, stream, cb.correlationId, shape ? signature(cb, *shape) : 0,
             [&](const KernelCounters& c) { static_cast<Sink*>(self->sink_)->emit(c); });
       }
+      // The driver's launch call under it (or the same call): pasta replays
+      // the kernel here, before the call runs, if before() chose it.
+      if (counting() && domain == CUPTI_CB_DOMAIN_DRIVER_API &&
+          cb.callbackSite == CUPTI_API_ENTER && self->counters_.owes())
+        if (const auto call = driver_call(cbid))
+          self->counters_.replay({*call, cb.functionParams}, [&](const KernelCounters& c) {
+            static_cast<Sink*>(self->sink_)->emit(c);
+          });
     }
     if constexpr (Sink::template wants<StallSample>()) {
       auto emit = [&](const StallSample& e) { sink.emit(e); };
@@ -861,6 +976,7 @@ void Cupti::process_buffer(Cupti* self, std::uint8_t* buffer, std::size_t valid)
         case CUPTI_ACTIVITY_KIND_KERNEL:
         case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
           const auto& k = *reinterpret_cast<const CUpti_ActivityKernel10*>(record);
+          if (self->own_calls_.take(k.correlationId)) break;  // a replay pass
           const NameId name = self->kernel_name(k.name);
           if (name == self->l2_flush_name_) break;  // pasta's own (hardware counters)
           self->context_device_[k.contextId] = k.deviceId;
@@ -870,11 +986,12 @@ void Cupti::process_buffer(Cupti* self, std::uint8_t* buffer, std::size_t valid)
             s.emit(self->tagged(detail::kernel_complete(k, name)));
           break;
         }
-        case CUPTI_ACTIVITY_KIND_MEMCPY:
-          if constexpr (Sink::template wants<Memcpy>())
-            s.emit(self->tagged(
-                detail::memcpy_of(*reinterpret_cast<const CUpti_ActivityMemcpy6*>(record))));
+        case CUPTI_ACTIVITY_KIND_MEMCPY: {
+          const auto& m = *reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
+          if (self->own_calls_.take(m.correlationId)) break;  // a replay's save or restore
+          if constexpr (Sink::template wants<Memcpy>()) s.emit(self->tagged(detail::memcpy_of(m)));
           break;
+        }
         case CUPTI_ACTIVITY_KIND_MEMCPY2:
           if constexpr (Sink::template wants<Memcpy>())
             s.emit(self->tagged(

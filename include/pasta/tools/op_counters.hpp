@@ -46,7 +46,8 @@ class OpCounters {
   static constexpr std::size_t max_depth = 1024;  // against parent loops in damaged traces
 
   explicit OpCounters(const Config& cfg)
-      : path_(detail::join_path(cfg.output_dir, "op_counters.profile.json")) {}
+      : path_(detail::join_path(cfg.output_dir, "op_counters.profile.json")),
+        cupti_replay_(!cfg.counter_user_replay) {}
 
   // Operators are looked up when their kernels complete, after they ended.
   void on(const OpBegin& e) { ops_.put({e.id, e.parent, e.name}); }
@@ -167,6 +168,10 @@ class OpCounters {
   }
 
   std::string path_;
+  // Counters from CUPTI's kernel replay (PASTA_COUNTER_REPLAY=cupti; a trace
+  // does not say which replay recorded it): a replayed value of a
+  // cache-sensitive metric saw L2 holding the restored memory.
+  bool cupti_replay_;
   detail::OpTable<Op> ops_;
   std::unordered_map<std::uint64_t, NameId> paths_;
   std::unordered_map<Signature, std::size_t, SignatureHash> index_;
@@ -247,13 +252,15 @@ inline void OpCounters::report(Report& out) const {
   if (unmeasured)
     warnings.push_back(std::to_string(unmeasured) +
                        " launches have no counters: no launch of their signature was measured");
-  // dram_bytes_write stands for the cache-sensitive metrics: measured in
-  // one pass, or only under replay (a signature launched once, or whose later
-  // launches were not measured: nv/detail/counter_plan.hpp).
+  // dram_bytes_write stands for the cache-sensitive metrics: under CUPTI's
+  // kernel replay, measured in one pass, or only under replay (a signature
+  // launched once, or whose later launches were not measured:
+  // nv/detail/counter_plan.hpp). pasta's own replay flushes L2 before every pass.
   constexpr std::size_t dram_write = 1;
   static_assert(metrics::all[dram_write].field == &KernelCounters::dram_bytes_write);
   std::uint64_t replayed = 0;
-  for (const Group& g : gs) replayed += g.values[dram_write].n && g.values[dram_write].passes > 1;
+  if (cupti_replay_)
+    for (const Group& g : gs) replayed += g.values[dram_write].n && g.values[dram_write].passes > 1;
   if (replayed)
     warnings.push_back(std::to_string(replayed) +
                        " signatures have DRAM bytes and hit rates measured under kernel replay "

@@ -13,6 +13,10 @@
 #include <cupti_runtime_cbid.h>
 #include <generated_nvtx_meta.h>
 
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <optional>
 #include <string>
 
 #include <pasta/core/detail/fmt.hpp>
@@ -51,6 +55,89 @@ struct DriverLaunchExParams {  // cuLaunchKernelEx
   void** kernelParams;
   void** extra;
 };
+
+// The allocation calls user replay follows (it saves every allocation), by
+// what their parameter blocks start with: an allocation's (T** ptr, size_t
+// bytes, ...); a pitched one's (T** ptr, size_t* pitch, size_t width,
+// size_t height, ...); a free's (T* ptr, ...); a mapping's and an unmapping's
+// (CUdeviceptr ptr, size_t bytes, ...).
+enum class MemoryCall : std::uint8_t { none, alloc, alloc_pitch, free, map, unmap };
+struct MemoryCallId {
+  CUpti_CallbackDomain domain;
+  CUpti_CallbackId cbid;
+  MemoryCall call;
+};
+inline constexpr std::array<MemoryCallId, 20> memory_calls{{
+    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, MemoryCall::alloc},
+    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemAllocPitch_v2,
+     MemoryCall::alloc_pitch},
+    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemAllocManaged, MemoryCall::alloc},
+    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync, MemoryCall::alloc},
+    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemAllocAsync_ptsz, MemoryCall::alloc},
+    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync,
+     MemoryCall::alloc},
+    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemAllocFromPoolAsync_ptsz,
+     MemoryCall::alloc},
+    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, MemoryCall::free},
+    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync, MemoryCall::free},
+    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz, MemoryCall::free},
+    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemMap, MemoryCall::map},
+    {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemUnmap, MemoryCall::unmap},
+    // The runtime's too, in case its allocations reach the driver unseen.
+    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, MemoryCall::alloc},
+    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMallocPitch_v3020,
+     MemoryCall::alloc_pitch},
+    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMallocManaged_v6000,
+     MemoryCall::alloc},
+    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020,
+     MemoryCall::alloc},
+    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_ptsz_v11020,
+     MemoryCall::alloc},
+    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, MemoryCall::free},
+    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020, MemoryCall::free},
+    {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_ptsz_v11020,
+     MemoryCall::free},
+}};
+
+// What a successful allocation call did to the program's memory, read from
+// its parameters after it returned.
+struct MemoryChange {
+  enum Kind : std::uint8_t { added, removed, unmapped } kind;
+  std::uint64_t base, bytes;
+  friend bool operator==(const MemoryChange&, const MemoryChange&) = default;
+};
+inline std::optional<MemoryChange> memory_change(MemoryCall call, const void* params) {
+  const auto* p = static_cast<const unsigned char*>(params);
+  auto word = [&](std::size_t i) {  // the i-th 8-byte parameter
+    std::uint64_t v = 0;
+    std::memcpy(&v, p + 8 * i, sizeof v);
+    return v;
+  };
+  auto at = [](std::uint64_t address) {  // what a T** or size_t* parameter points to
+    std::uint64_t v = 0;
+    if (address) std::memcpy(&v, reinterpret_cast<const void*>(address), sizeof v);
+    return v;
+  };
+  auto added = [](std::uint64_t base, std::uint64_t bytes) -> std::optional<MemoryChange> {
+    if (!base) return std::nullopt;
+    return MemoryChange{MemoryChange::added, base, bytes};
+  };
+  switch (call) {
+    case MemoryCall::alloc:
+      return added(at(word(0)), word(1));
+    case MemoryCall::alloc_pitch:
+      return added(at(word(0)), at(word(1)) * word(3));
+    case MemoryCall::free:
+      return MemoryChange{MemoryChange::removed, word(0), 0};
+    case MemoryCall::map:
+      return added(word(0), word(1));
+    case MemoryCall::unmap:
+      return MemoryChange{MemoryChange::unmapped, word(0), word(1)};
+    case MemoryCall::none:
+      break;
+  }
+  return std::nullopt;
+}
 
 inline std::string cupti_error(CUptiResult r) {
   const char* text = nullptr;

@@ -10,20 +10,16 @@
 // loaded into the measured context at the first flush, and it runs on the
 // measured launch's own stream, just before it: no host synchronisation in
 // the launch callback (the program's other threads may be launching too).
-// The driver's entry points are looked up in the libcuda the process already
-// loaded, so nothing links against libcuda. Callers run flush() with the
+// The driver's entry points are Driver's. Callers run flush() with the
 // range profiler stopped and inside a DispatchScope (CUPTI's callbacks
 // ignore this work).
 #pragma once
 
 #include <cuda.h>
-#include <dlfcn.h>
 
 #include <cstdint>
-#include <stdexcept>
-#include <string>
 
-#include <pasta/core/detail/fmt.hpp>
+#include <pasta/nv/detail/driver.hpp>
 
 namespace pasta::nv::detail {
 
@@ -73,7 +69,7 @@ END:
 }
 )";
 
-  L2Flush() = default;
+  explicit L2Flush(Driver& driver) : api_(driver) {}
   L2Flush(const L2Flush&) = delete;
   L2Flush& operator=(const L2Flush&) = delete;
 
@@ -84,12 +80,10 @@ END:
   // the driver refuses (no memory for the buffer).
   bool flush(CUcontext ctx, CUstream stream) {
     prepare(ctx);
-    CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-    call(api_.stream_is_capturing(stream, &capture), "asking whether the stream is captured");
-    if (capture != CU_STREAM_CAPTURE_STATUS_NONE) return false;
+    if (api_.capturing(stream)) return false;
     void* args[] = {&buffer_, &words_, &sink_};
-    call(api_.launch(function_, blocks_, 1, 1, threads, 1, 1, 0, stream, args, nullptr),
-         "launching the L2 flush");
+    api_.call(api_.launch(function_, blocks_, 1, 1, threads, 1, 1, 0, stream, args, nullptr),
+              "launching the L2 flush");
     return true;
   }
 
@@ -118,74 +112,29 @@ END:
  private:
   static constexpr unsigned threads = 256;
 
-  // The driver entry points, from the libcuda already in the process.
-  struct Api {
-    CUresult (*ctx_get_device)(CUdevice*) = nullptr;
-    CUresult (*device_attribute)(int*, CUdevice_attribute, CUdevice) = nullptr;
-    CUresult (*module_load_data)(CUmodule*, const void*) = nullptr;
-    CUresult (*module_function)(CUfunction*, CUmodule, const char*) = nullptr;
-    CUresult (*module_unload)(CUmodule) = nullptr;
-    CUresult (*mem_alloc)(CUdeviceptr*, std::size_t) = nullptr;
-    CUresult (*mem_free)(CUdeviceptr) = nullptr;
-    CUresult (*stream_is_capturing)(CUstream, CUstreamCaptureStatus*) = nullptr;
-    CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                       unsigned, CUstream, void**, void**) = nullptr;
-    CUresult (*push)(CUcontext) = nullptr;
-    CUresult (*pop)(CUcontext*) = nullptr;
-    CUresult (*error_name)(CUresult, const char**) = nullptr;
-  };
-
-  template <class F>
-  static void bind(void* lib, F& fn, const char* name) {
-    fn = reinterpret_cast<F>(dlsym(lib, name));
-    if (!fn) throw std::runtime_error(fmt::format("libcuda has no {}", name));
-  }
-
-  void call(CUresult r, const char* what) const {
-    if (r == CUDA_SUCCESS) return;
-    const char* name = nullptr;
-    if (api_.error_name) api_.error_name(r, &name);
-    throw std::runtime_error(fmt::format("{}: {}", what, name ? name : std::to_string(r)));
-  }
-
   void setup(CUcontext ctx) {
-    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    if (!lib) throw std::runtime_error("libcuda.so.1 is not loaded in this process");
-    bind(lib, api_.ctx_get_device, "cuCtxGetDevice");
-    bind(lib, api_.device_attribute, "cuDeviceGetAttribute");
-    bind(lib, api_.module_load_data, "cuModuleLoadData");
-    bind(lib, api_.module_function, "cuModuleGetFunction");
-    bind(lib, api_.module_unload, "cuModuleUnload");
-    bind(lib, api_.mem_alloc, "cuMemAlloc_v2");
-    bind(lib, api_.mem_free, "cuMemFree_v2");
-    bind(lib, api_.stream_is_capturing, "cuStreamIsCapturing");
-    bind(lib, api_.launch, "cuLaunchKernel");
-    bind(lib, api_.push, "cuCtxPushCurrent_v2");
-    bind(lib, api_.pop, "cuCtxPopCurrent_v2");
-    bind(lib, api_.error_name, "cuGetErrorName");
-    dlclose(lib);  // RTLD_NOLOAD took a reference; the program's own stays
-
+    api_.bind();
     CUdevice device = 0;
     int l2 = 0, sms = 0;
-    call(api_.ctx_get_device(&device), "finding the device");
-    call(api_.device_attribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, device),
-         "reading L2's size");
-    call(api_.device_attribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device),
-         "counting the SMs");
+    api_.call(api_.ctx_get_device(&device), "finding the device");
+    api_.call(api_.device_attribute(&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, device),
+              "reading L2's size");
+    api_.call(api_.device_attribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device),
+              "counting the SMs");
     ctx_ = ctx;  // from here on, release() frees what was made
-    call(api_.module_load_data(&module_, ptx), "loading the L2 flush kernel");
-    call(api_.module_function(&function_, module_, "pasta_l2_flush"),
-         "finding the L2 flush kernel");
+    api_.call(api_.module_load_data(&module_, ptx), "loading the L2 flush kernel");
+    api_.call(api_.module_function(&function_, module_, "pasta_l2_flush"),
+              "finding the L2 flush kernel");
     // Twice L2, and a 16-byte word after it for the store that never happens.
     const std::uint64_t bytes = 2 * static_cast<std::uint64_t>(l2 > 0 ? l2 : 64 << 20);
-    call(api_.mem_alloc(&buffer_, bytes + 16),
-         "allocating the L2 flush buffer (twice the L2 size)");
+    api_.call(api_.mem_alloc(&buffer_, bytes + 16),
+              "allocating the L2 flush buffer (twice the L2 size)");
     words_ = bytes / 16;
     sink_ = buffer_ + bytes;
     blocks_ = static_cast<unsigned>(sms > 0 ? sms : 1) * 8;
   }
 
-  Api api_;
+  Driver& api_;
   CUcontext ctx_ = nullptr;
   CUmodule module_ = nullptr;
   CUfunction function_ = nullptr;

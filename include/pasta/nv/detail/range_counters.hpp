@@ -1,8 +1,24 @@
 // Hardware counters per kernel launch for nv::Cupti, through CUPTI's Range
-// Profiler (CUDA 12.6 and later): auto ranges, one per kernel, and kernel
-// replay, in which CUPTI runs each kernel as many passes as the metrics need
-// and saves and restores the memory it writes, so the program's results do
-// not change. The metrics are core/metrics.hpp's, under ncu's names.
+// Profiler (CUDA 12.6 and later): auto ranges, one per kernel, each kernel
+// run as many passes as the metrics need. The metrics are core/metrics.hpp's,
+// under ncu's names. Two ways to replay (PASTA_COUNTER_REPLAY):
+//
+// pasta (the default): user replay, as ncu does it. At the driver's launch
+// call, before it runs, pasta saves the program's device memory
+// (ReplayMemory), then for each pass restores it, flushes L2 (L2Flush),
+// starts the profiler, launches the kernel itself with the program's
+// arguments and stops the profiler; it restores the memory once more and
+// the program's own launch then runs, unprofiled, on what the program had.
+// Every pass starts from the same memory and an L2 that holds none of it,
+// as under `ncu --cache-control all`. Measured on the H100 (bench/gpu/probe):
+// a 4 MB in-place kernel writes 1 KB to DRAM in every pass, as ncu says
+// (0), where kernel replay reports 3.4 MB; a launch costs ~100 ms. Every
+// range-profiler call runs on a thread of pasta's (Worker), and CUPTI's
+// kernel records are off during the passes (with them on, the
+// SASS-instruction counts, and so the flop count, read 0).
+//
+// cupti: CUPTI's kernel replay, which saves and restores the
+// memory the kernel may write itself, inside the launch.
 //
 // Ranges carry no launch id, only their order (their names are their
 // indices): launches are serialised between before() and after() (kernel
@@ -14,8 +30,8 @@
 // first few are not measured: profiling is stopped around them, so they run
 // at full speed and tools give them the measured mean.
 //
-// Caches: ncu writes back and evicts L2 before each pass by default. Under
-// CUPTI's kernel replay that cannot be done: CUPTI saves the memory the
+// Caches, under kernel replay: ncu writes back and evicts L2 before each
+// pass by default. Under CUPTI's kernel replay that cannot be done: CUPTI saves the memory the
 // kernel may write before the first pass and restores it before each other
 // one, inside the launch, and those copies leave L2 full of dirty lines that
 // the kernel's own traffic then writes back (a kernel whose 4 MB of output
@@ -35,6 +51,7 @@
 // than stopping and starting again.
 #pragma once
 
+#include <cupti_activity.h>
 #include <cupti_profiler_host.h>
 #include <cupti_profiler_target.h>
 #include <cupti_range_profiler.h>
@@ -42,10 +59,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <exception>
+#include <functional>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -58,7 +80,9 @@
 #include <pasta/core/pipeline.hpp>
 #include <pasta/nv/detail/counter_plan.hpp>
 #include <pasta/nv/detail/cupti_api.hpp>
+#include <pasta/nv/detail/driver.hpp>
 #include <pasta/nv/detail/l2_flush.hpp>
+#include <pasta/nv/detail/replay_memory.hpp>
 
 namespace pasta::nv::detail {
 
@@ -81,6 +105,31 @@ class RangeCounters {
   // Whether images whose ranges do not match their launches are listed in
   // the log, and sequence() is kept.
   void set_verbose(bool on) { verbose_ = on; }
+  // pasta replays kernels itself (true, the default) or CUPTI does (false).
+  void set_user_replay(bool on) { user_replay_ = on; }
+  bool user_replay() const { return user_replay_; }
+  // Whether a launch before() chose waits for replay() (on the thread that launched it).
+  bool owes() const { return owed_.due; }
+
+  // The program's allocations (saved and restored around a user replay).
+  void allocated(std::uint64_t base, std::uint64_t bytes) {
+    memory_.allocations().add(base, bytes);
+  }
+  void freed(std::uint64_t base) { memory_.allocations().remove(base); }
+  void unmapped(std::uint64_t base, std::uint64_t bytes) {
+    memory_.allocations().remove(base, bytes);
+  }
+
+  // Whether the handler has CUPTI's kernel activity records on (user replay
+  // turns them off around its passes).
+  void set_kernel_records(bool on) { kernel_records_ = on; }
+
+  // The driver call of a launch (its CUPTI callback's parameters).
+  enum class Call { kernel, kernel_ex, cooperative };
+  struct Launch {
+    Call call;
+    const void* params;
+  };
 
   // On the launching thread, before the launch API runs: returns whether the
   // launch is measured. `signature` names (kernel, grid, block, operator
@@ -94,7 +143,14 @@ class RangeCounters {
     try {
       if (!ctx_) {
         Timer t(spent_.startup);
-        enable(ctx);
+        if (user_replay_)
+          worker_.run([&] {
+            driver_.bind();
+            driver_.call(driver_.ctx_set_current(ctx), "making the measured context current");
+            enable(ctx);
+          });
+        else
+          enable(ctx);
       }
       if (ctx != ctx_) {
         ++other_context_;
@@ -123,6 +179,14 @@ class RangeCounters {
         return false;
       }
       passed_in_row_ = 0;
+      if (user_replay_) {
+        // Replayed at the driver's launch call (replay()); the image keeps
+        // taking ranges across launches.
+        owed_ = {true, stream, correlation, signature};
+        launch_ = {&spent_.full, Clock::now()};
+        note('R');
+        return true;
+      }
       const bool flush = set != &full_ && flush_cache_;
       if (flush && !l2_.ready()) {
         // The flush kernel's module and buffer, made with profiling off.
@@ -154,6 +218,12 @@ class RangeCounters {
   // After the launch API returned (the kernel ran, replayed, on the device).
   template <class Emit>
   void after(Emit&& emit) {
+    if (owed_.due) {
+      // No driver launch call came (replay() never ran): measured later.
+      owed_.due = false;
+      ++unreplayed_;
+      plan_.lost(owed_.signature, index(&full_));
+    }
     if (launch_.into) {
       launch_.into->add(launch_.start);
       launch_.into = nullptr;
@@ -166,6 +236,41 @@ class RangeCounters {
     }
     mutex_.unlock();
   }
+  // At the driver's launch call of the launch before() chose, before the
+  // call runs (user replay): the passes, then the counters decoded. On the
+  // launching thread, inside before() and after(). Under user replay every
+  // range-profiler call runs on one thread of pasta's (Worker) while the
+  // caller waits: launches made inside CUPTI's callbacks are not reported.
+  // Memory that could not be saved (no room for the backup) or a stream
+  // being captured leaves the launch unmeasured; a failure after the save
+  // restores the memory first.
+  template <class Emit>
+  void replay(const Launch& launch, Emit&& emit) {
+    if (!owed_.due) return;
+    owed_.due = false;
+    if (failed_) return;
+    try {
+      worker_.run([&] {
+        // CUPTI's kernel records off while replaying: with them on, the
+        // SASS-instruction counts (the flop count) of a user replay read 0
+        // (measured on the H100, bench/gpu/probe). The program's work is
+        // waited for first, so no record of it is lost.
+        KernelRecordsOff off(kernel_records_, driver_);
+        if (configured_ != &full_ || decoded_ >= room) arm(full_);
+        if (!run_passes(launch)) return;
+        pending_.push_back({owed_.correlation, owed_.signature, true});
+        decode(emit);
+      });
+    } catch (const std::exception& e) {
+      fail(e.what());
+    }
+  }
+  // Inside a replay's own thread: its API calls and their records are pasta's.
+  static bool& replaying() {
+    thread_local bool on = false;
+    return on;
+  }
+
   // Before GPU work that is not a kernel launch before() sees (a copy, a
   // memset, a graph): profiling stops, so the work is no range of its own.
   // Not on a thread inside before() and after().
@@ -193,6 +298,7 @@ class RangeCounters {
     teardown();
     pasta::detail::DispatchScope own;
     l2_.release();
+    memory_.release(ctx_);
   }
 
   std::uint64_t measured() const { return measured_; }
@@ -232,14 +338,22 @@ class RangeCounters {
         "passed over {:.0f} ms ({}); range profiler set up for another metric set {:.0f} ms ({}); "
         "images configured {:.0f} "
         "ms ({}); profiling started {:.0f} ms ({}), stopped and decoded {:.0f} ms ({}); L2 "
-        "flushes {:.0f} ms ({})",
+        "flushes {:.0f} ms ({}); memory saved and restored {:.0f} ms ({})",
         s.startup.ms, s.full.ms, s.full.n, s.cache.ms, s.cache.n, s.passed.ms, s.passed.n, s.use.ms,
         s.use.n, s.arm.ms, s.arm.n, s.start.ms, s.start.n, s.drain.ms, s.drain.n, s.flush.ms,
-        s.flush.n);
+        s.flush.n, s.copy.ms, s.copy.n);
   }
   // Why L2 could not be flushed (then it was not, from that launch on).
   const std::string& flush_error() const { return flush_error_; }
   std::uint64_t flushes() const { return flushes_; }
+  // User replay: launches not measured because the memory could not be
+  // saved, because their stream was being captured, or because no driver
+  // launch call came; the bytes saved for the launches measured.
+  std::uint64_t unsaved() const { return unsaved_; }
+  std::uint64_t captured() const { return captured_; }
+  std::uint64_t unreplayed() const { return unreplayed_; }
+  std::uint64_t replayed_bytes() const { return replayed_bytes_; }
+  std::size_t allocations() const { return memory_.allocations().ranges().size(); }
 
  private:
   template <class P>
@@ -299,6 +413,12 @@ class RangeCounters {
     avail.pCounterAvailabilityImage = availability.data();
     check(cuptiProfilerGetCounterAvailability(&avail), "asking which counters are available");
     build(full_, chip.pChipName, availability);
+    ctx_ = ctx;
+    // Under user replay every pass starts with L2 flushed: nothing to measure again.
+    if (user_replay_) {
+      plan_.configure(per_signature_, 0);
+      return;
+    }
     // The cache-sensitive metrics in sets of one pass each, most wanted
     // first: each goes to the first set it fits in, or starts a set.
     for (auto field : metrics::cache_sensitive) {
@@ -325,7 +445,6 @@ class RangeCounters {
     }
 
     plan_.configure(per_signature_, full_.passes > 1 ? cache_.size() : 0);
-    ctx_ = ctx;
   }
 
   // The range profiler, enabled for `set`. Switching sets takes a fresh
@@ -431,7 +550,7 @@ class RangeCounters {
     config.pCounterDataImage = set.data.data();
     config.counterDataImageSize = set.data.size();
     config.range = CUPTI_AutoRange;
-    config.replayMode = CUPTI_KernelReplay;
+    config.replayMode = user_replay_ ? CUPTI_UserReplay : CUPTI_KernelReplay;
     config.maxRangesPerPass = ranges_per_image;
     config.numNestingLevels = 1;
     config.minNestingLevel = 1;
@@ -452,11 +571,121 @@ class RangeCounters {
     running_ = true;
   }
 
-  CUptiResult stop() {
+  CUptiResult stop(bool* last_pass = nullptr) {
     auto p = params<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
     p.pRangeProfilerObject = object_;
     running_ = false;
-    return cuptiRangeProfilerStop(&p);
+    const CUptiResult r = cuptiRangeProfilerStop(&p);
+    if (last_pass) *last_pass = p.isAllPassSubmitted != 0;
+    return r;
+  }
+  // CUPTI's kernel activity records off for a scope (if the handler has them on).
+  struct KernelRecordsOff {
+    bool on;
+    KernelRecordsOff(bool records, Driver& driver) : on(records) {
+      if (!on) return;
+      driver.bind();
+      driver.call(driver.ctx_synchronize(), "waiting for the program's work before a replay");
+      check(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
+            "turning kernel records off for a replay");
+    }
+    ~KernelRecordsOff() {
+      if (on) (void)cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    }
+    KernelRecordsOff(const KernelRecordsOff&) = delete;
+    KernelRecordsOff& operator=(const KernelRecordsOff&) = delete;
+  };
+  // replay()'s work, on its own thread with the measured context current:
+  // whether the launch was measured.
+  bool run_passes(const Launch& launch) {
+    pasta::detail::DispatchScope own;  // copies, flushes and relaunches are pasta's work
+    // The launching thread's own default stream is not this thread's: the
+    // legacy one instead (all work is waited for before and after anyway).
+    const CUstream stream = owed_.stream == CU_STREAM_PER_THREAD ? nullptr : owed_.stream;
+    if (driver_.capturing(stream)) {
+      ++captured_;
+      plan_.lost(owed_.signature, index(&full_));
+      return false;
+    }
+    bool saved = false;
+    {
+      Timer t(spent_.copy);
+      saved = memory_.save(stream);
+    }
+    if (!saved) {
+      ++unsaved_;
+      pasta::detail::log_once(
+          "counters:unsaved",
+          fmt::format("hardware counters: {}; launches are not measured while it is so "
+                      "(PASTA_COUNTER_REPLAY=cupti lets CUPTI save only what a kernel writes)",
+                      memory_.why()));
+      return false;
+    }
+    try {
+      const bool flush = flush_cache_ && with_l2([&] {
+                           l2_.prepare(ctx_);
+                           return true;
+                         });
+      for (std::uint32_t pass = 0;; ++pass) {
+        if (pass) {
+          Timer t(spent_.copy);
+          memory_.restore(stream);
+        }
+        if (flush && flush_cache_ && with_l2([&] { return l2_.flush(ctx_, stream); })) ++flushes_;
+        start();
+        const CUresult launched = relaunch(launch, stream);
+        const bool last = stop_pass();
+        driver_.call(launched, "launching the kernel for a replay pass");
+        if (last) break;
+        if (pass > 256) throw std::runtime_error("the range profiler never took its last pass");
+      }
+      Timer t(spent_.copy);
+      memory_.restore(stream);
+      driver_.call(driver_.stream_synchronize(stream), "restoring device memory");
+    } catch (const std::exception&) {
+      try {
+        if (running_) (void)stop();
+        memory_.restore(stream);
+        driver_.call(driver_.stream_synchronize(stream), "restoring device memory");
+      } catch (const std::exception& f) {
+        pasta::detail::log(fmt::format(
+            "hardware counters: the program's memory could not be restored after a failed "
+            "replay ({}): its results may be wrong",
+            f.what()));
+      }
+      throw;
+    }
+    replayed_bytes_ += memory_.saved_bytes();
+    return true;
+  }
+  // A user-replay pass ended: whether it was the last one.
+  bool stop_pass() {
+    bool last = false;
+    check(stop(&last), "stopping the range profiler after a pass");
+    return last;
+  }
+  // The kernel launched again as the program's driver call launched it, on `stream`.
+  CUresult relaunch(const Launch& l, CUstream stream) {
+    switch (l.call) {
+      case Call::kernel: {
+        const auto& p = *static_cast<const DriverLaunchParams*>(l.params);
+        return driver_.launch(p.f, p.gridDimX, p.gridDimY, p.gridDimZ, p.blockDimX, p.blockDimY,
+                              p.blockDimZ, p.sharedMemBytes, stream, p.kernelParams, p.extra);
+      }
+      case Call::cooperative: {
+        const auto& p = *static_cast<const DriverLaunchParams*>(l.params);
+        return driver_.launch_cooperative(p.f, p.gridDimX, p.gridDimY, p.gridDimZ, p.blockDimX,
+                                          p.blockDimY, p.blockDimZ, p.sharedMemBytes, stream,
+                                          p.kernelParams);
+      }
+      case Call::kernel_ex: {
+        const auto& p = *static_cast<const DriverLaunchExParams*>(l.params);
+        CUlaunchConfig config = *p.config;
+        config.hStream = stream;
+        return driver_.launch_ex(&config, p.f, p.kernelParams, p.extra);
+      }
+    }
+    return CUDA_ERROR_INVALID_VALUE;
   }
 
   // Profiling off; the image's new ranges decoded, one for each launch
@@ -469,6 +698,11 @@ class RangeCounters {
   void pause(Emit& emit) {
     Timer t(spent_.drain);
     check(stop(), "stopping the range profiler");
+    decode(emit);
+  }
+  // The image's new ranges decoded and emitted (see pause()).
+  template <class Emit>
+  void decode(Emit& emit) {
     MetricSet& set = *configured_;
     auto decode = params<CUpti_RangeProfiler_DecodeData_Params>(
         CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE);
@@ -541,6 +775,16 @@ class RangeCounters {
   }
 
   void teardown() {
+    if (worker_.started()) {
+      worker_.run([&] { release_profiler(); });
+      worker_.stop();
+    } else {
+      release_profiler();
+    }
+    running_ = false;
+    failed_ = true;  // nothing is measured after the end
+  }
+  void release_profiler() {
     if (object_) {
       if (running_) (void)stop();
       auto off = params<CUpti_RangeProfiler_Disable_Params>(
@@ -557,8 +801,6 @@ class RangeCounters {
       (void)cuptiProfilerDeInitialize(&off);
       profiler_initialized_ = false;
     }
-    running_ = false;
-    failed_ = true;  // nothing is measured after the end
   }
 
   void fail(const std::string& why) {
@@ -584,7 +826,7 @@ class RangeCounters {
     ~Timer() { into.add(start); }
   };
   struct {
-    Spent startup, full, cache, passed, use, arm, start, drain, flush;
+    Spent startup, full, cache, passed, use, arm, start, drain, flush, copy;
   } spent_;
   struct {
     Spent* into = nullptr;  // the launch being measured, from before() to after()
@@ -614,7 +856,82 @@ class RangeCounters {
   void note(char c) {
     if (verbose_ && sequence_.size() < 8000) sequence_ += c;
   }
-  L2Flush l2_;
+  // The thread that makes every range-profiler call under user replay, with
+  // the measured context current: run() hands it a job and waits for it.
+  class Worker {
+   public:
+    Worker() = default;
+    Worker(const Worker&) = delete;
+    Worker& operator=(const Worker&) = delete;
+    ~Worker() { stop(); }
+    bool started() const { return thread_.joinable(); }
+    // Runs `job` on the worker (started at the first call) and waits;
+    // rethrows what it threw.
+    template <class F>
+    void run(F&& job) {
+      std::function<void()> f = std::forward<F>(job);
+      if (!started())
+        thread_ = std::thread([this] {
+          replaying() = true;  // its API calls are pasta's
+          loop();
+        });
+      std::unique_lock lock(mutex_);
+      job_ = &f;
+      error_ = nullptr;
+      wake_.notify_all();
+      wake_.wait(lock, [&] { return job_ == nullptr; });
+      if (error_) std::rethrow_exception(error_);
+    }
+    void stop() {
+      if (!started()) return;
+      {
+        std::lock_guard lock(mutex_);
+        quit_ = true;
+        wake_.notify_all();
+      }
+      thread_.join();
+      quit_ = false;
+    }
+
+   private:
+    void loop() {
+      std::unique_lock lock(mutex_);
+      for (;;) {
+        wake_.wait(lock, [&] { return job_ != nullptr || quit_; });
+        if (job_) {
+          try {
+            (*job_)();
+          } catch (...) {
+            error_ = std::current_exception();
+          }
+          job_ = nullptr;
+          wake_.notify_all();
+        } else if (quit_) {
+          return;
+        }
+      }
+    }
+    std::thread thread_;
+    std::mutex mutex_;
+    std::condition_variable wake_;
+    std::function<void()>* job_ = nullptr;
+    std::exception_ptr error_;
+    bool quit_ = false;
+  };
+
+  Driver driver_;
+  L2Flush l2_{driver_};
+  ReplayMemory memory_{driver_};
+  bool user_replay_ = true;
+  bool kernel_records_ = false;
+  // The launch before() chose for a user replay, until replay() runs.
+  struct {
+    bool due = false;
+    CUstream stream = nullptr;
+    std::uint64_t correlation = 0, signature = 0;
+  } owed_;
+  std::uint64_t unsaved_ = 0, captured_ = 0, unreplayed_ = 0, replayed_bytes_ = 0;
+  Worker worker_;  // last: stopped before the rest is destroyed
   std::uint64_t flushes_ = 0;
   std::string flush_error_;
   std::uint64_t per_signature_ = 1;

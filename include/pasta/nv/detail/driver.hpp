@@ -1,0 +1,99 @@
+// The CUDA driver entry points pasta's own device work calls (the L2 flush,
+// saving and restoring memory around a replayed launch, the replay itself),
+// looked up in the libcuda the process already loaded, so nothing links
+// against libcuda.
+#pragma once
+
+#include <cuda.h>
+#include <dlfcn.h>
+
+#include <stdexcept>
+#include <string>
+
+#include <pasta/core/detail/fmt.hpp>
+
+namespace pasta::nv::detail {
+
+struct Driver {
+  CUresult (*ctx_get_device)(CUdevice*) = nullptr;
+  CUresult (*ctx_synchronize)() = nullptr;
+  CUresult (*ctx_set_current)(CUcontext) = nullptr;
+  CUresult (*device_attribute)(int*, CUdevice_attribute, CUdevice) = nullptr;
+  CUresult (*module_load_data)(CUmodule*, const void*) = nullptr;
+  CUresult (*module_function)(CUfunction*, CUmodule, const char*) = nullptr;
+  CUresult (*module_unload)(CUmodule) = nullptr;
+  CUresult (*mem_alloc)(CUdeviceptr*, std::size_t) = nullptr;
+  CUresult (*mem_free)(CUdeviceptr) = nullptr;
+  CUresult (*mem_info)(std::size_t*, std::size_t*) = nullptr;
+  CUresult (*copy)(CUdeviceptr, CUdeviceptr, std::size_t, CUstream) = nullptr;
+  CUresult (*stream_synchronize)(CUstream) = nullptr;
+  CUresult (*stream_is_capturing)(CUstream, CUstreamCaptureStatus*) = nullptr;
+  CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                     unsigned, CUstream, void**, void**) = nullptr;
+  CUresult (*launch_ex)(const CUlaunchConfig*, CUfunction, void**, void**) = nullptr;
+  CUresult (*launch_cooperative)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                 unsigned, unsigned, CUstream, void**) = nullptr;
+  CUresult (*push)(CUcontext) = nullptr;
+  CUresult (*pop)(CUcontext*) = nullptr;
+  CUresult (*error_name)(CUresult, const char**) = nullptr;
+
+  bool bound() const { return error_name != nullptr; }
+
+  // Looks the entry points up; throws std::runtime_error if libcuda is not
+  // loaded or lacks one.
+  void bind() {
+    if (bound()) return;
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!lib) throw std::runtime_error("libcuda.so.1 is not loaded in this process");
+    try {
+      get(lib, ctx_get_device, "cuCtxGetDevice");
+      get(lib, ctx_synchronize, "cuCtxSynchronize");
+      get(lib, ctx_set_current, "cuCtxSetCurrent");
+      get(lib, device_attribute, "cuDeviceGetAttribute");
+      get(lib, module_load_data, "cuModuleLoadData");
+      get(lib, module_function, "cuModuleGetFunction");
+      get(lib, module_unload, "cuModuleUnload");
+      get(lib, mem_alloc, "cuMemAlloc_v2");
+      get(lib, mem_free, "cuMemFree_v2");
+      get(lib, mem_info, "cuMemGetInfo_v2");
+      get(lib, copy, "cuMemcpyDtoDAsync_v2");
+      get(lib, stream_synchronize, "cuStreamSynchronize");
+      get(lib, stream_is_capturing, "cuStreamIsCapturing");
+      get(lib, launch, "cuLaunchKernel");
+      get(lib, launch_ex, "cuLaunchKernelEx");
+      get(lib, launch_cooperative, "cuLaunchCooperativeKernel");
+      get(lib, push, "cuCtxPushCurrent_v2");
+      get(lib, pop, "cuCtxPopCurrent_v2");
+      get(lib, error_name, "cuGetErrorName");
+    } catch (...) {
+      dlclose(lib);
+      error_name = nullptr;
+      throw;
+    }
+    dlclose(lib);  // RTLD_NOLOAD took a reference; the program's own stays
+  }
+
+  // Throws std::runtime_error naming `what` and the driver's error.
+  void call(CUresult r, const char* what) const {
+    if (r == CUDA_SUCCESS) return;
+    const char* name = nullptr;
+    if (error_name) error_name(r, &name);
+    throw std::runtime_error(fmt::format("{}: {}", what, name ? name : std::to_string(r)));
+  }
+
+  // Whether work launched on `stream` now is captured into a graph rather than run.
+  bool capturing(CUstream stream) const {
+    CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+    call(stream_is_capturing(stream, &capture), "asking whether the stream is captured");
+    return capture != CU_STREAM_CAPTURE_STATUS_NONE;
+  }
+
+ private:
+  template <class F>
+  static void get(void* lib, F& fn, const char* name) {
+    fn = reinterpret_cast<F>(dlsym(lib, name));
+    if (!fn) throw std::runtime_error(fmt::format("libcuda has no {}", name));
+  }
+};
+
+}  // namespace pasta::nv::detail
