@@ -652,19 +652,24 @@ inline void Cupti::stop() {
   active_ = false;
   if (finish_counters_) {
     finish_counters_(this);
-    const bool unmeasured = counters_.unsaved() || counters_.captured() || counters_.unreplayed();
+    const bool unmeasured = counters_.unsaved() || counters_.unreplayed();
     if (counters_.user_replay() && (verbose_ || unmeasured))
       pasta::detail::log(fmt::format(
           "cupti handler: hardware counters by user replay: {} launches replayed by pasta, "
           "{:.2f} GiB of device memory saved per launch on average ({} allocations known at the "
           "end), L2 flushed before {} passes; not measured: {} (no room to save memory), {} "
-          "(stream being captured), {} (no driver launch call seen)",
+          "(no driver launch call seen)",
           counters_.measured(),
           counters_.measured() ? static_cast<double>(counters_.replayed_bytes()) /
                                      static_cast<double>(counters_.measured()) / (1ull << 30)
                                : 0.0,
-          counters_.allocations(), counters_.flushes(), counters_.unsaved(), counters_.captured(),
+          counters_.allocations(), counters_.flushes(), counters_.unsaved(),
           counters_.unreplayed()));
+    if (counters_.captured())
+      pasta::detail::log(fmt::format(
+          "cupti handler: hardware counters: {} launches captured into CUDA graphs were not "
+          "measured, nor are the kernels the graphs run",
+          counters_.captured()));
     if (verbose_ || counters_.mismatched() || counters_.other_context())
       pasta::detail::log(fmt::format(
           "cupti handler: hardware counters of {} launches ({} replay passes each), {} launches "

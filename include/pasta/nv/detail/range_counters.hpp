@@ -143,6 +143,7 @@ class RangeCounters {
     try {
       if (!ctx_) {
         Timer t(spent_.startup);
+        driver_.bind();
         if (user_replay_)
           worker_.run([&] {
             driver_.bind();
@@ -154,6 +155,14 @@ class RangeCounters {
       }
       if (ctx != ctx_) {
         ++other_context_;
+        return false;
+      }
+      if (driver_.capturing(stream)) {
+        // Captured into a graph, not run now: no range of its own (the
+        // kernels a graph runs have no launch callback and are not measured).
+        ++captured_;
+        if (running_) pause(emit);
+        note('g');
         return false;
       }
       const int k = plan_.pick(signature, index(configured_));
@@ -241,9 +250,8 @@ class RangeCounters {
   // launching thread, inside before() and after(). Under user replay every
   // range-profiler call runs on one thread of pasta's (Worker) while the
   // caller waits: launches made inside CUPTI's callbacks are not reported.
-  // Memory that could not be saved (no room for the backup) or a stream
-  // being captured leaves the launch unmeasured; a failure after the save
-  // restores the memory first.
+  // Memory that could not be saved (no room for the backup) leaves the
+  // launch unmeasured; a failure after the save restores the memory first.
   template <class Emit>
   void replay(const Launch& launch, Emit&& emit) {
     if (!owed_.due) return;
@@ -346,11 +354,12 @@ class RangeCounters {
   // Why L2 could not be flushed (then it was not, from that launch on).
   const std::string& flush_error() const { return flush_error_; }
   std::uint64_t flushes() const { return flushes_; }
-  // User replay: launches not measured because the memory could not be
-  // saved, because their stream was being captured, or because no driver
-  // launch call came; the bytes saved for the launches measured.
-  std::uint64_t unsaved() const { return unsaved_; }
+  // Launches captured into a graph (not run then, not measured).
   std::uint64_t captured() const { return captured_; }
+  // User replay: launches not measured because the memory could not be
+  // saved or because no driver launch call came; the bytes saved for the
+  // launches measured.
+  std::uint64_t unsaved() const { return unsaved_; }
   std::uint64_t unreplayed() const { return unreplayed_; }
   std::uint64_t replayed_bytes() const { return replayed_bytes_; }
   std::size_t allocations() const { return memory_.allocations().ranges().size(); }
@@ -602,11 +611,6 @@ class RangeCounters {
     // The launching thread's own default stream is not this thread's: the
     // legacy one instead (all work is waited for before and after anyway).
     const CUstream stream = owed_.stream == CU_STREAM_PER_THREAD ? nullptr : owed_.stream;
-    if (driver_.capturing(stream)) {
-      ++captured_;
-      plan_.lost(owed_.signature, index(&full_));
-      return false;
-    }
     bool saved = false;
     {
       Timer t(spent_.copy);
