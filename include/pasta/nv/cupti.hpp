@@ -225,10 +225,14 @@ class Cupti {
   // it, so that it is no range of its own. Found by name among CUPTI's
   // runtime and driver callbacks.
   void enable_interrupt_callbacks() {
-    static constexpr std::array<std::string_view, 9> prefixes{
+    // A capture's begin too: profiling must stop before it (stopping
+    // synchronises, which would end the capture in error).
+    static constexpr std::array<std::string_view, 11> prefixes{
         "cudaMemcpy",
         "cudaMemset",
         "cudaGraphLaunch",
+        "cudaStreamBeginCapture",
+        "cuStreamBeginCapture",
         "cudaLaunchCooperativeKernelMultiDevice",
         "cuMemcpy",
         "cuMemset",

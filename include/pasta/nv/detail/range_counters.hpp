@@ -158,10 +158,11 @@ class RangeCounters {
         return false;
       }
       if (driver_.capturing(stream)) {
-        // Captured into a graph, not run now: no range of its own (the
-        // kernels a graph runs have no launch callback and are not measured).
+        // Captured into a graph, not run now: not measured (nor are the
+        // kernels a graph runs: they have no launch callback). Profiling
+        // stopped at the capture's begin (an interrupt); stopping now would
+        // synchronise and so break the capture.
         ++captured_;
-        if (running_) pause(emit);
         note('g');
         return false;
       }
