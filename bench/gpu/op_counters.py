@@ -5,8 +5,8 @@ weights, torch.nn, one training step), with pasta and with Nsight Compute,
 over the same script on the same GPU, in one run:
 
   native   python gpt_block.py                         (the script alone)
-  pasta    pasta run --torch --counters -- python ...  (Range Profiler, CUPTI's or
-           pasta's own replay, the first launch of each signature measured)
+  pasta    pasta run --torch --counters -- python ...  (Range Profiler, pasta's own
+           replay, the first launch of each signature measured)
   ncu      ncu --metrics <the same metrics> python ...  (every launch replayed)
 
 Prints wall times and the ncu / pasta ratio, then compares the metrics per
@@ -20,10 +20,10 @@ leave their DRAM metrics out), per metric, and the worst ones.
 
 --ncu-cache none runs ncu without flushing caches before each replay pass (its
 default, all, flushes and invalidates them), and pasta with PASTA_COUNTER_CACHE=none
-(its default, all, flushes L2 before each replay pass). --replay pasta runs pasta with
-PASTA_COUNTER_REPLAY=pasta: it replays each measured kernel itself, restoring the program's memory
-and flushing L2 before every pass, as ncu does; under the default, cupti (CUPTI's kernel replay),
-the cache-sensitive metrics of kernels measured under replay only are shown apart.
+(its default, all, flushes L2 before each replay pass). pasta replays each
+measured kernel itself, restoring the program's memory and flushing L2 before every pass, as ncu
+does; --replay cupti runs it with PASTA_COUNTER_REPLAY=cupti (CUPTI's kernel replay) and shows
+the cache-sensitive metrics of kernels measured under replay only apart.
 """
 import csv
 import io
@@ -110,7 +110,7 @@ def main(argv):
     layers = opts.get("--layers", "12")
     ncu_timeout = float(opts.get("--ncu-timeout", "420"))
     cache = opts.get("--ncu-cache", "all")
-    replay = opts.get("--replay", "cupti")
+    replay = opts.get("--replay", "pasta")
     script = [sys.executable, os.path.join(ROOT, "examples", "pytorch", "gpt_block.py"),
               "--layers", layers, "--steps", "1"]
     gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],

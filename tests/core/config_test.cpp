@@ -191,9 +191,9 @@ TEST_CASE("PASTA_COUNTER_CACHE: all (the default, like ncu) or none") {
   CHECK(cfg.counter_cache_flush);
 }
 
-TEST_CASE("PASTA_COUNTER_REPLAY: cupti (the default) or pasta") {
+TEST_CASE("PASTA_COUNTER_REPLAY: pasta (the default) or cupti") {
   Config cfg;
-  CHECK_FALSE(cfg.counter_user_replay);
+  CHECK(cfg.counter_user_replay);
   CHECK(apply_env(cfg, FakeEnv{{{"PASTA_COUNTER_REPLAY", "pasta"}}}).empty());
   CHECK(cfg.counter_user_replay);
   const auto errors = apply_env(cfg, FakeEnv{{{"PASTA_COUNTER_REPLAY", "kernel"}}});

@@ -67,12 +67,11 @@ struct Config {
   // of the cache-sensitive metrics), like ncu's default --cache-control all;
   // none = L2 as the program (or the memory restore) left it.
   bool counter_cache_flush = true;
-  // PASTA_COUNTER_REPLAY: cupti = CUPTI's kernel replay (it saves only what
-  // the kernel may write, and L2 holds that restore when the kernel runs);
-  // pasta = pasta replays a measured kernel itself, saving and restoring all
-  // device memory, L2 flushed before every pass, like ncu (opt-in: it fails
-  // to start the profiler in some programs, docs/op-profile.md).
-  bool counter_user_replay = false;
+  // PASTA_COUNTER_REPLAY: pasta = pasta replays a measured kernel itself,
+  // saving and restoring all device memory, L2 flushed before every pass,
+  // like ncu; cupti = CUPTI's kernel replay (it saves only what the kernel
+  // may write, and L2 holds that restore when the kernel runs).
+  bool counter_user_replay = true;
   unsigned pc_sampling_period = 0;  // PASTA_PC_SAMPLING_PERIOD: 2^N cycles, 5-31 (0 = CUPTI's)
   std::string stall_samples;        // PASTA_STALL_SAMPLES: the sampled run's stall_samples.json
   std::string nvdisasm;             // PASTA_NVDISASM: the disassembler (empty = search)

@@ -3,7 +3,7 @@
 // run as many passes as the metrics need. The metrics are core/metrics.hpp's,
 // under ncu's names. Two ways to replay (PASTA_COUNTER_REPLAY):
 //
-// pasta (opt-in): user replay, as ncu does it. At the driver's launch
+// pasta (the default): user replay, as ncu does it. At the driver's launch
 // call, before it runs, pasta saves the program's device memory
 // (ReplayMemory), then for each pass restores it, flushes L2 (L2Flush),
 // starts the profiler, launches the kernel itself with the program's
@@ -17,7 +17,7 @@
 // kernel records are off during the passes (with them on, the
 // SASS-instruction counts, and so the flop count, read 0).
 //
-// cupti (the default): CUPTI's kernel replay, which saves and restores the
+// cupti: CUPTI's kernel replay, which saves and restores the
 // memory the kernel may write itself, inside the launch.
 //
 // Ranges carry no launch id, only their order (their names are their
@@ -927,7 +927,7 @@ class RangeCounters {
   Driver driver_;
   L2Flush l2_{driver_};
   ReplayMemory memory_{driver_};
-  bool user_replay_ = false;
+  bool user_replay_ = true;
   bool kernel_records_ = false;
   // The launch before() chose for a user replay, until replay() runs.
   struct {
