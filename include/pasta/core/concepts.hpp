@@ -27,7 +27,9 @@ concept ToolAccepts = requires(T& tool, const E& event) {
 // an on() for that type turns them on. A tool that takes every event
 // (EventCount, Record) still receives them once another tool has.
 template <class E>
-inline constexpr bool on_request = requires { requires E::on_request; };
+inline constexpr bool on_request = requires {
+  requires E::on_request;
+};
 
 namespace detail {
 // An event no tool names: only a tool that takes every event accepts it.
@@ -39,8 +41,7 @@ struct AnyEvent {
 
 // Whether T makes the handler produce E (ToolSet::wants).
 template <class T, class E>
-concept ToolRequests =
-    ToolAccepts<T, E> && (!on_request<E> || !ToolAccepts<T, detail::AnyEvent>);
+concept ToolRequests = ToolAccepts<T, E> &&(!on_request<E> || !ToolAccepts<T, detail::AnyEvent>);
 
 namespace detail {
 template <class T>

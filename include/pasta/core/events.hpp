@@ -336,7 +336,8 @@ struct TensorView {
 struct KernelCounters {  // hardware counters of one kernel launch, from a profiling handler
   static constexpr EventKind kind = EventKind::kernel_counters;
   static constexpr std::string_view type_name = "KernelCounters";
-  static constexpr bool on_request = true;  // kernel replay: see ToolRequests (core/concepts.hpp)
+  // Kernel replay: turned on only by a tool naming it (ToolRequests, core/concepts.hpp).
+  static constexpr bool on_request = true;
   std::uint64_t correlation = 0;  // of the launch measured (KernelComplete::correlation)
   std::uint32_t device = 0;
   std::uint32_t passes = 0;  // replays of the kernel it took to collect them
@@ -353,7 +354,8 @@ struct KernelCounters {  // hardware counters of one kernel launch, from a profi
 struct StallSample {  // PC sampling: warps found stalled at one instruction, for one reason
   static constexpr EventKind kind = EventKind::stall_sample;
   static constexpr std::string_view type_name = "StallSample";
-  static constexpr bool on_request = true;  // PC sampling: see ToolRequests (core/concepts.hpp)
+  // PC sampling: turned on only by a tool naming it (ToolRequests, core/concepts.hpp).
+  static constexpr bool on_request = true;
   NameId function{};     // the kernel (mangled name) the instruction belongs to
   std::uint64_t pc = 0;  // offset of the instruction within the function
   NameId reason{};       // the stall reason as the sampler names it, e.g. "long_scoreboard"
