@@ -81,11 +81,13 @@ struct Driver {
     throw std::runtime_error(fmt::format("{}: {}", what, name ? name : std::to_string(r)));
   }
 
-  // Whether work launched on `stream` now is captured into a graph rather than run.
+  // Whether work launched on `stream` now is captured into a graph rather
+  // than run; also when the driver will not say (the legacy stream while
+  // another stream captures in global mode): pasta then leaves it alone.
   bool capturing(CUstream stream) const {
     CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-    call(stream_is_capturing(stream, &capture), "asking whether the stream is captured");
-    return capture != CU_STREAM_CAPTURE_STATUS_NONE;
+    return stream_is_capturing(stream, &capture) != CUDA_SUCCESS ||
+           capture != CU_STREAM_CAPTURE_STATUS_NONE;
   }
 
  private:
