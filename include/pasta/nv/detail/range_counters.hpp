@@ -936,7 +936,6 @@ class RangeCounters {
     std::uint64_t correlation = 0, signature = 0;
   } owed_;
   std::uint64_t unsaved_ = 0, captured_ = 0, unreplayed_ = 0, replayed_bytes_ = 0;
-  Worker worker_;  // last: stopped before the rest is destroyed
   std::uint64_t flushes_ = 0;
   std::string flush_error_;
   std::uint64_t per_signature_ = 1;
@@ -947,6 +946,7 @@ class RangeCounters {
   static constexpr std::uint32_t pass_over = 4;
   std::uint32_t passed_in_row_ = 0;
   std::string error_;
+  Worker worker_;  // last: stopped before what its jobs use is destroyed
 };
 
 }  // namespace pasta::nv::detail
