@@ -1,22 +1,30 @@
-// A probe for replaying kernels in pasta itself (CUPTI's user replay) rather
-// than in CUPTI (its kernel replay, what nv::detail::RangeCounters does):
-// CUPTI's Range Profiler on two kernels (`big`, an in-place stream over
-// 256 MB; `small`, 4 MB that stay in L2), each measured 3 times, with
-//   kernel        CUPTI's kernel replay (L2 flushed before the launch)
-//   user          user replay: memory saved, then per pass restored, L2
-//                 flushed, kernel launched between Start and Stop
-//   user-noflush  the same without the flush
-//   user-keep     user replay, the configuration kept across launches
-//   user-warm     the kernels' module loaded before the profiler starts
-//   user-drv      relaunched through cuLaunchKernel
-//   user-sub      a CUPTI callback subscriber present
-//   user-cb-same  replayed inside the launch's CUPTI callback
-//   user-cb       replayed on another thread while the callback waits
-//   user-act      user-sub with CUPTI's kernel activity records on (the SASS
-//                 counts read 0)
-//   plain         no profiler (for ncu)
+// A probe for replaying kernels in pasta itself (CUPTI's user replay, what
+// nv::detail::RangeCounters does by default) rather than in CUPTI (its kernel
+// replay, PASTA_COUNTER_REPLAY=cupti): CUPTI's Range Profiler on three
+// kernels (`big`, an in-place stream over 256 MB; `small`, 4 MB that stay in
+// L2; `wonly`, 256 KB written and never read), each measured 3 times, with
+//   kernel          CUPTI's kernel replay (L2 flushed before the launch)
+//   kernel-discard  the same, the flush buffer's lines then discarded from L2
+//   user            user replay: memory saved, then per pass restored, L2
+//                   flushed, kernel launched between Start and Stop
+//   user-discard    user replay, the flush buffer's lines then discarded
+//                   (discard.global.L2), so L2 is left empty
+//   user-noflush    the same without the flush
+//   user-keep       user replay, the configuration kept across launches
+//   user-warm       the kernels' module loaded before the profiler starts
+//   user-drv        relaunched through cuLaunchKernel
+//   user-sub        a CUPTI callback subscriber present
+//   user-cb-same    replayed inside the launch's CUPTI callback
+//   user-cb         replayed on another thread while the callback waits
+//   user-act        user-sub with CUPTI's kernel activity records on (the
+//                   SASS counts read 0)
+//   plain           no profiler (for ncu)
 // It prints the metrics and where the time went per launch; run.sh builds it,
 // runs the modes in PROBE_MODES and ncu on `plain`, on the GPU machine.
+// Measured on the H100 (2026-11-24): `wonly` writes 0-256 bytes to DRAM under
+// user replay with or without the discard, 16 KB or less under ncu, and
+// 123-146 KB under CUPTI's kernel replay; its L2 hit rate reads ~100% in all
+// three, ncu's included (98.6-101%).
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <cupti.h>
@@ -87,6 +95,19 @@ __global__ void small(float* c, size_t n) {
        i += (size_t)gridDim.x * blockDim.x)
     c[i] = c[i] * 1.0001f + 1.f;
 }
+// Writes without reading, a few hundred KB (like an optimizer's foreach kernels).
+__global__ void wonly(float* d, size_t n) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+       i += (size_t)gridDim.x * blockDim.x)
+    d[i] = 0.5f * (float)i;
+}
+// After a flush: drops the flush buffer's lines from L2 without writing them
+// back (sm_80+), so L2 is left empty, as after ncu's invalidation.
+__global__ void discard(const int4* buf, size_t lines) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < lines;
+       i += (size_t)gridDim.x * blockDim.x)
+    asm volatile("discard.global.L2 [%0], 128;" ::"l"(buf + 8 * i) : "memory");
+}
 __global__ void flush(const int4* buf, size_t n, int* sink) {
   int x = 0;
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
@@ -122,13 +143,15 @@ static void CUPTIAPI on_cb(void*, CUpti_CallbackDomain d, CUpti_CallbackId id, c
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "plain";
   constexpr int nm = int(sizeof(names) / sizeof(names[0]));  // pasta's metrics (core/metrics.hpp)
-  const size_t nb = 64u << 20, ns = 1u << 20;
-  float *a, *b, *c;
+  const size_t nb = 64u << 20, ns = 1u << 20, nw = 64u << 10;
+  float *a, *b, *c, *d;
   int4* fb;
   int* sink;
   CR(cudaMalloc(&a, nb * 4));
   CR(cudaMalloc(&b, nb * 4));
   CR(cudaMalloc(&c, ns * 4));
+  CR(cudaMalloc(&d, nw * 4));
+  CR(cudaMemset(d, 0, nw * 4));
   int l2 = 0;
   CR(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
   size_t fwords = 2ull * l2 / 16;
@@ -138,10 +161,11 @@ int main(int argc, char** argv) {
   CR(cudaMemset(b, 0, nb * 4));
   CR(cudaMemset(c, 0, ns * 4));
   CR(cudaMemset(fb, 0, fwords * 16));
-  float *sa, *sb, *sc;  // backups for user replay
+  float *sa, *sb, *sc, *sd;  // backups for user replay
   CR(cudaMalloc(&sa, nb * 4));
   CR(cudaMalloc(&sb, nb * 4));
   CR(cudaMalloc(&sc, ns * 4));
+  CR(cudaMalloc(&sd, nw * 4));
   CR(cudaDeviceSynchronize());
   // Every buffer the kernels write, copied to its backup (save) or back (restore).
   auto copy_all = [&](bool save) {
@@ -152,6 +176,7 @@ int main(int argc, char** argv) {
     copy(a, sa, nb);
     copy(b, sb, nb);
     copy(c, sc, ns);
+    copy(d, sd, nw);
   };
   auto results = [&](const char* label) {
     CR(cudaDeviceSynchronize());
@@ -163,8 +188,10 @@ int main(int argc, char** argv) {
   auto launch = [&](int k) {
     if (k == 0)
       big<<<1056, 512>>>(a, b, nb);
-    else
+    else if (k == 1)
       small<<<264, 256>>>(c, ns);
+    else
+      wonly<<<64, 256>>>(d, nw);
   };
   if (mode == "user-warm") {
     launch(0);
@@ -173,10 +200,13 @@ int main(int argc, char** argv) {
     CR(cudaMemset(b, 0, nb * 4));
     CR(cudaMemset(c, 0, ns * 4));
   }
-  auto doflush = [&] { flush<<<1056, 256>>>(fb, fwords, sink); };
+  auto doflush = [&] {
+    flush<<<1056, 256>>>(fb, fwords, sink);
+    if (mode == "user-discard" || mode == "kernel-discard") discard<<<1056, 256>>>(fb, fwords / 8);
+  };
   if (mode == "plain") {
     for (int r = 0; r < 3; ++r)
-      for (int k = 0; k < 2; ++k) launch(k);
+      for (int k = 0; k < 3; ++k) launch(k);
     results("plain");
     return 0;
   }
@@ -237,9 +267,10 @@ int main(int argc, char** argv) {
   CK(cuptiRangeProfilerGetCounterDataSize(&ds));
   std::vector<uint8_t> data(ds.counterDataSize);
   std::printf("enable %.1f ms\n", ms(t0));
-  const bool user = mode == "user" || mode == "user-noflush" || mode == "user-keep" ||
-                    mode == "user-act" || mode == "user-warm" || mode == "user-drv" ||
-                    mode == "user-cb" || mode == "user-cb-same" || mode == "user-sub";
+  const bool user = mode == "user" || mode == "user-discard" || mode == "user-noflush" ||
+                    mode == "user-keep" || mode == "user-act" || mode == "user-warm" ||
+                    mode == "user-drv" || mode == "user-cb" || mode == "user-cb-same" ||
+                    mode == "user-sub";
   // The configuration kept across launches: all user modes but the first two.
   const bool keep = user && mode != "user" && mode != "user-noflush";
   int launchNo = 0;
@@ -277,7 +308,7 @@ int main(int argc, char** argv) {
     std::exit(1);
   };
   for (int r = 0; r < 3; ++r)
-    for (int k = 0; k < 2; ++k) {
+    for (int k = 0; k < 3; ++k) {
       auto tl = Clock::now();
       if (!keep || launchNo == 0) {
         std::fill(data.begin(), data.end(), 0);
@@ -337,9 +368,12 @@ int main(int argc, char** argv) {
               size_t nn = k == 0 ? nb : ns;
               void* args0[] = {&a, &b, &nn};
               void* args1[] = {&c, &nn};
-              check_launch(
-                  k == 0 ? cuLaunchKernel(fbig, 1056, 1, 1, 512, 1, 1, 0, 0, args0, nullptr)
-                         : cuLaunchKernel(fsmall, 264, 1, 1, 256, 1, 1, 0, 0, args1, nullptr));
+              if (k == 2)
+                launch(k);
+              else
+                check_launch(
+                    k == 0 ? cuLaunchKernel(fbig, 1056, 1, 1, 512, 1, 1, 0, 0, args0, nullptr)
+                           : cuLaunchKernel(fsmall, 264, 1, 1, 256, 1, 1, 0, 0, args1, nullptr));
             } else
               launch(k);
             ts = Clock::now();
