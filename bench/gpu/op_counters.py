@@ -17,6 +17,11 @@ leave their DRAM metrics out), per metric, and the worst ones.
 
     op_counters.py BUILD_DIR OUT_DIR [--layers 12] [--ncu-timeout 420] [--pasta-timeout 300]
                    [--ncu-cache all|none] [--replay pasta|cupti]
+    op_counters.py --compare BUILD_DIR PROFILE_JSON NCU_CSV[.gz]   (again, from a run's files)
+
+Each kernel's metrics are compared twice: against ncu's mean over all launches of the same
+(kernel, grid, block), what pasta's propagation to unmeasured launches claims, and against
+ncu's first such launch, the launch pasta measured (how well pasta measures).
 
 --ncu-cache none runs ncu without flushing caches before each replay pass (its
 default, all, flushes and invalidates them), and pasta with PASTA_COUNTER_CACHE=none
@@ -26,6 +31,7 @@ does; --replay cupti runs it with PASTA_COUNTER_REPLAY=cupti (CUPTI's kernel rep
 the cache-sensitive metrics of kernels measured under replay only apart.
 """
 import csv
+import gzip
 import io
 import json
 import os
@@ -99,7 +105,74 @@ def per_launch(entries, additive):
     return {k: {key: v / counts[k] for key, v in s.items()} for k, s in sums.items()}
 
 
+def profile_entries(profile):
+    """Every kernel entry of an op_counters.profile.json, operators' and unattributed."""
+    return list(profile["unattributed"]) + [k for op in profile["operators"] for k in op["kernels"]]
+
+
+def agreement(ours, theirs, replay, again, title):
+    """Prints how many values of `ours` lie within 5% of `theirs`, per metric, and the worst."""
+    common = sorted(set(ours) & set(theirs))
+    agree, total, worst, per_key = 0, 0, [], {}
+    for k in common:
+        dram = max(ours[k].get("dram_bytes_read", 0) + ours[k].get("dram_bytes_write", 0),
+                   theirs[k].get("dram_bytes_read", 0) + theirs[k].get("dram_bytes_write", 0))
+        for key, v in theirs[k].items():
+            if key not in ours[k] or (key.startswith("dram_") and dram < (1 << 20)):
+                continue
+            mine = ours[k][key]
+            diff = abs(mine - v)
+            ok = (diff <= 0.05 * max(abs(mine), abs(v)) or (key.endswith("_pct") and diff <= 0.5)
+                  or (key.startswith("dram_bytes") and diff <= DRAM_FLOOR))
+            total += 1
+            agree += ok
+            rel = diff / max(abs(mine), abs(v), 1e-30)
+            replay_only = replay == "cupti" and key in CACHE_SENSITIVE and k not in again
+            per_key.setdefault(key + (" (replay only)" if replay_only else ""), []).append((ok, rel))
+            if not ok:
+                worst.append((rel, k[0][:60], key, mine, v))
+    print(f"{title}: kernels compared: {len(common)} of {len(theirs)} ncu saw; metric values "
+          f"within 5%: {agree} of {total} ({100.0 * agree / max(total, 1):.1f}%)")
+    print(f"  {'metric':<38} {'within 5%':>12} {'median diff':>12}")
+    for key, rows in sorted(per_key.items()):
+        rels = sorted(r for _, r in rows)
+        print(f"  {key:<38} {sum(o for o, _ in rows):>5} of {len(rows):<4} "
+              f"{100 * rels[len(rels) // 2]:>11.1f}%")
+    for rel, kernel, key, mine, v in sorted(worst, reverse=True)[:10]:
+        print(f"  off by {rel:.0%}: {kernel} {key}: pasta {mine:.4g}, ncu {v:.4g}")
+
+
+def compare(build, entries, ncu_csv, replay):
+    """pasta's profile entries against ncu's CSV of the same script, twice: against ncu's mean
+    over all launches of a (kernel, grid, block), which is what pasta's propagation claims,
+    and against ncu's first launch of it, the launch pasta measured."""
+    additive = {m: True for m in ("dram_bytes_read", "dram_bytes_write", "flops", "inst_executed")}
+    ours = per_launch([(e["kernel"], e["grid"], e["block"], e["launches"],
+                        {k: v for k, v in e["metrics"].items() if v is not None})
+                       for e in entries if e["metrics"]], additive)
+    launches = ncu_launches(build, ncu_csv)
+    theirs = per_launch([(k, g, b, 1, m) for k, g, b, m in launches], {})
+    first = {}
+    for k, g, b, m in launches:  # in launch order
+        first.setdefault((k, tuple(g), tuple(b)), m)
+    # Kernels measured more than once: their cache-sensitive metrics come from a one-pass
+    # measurement with L2 flushed; the others' from kernel replay only.
+    again = {(e["kernel"], tuple(e["grid"]), tuple(e["block"])) for e in entries if e["measured"] > 1}
+    agreement(ours, theirs, replay, again, "against ncu's mean over the launches")
+    agreement(ours, first, replay, again, "against ncu's first launch (the one pasta measured)")
+
+
 def main(argv):
+    if len(argv) == 5 and argv[1] == "--compare":
+        # Offline: --compare BUILD PROFILE NCU_CSV (.gz too), the files a run leaves.
+        with open(argv[3]) as f:
+            profile = json.load(f)
+        opener = gzip.open if argv[4].endswith(".gz") else open
+        with opener(argv[4], "rt") as f:
+            csv_text = f.read()
+        compare(os.path.abspath(argv[2]), profile_entries(profile), csv_text,
+                profile.get("replay", "pasta"))
+        return 0
     args = [a for a in argv[1:] if not a.startswith("--")]
     opts = dict(zip(argv[1::2], argv[2::2]))
     if len(args) < 2:
@@ -136,7 +209,7 @@ def main(argv):
 
     with open(os.path.join(out, "pasta", "op_counters.profile.json")) as f:
         profile = json.load(f)
-    entries = list(profile["unattributed"]) + [k for op in profile["operators"] for k in op["kernels"]]
+    entries = profile_entries(profile)
     launches = sum(e["launches"] for e in entries)
     measured = sum(e["measured"] for e in entries)
     print(f"GPT, {layers} blocks, one training step, {gpu}; ncu --cache-control {cache}; "
@@ -158,42 +231,7 @@ def main(argv):
         return 0
     with open(os.path.join(out, "ncu.csv"), "w") as f:
         f.write(ncu.stdout)
-    additive = {m: True for m in ("dram_bytes_read", "dram_bytes_write", "flops", "inst_executed")}
-    ours = per_launch([(e["kernel"], e["grid"], e["block"], e["launches"],
-                        {k: v for k, v in e["metrics"].items() if v is not None})
-                       for e in entries if e["metrics"]], additive)
-    theirs = per_launch([(k, g, b, 1, m) for k, g, b, m in ncu_launches(build, ncu.stdout)], {})
-    # Kernels measured more than once: their cache-sensitive metrics come from a one-pass
-    # measurement with L2 flushed; the others' from kernel replay only.
-    again = {(e["kernel"], tuple(e["grid"]), tuple(e["block"])) for e in entries if e["measured"] > 1}
-    common = sorted(set(ours) & set(theirs))
-    agree, total, worst, per_key = 0, 0, [], {}
-    for k in common:
-        dram = max(ours[k].get("dram_bytes_read", 0) + ours[k].get("dram_bytes_write", 0),
-                   theirs[k].get("dram_bytes_read", 0) + theirs[k].get("dram_bytes_write", 0))
-        for key, v in theirs[k].items():
-            if key not in ours[k] or (key.startswith("dram_") and dram < (1 << 20)):
-                continue
-            mine = ours[k][key]
-            diff = abs(mine - v)
-            ok = (diff <= 0.05 * max(abs(mine), abs(v)) or (key.endswith("_pct") and diff <= 0.5)
-                  or (key.startswith("dram_bytes") and diff <= DRAM_FLOOR))
-            total += 1
-            agree += ok
-            rel = diff / max(abs(mine), abs(v), 1e-30)
-            replay_only = replay == "cupti" and key in CACHE_SENSITIVE and k not in again
-            per_key.setdefault(key + (" (replay only)" if replay_only else ""), []).append((ok, rel))
-            if not ok:
-                worst.append((rel, k[0][:60], key, mine, v))
-    print(f"kernels compared: {len(common)} of {len(theirs)} ncu saw; metric values within 5%: "
-          f"{agree} of {total} ({100.0 * agree / max(total, 1):.1f}%)")
-    print(f"  {'metric':<38} {'within 5%':>12} {'median diff':>12}")
-    for key, rows in sorted(per_key.items()):
-        rels = sorted(r for _, r in rows)
-        print(f"  {key:<38} {sum(o for o, _ in rows):>5} of {len(rows):<4} "
-              f"{100 * rels[len(rels) // 2]:>11.1f}%")
-    for rel, kernel, key, mine, v in sorted(worst, reverse=True)[:10]:
-        print(f"  off by {rel:.0%}: {kernel} {key}: pasta {mine:.4g}, ncu {v:.4g}")
+    compare(build, entries, ncu.stdout, replay)
     return 0
 
 
