@@ -6,7 +6,7 @@
 set -x
 CUPTI=$(dirname $(find / -name libcupti.so* -path "*lib*" 2>/dev/null | head -1))
 INC=$(dirname $(find / -name cupti_range_profiler.h 2>/dev/null | head -1))
-nvcc -std=c++17 -arch=sm_90 -o /tmp/probe bench/gpu/probe/user_replay.cu -I$INC -L$CUPTI -lcupti -lcuda -Xlinker -rpath=$CUPTI || exit 1
+nvcc -std=c++17 -arch=sm_90 -o /tmp/probe bench/gpu/probe/user_replay.cu -I$INC -L$CUPTI -lcupti -lcuda -lcublas -Xlinker -rpath=$CUPTI || exit 1
 for m in ${PROBE_MODES:-plain kernel user user-noflush}; do /tmp/probe $m; done
 M="dram__bytes_read.sum,dram__bytes_write.sum,gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed,l1tex__t_sector_hit_rate.pct,lts__t_sector_hit_rate.pct,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum"
-ncu --metrics $M --clock-control none --cache-control all --print-units base /tmp/probe plain 2>&1 | grep -v "^==PROF==" | grep -E "big|small|wonly|dram|sm__|l1tex|lts|inst"
+ncu --metrics $M --clock-control none --cache-control all --print-units base /tmp/probe plain 2>&1 | grep -v "^==PROF==" | grep -E "big|small|wonly|gemm|sgemm|Kernel|dram|sm__|l1tex|lts|inst"

@@ -2,7 +2,8 @@
 // nv::detail::RangeCounters does by default) rather than in CUPTI (its kernel
 // replay, PASTA_COUNTER_REPLAY=cupti): CUPTI's Range Profiler on three
 // kernels (`big`, an in-place stream over 256 MB; `small`, 4 MB that stay in
-// L2; `wonly`, 256 KB written and never read), each measured 3 times, with
+// L2; `wonly`, 256 KB written and never read; a cuBLAS SGEMM writing 1.5 MB),
+// each measured 3 times, with
 //   kernel          CUPTI's kernel replay (L2 flushed before the launch)
 //   kernel-discard  the same, the flush buffer's lines then discarded from L2
 //   user            user replay: memory saved, then per pass restored, L2
@@ -24,7 +25,10 @@
 // Measured on the H100 (2026-11-24): `wonly` writes 0-256 bytes to DRAM under
 // user replay with or without the discard, 16 KB or less under ncu, and
 // 123-146 KB under CUPTI's kernel replay; its L2 hit rate reads ~100% in all
-// three, ncu's included (98.6-101%).
+// three, ncu's included (98.6-101%). The SGEMM (cuBLAS picks a split-K
+// pair; the first kernel is read): 256-1024 bytes written under user replay,
+// 0 under ncu, 7.1 MB under CUPTI's kernel replay; 3.98 MB read in all three.
+#include <cublas_v2.h>
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <cupti.h>
@@ -161,6 +165,19 @@ int main(int argc, char** argv) {
   CR(cudaMemset(b, 0, nb * 4));
   CR(cudaMemset(c, 0, ns * 4));
   CR(cudaMemset(fb, 0, fwords * 16));
+  const int gm = 768, gn = 512, gk = 768;
+  float *ga, *gb, *gc, *sgc;
+  CR(cudaMalloc(&ga, sizeof(float) * gm * gk));
+  CR(cudaMalloc(&gb, sizeof(float) * gk * gn));
+  CR(cudaMalloc(&gc, sizeof(float) * gm * gn));
+  CR(cudaMalloc(&sgc, sizeof(float) * gm * gn));
+  CR(cudaMemset(ga, 0x3c, sizeof(float) * gm * gk));
+  CR(cudaMemset(gb, 0x3c, sizeof(float) * gk * gn));
+  cublasHandle_t blas;
+  if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS) {
+    std::printf("FAIL cublasCreate\n");
+    return 1;
+  }
   float *sa, *sb, *sc, *sd;  // backups for user replay
   CR(cudaMalloc(&sa, nb * 4));
   CR(cudaMalloc(&sb, nb * 4));
@@ -177,6 +194,7 @@ int main(int argc, char** argv) {
     copy(b, sb, nb);
     copy(c, sc, ns);
     copy(d, sd, nw);
+    copy(gc, sgc, size_t(gm) * gn);
   };
   auto results = [&](const char* label) {
     CR(cudaDeviceSynchronize());
@@ -190,8 +208,16 @@ int main(int argc, char** argv) {
       big<<<1056, 512>>>(a, b, nb);
     else if (k == 1)
       small<<<264, 256>>>(c, ns);
-    else
+    else if (k == 2)
       wonly<<<64, 256>>>(d, nw);
+    else {  // a GEMM whose 1.5 MB output stays in L2, as the GPT's do
+      const float one = 1.f, zero = 0.f;
+      if (cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, gm, gn, gk, &one, ga, gm, gb, gk, &zero, gc,
+                      gm) != CUBLAS_STATUS_SUCCESS) {
+        std::printf("FAIL cublasSgemm\n");
+        std::exit(1);
+      }
+    }
   };
   if (mode == "user-warm") {
     launch(0);
@@ -206,7 +232,7 @@ int main(int argc, char** argv) {
   };
   if (mode == "plain") {
     for (int r = 0; r < 3; ++r)
-      for (int k = 0; k < 3; ++k) launch(k);
+      for (int k = 0; k < 4; ++k) launch(k);
     results("plain");
     return 0;
   }
@@ -308,7 +334,7 @@ int main(int argc, char** argv) {
     std::exit(1);
   };
   for (int r = 0; r < 3; ++r)
-    for (int k = 0; k < 3; ++k) {
+    for (int k = 0; k < 4; ++k) {
       auto tl = Clock::now();
       if (!keep || launchNo == 0) {
         std::fill(data.begin(), data.end(), 0);
@@ -368,7 +394,7 @@ int main(int argc, char** argv) {
               size_t nn = k == 0 ? nb : ns;
               void* args0[] = {&a, &b, &nn};
               void* args1[] = {&c, &nn};
-              if (k == 2)
+              if (k >= 2)
                 launch(k);
               else
                 check_launch(
