@@ -40,9 +40,11 @@ TEST_CASE("Allocations: added, freed by start, unmapped by range; a reused addre
   a.add(0x12000, 0x1000);
   a.remove(0x11000, 0x1000);
   CHECK(a.ranges() == std::vector<Range>{{0x3100, 0x400}, {0x10000, 0x1000}, {0x12000, 0x1000}});
+  CHECK(a.count() == 3);
   // An unmapped range covering the rest.
   a.remove(0x0, 0x20000);
   CHECK(a.ranges().empty());
+  CHECK(a.count() == 0);
   CHECK(a.bytes() == 0);
 }
 
@@ -98,4 +100,16 @@ TEST_CASE("memory_calls: every allocation call once, driver and runtime") {
   std::size_t driver = 0;
   for (const auto& m : memory_calls) driver += m.domain == CUPTI_CB_DOMAIN_DRIVER_API;
   CHECK(driver == 12);
+}
+
+TEST_CASE("ByCallback: a value per runtime and driver callback, nothing for other domains") {
+  pasta::nv::detail::ByCallback<char> t;
+  CHECK(t(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2) == 0);  // none set
+  t.set(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, 'y');
+  t.set(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, 'g');
+  CHECK(t(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2) == 'y');
+  CHECK(t(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020) == 'g');
+  CHECK(t(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2) == 0);
+  CHECK(t(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2) == 0);
+  CHECK(t(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE + 5) == 0);  // past the table
 }

@@ -26,9 +26,9 @@
 #include <string>
 #include <string_view>
 #include <thread>
-#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include <pasta/core/detail/fmt.hpp>
@@ -239,12 +239,9 @@ class Cupti {
         "cuGraphLaunch",
         "cuLaunchGrid",
         "cuLaunchCooperativeKernelMultiDevice"};
-    for (auto [domain, size, table] :
-         {std::tuple{CUPTI_CB_DOMAIN_RUNTIME_API, std::uint32_t{CUPTI_RUNTIME_TRACE_CBID_SIZE},
-                     &interrupt_runtime_},
-          std::tuple{CUPTI_CB_DOMAIN_DRIVER_API, std::uint32_t{CUPTI_DRIVER_TRACE_CBID_SIZE},
-                     &interrupt_driver_}}) {
-      table->assign(size, 0);
+    for (auto [domain, size] :
+         {std::pair{CUPTI_CB_DOMAIN_RUNTIME_API, std::uint32_t{CUPTI_RUNTIME_TRACE_CBID_SIZE}},
+          std::pair{CUPTI_CB_DOMAIN_DRIVER_API, std::uint32_t{CUPTI_DRIVER_TRACE_CBID_SIZE}}}) {
       for (CUpti_CallbackId id = 1; id < size; ++id) {
         const char* name = nullptr;
         if (cuptiGetCallbackName(domain, id, &name) != CUPTI_SUCCESS || !name) continue;
@@ -252,32 +249,19 @@ class Cupti {
         if (std::ranges::none_of(prefixes, [&](std::string_view p) { return n.starts_with(p); }))
           continue;
         if (cuptiEnableCallback(1, subscriber_, domain, id) == CUPTI_SUCCESS)
-          (*table)[id] = n.find("Memset") != n.npos ? 'x' : n.find("Memcpy") != n.npos ? 'y' : 'g';
+          interrupts_.set(domain, id,
+                          n.find("Memset") != n.npos   ? 'x'
+                          : n.find("Memcpy") != n.npos ? 'y'
+                                                       : 'g');
       }
     }
-  }
-  // What GPU work a callback is: 0 (none of these), 'x' a memset, 'y' a copy, 'g' other.
-  char interrupts(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) const {
-    const auto& table =
-        domain == CUPTI_CB_DOMAIN_RUNTIME_API ? interrupt_runtime_ : interrupt_driver_;
-    if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return 0;
-    return cbid < table.size() ? table[cbid] : 0;
   }
 
   // The allocation calls (detail::memory_calls), for user replay.
   void enable_memory_callbacks() {
-    memory_runtime_.assign(CUPTI_RUNTIME_TRACE_CBID_SIZE, detail::MemoryCall::none);
-    memory_driver_.assign(CUPTI_DRIVER_TRACE_CBID_SIZE, detail::MemoryCall::none);
     for (const auto& m : detail::memory_calls)
       if (check(cuptiEnableCallback(1, subscriber_, m.domain, m.cbid), "an allocation callback"))
-        (m.domain == CUPTI_CB_DOMAIN_RUNTIME_API ? memory_runtime_ : memory_driver_)[m.cbid] =
-            m.call;
-  }
-  detail::MemoryCall memory_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) const {
-    const auto& table = domain == CUPTI_CB_DOMAIN_RUNTIME_API  ? memory_runtime_
-                        : domain == CUPTI_CB_DOMAIN_DRIVER_API ? memory_driver_
-                                                               : no_memory_calls_;
-    return cbid < table.size() ? table[cbid] : detail::MemoryCall::none;
+        memory_calls_.set(m.domain, m.cbid, m.call);
   }
   void track(const detail::MemoryChange& c) {
     switch (c.kind) {
@@ -503,9 +487,10 @@ class Cupti {
   bool op_tags_;                    // Config::op_tags: tag device work with operators
   bool host_launches_ = false;      // KernelLaunch comes from callbacks, not from records
   detail::RangeCounters counters_;  // KernelCounters, when a tool wants them
-  std::vector<char> interrupt_runtime_, interrupt_driver_;  // by cbid: enable_interrupt_callbacks
-  std::vector<detail::MemoryCall> memory_runtime_, memory_driver_;  // enable_memory_callbacks
-  const std::vector<detail::MemoryCall> no_memory_calls_;
+  // What GPU work a callback is (enable_interrupt_callbacks): 0 none of
+  // these, 'x' a memset, 'y' a copy, 'g' other.
+  detail::ByCallback<char> interrupts_;
+  detail::ByCallback<detail::MemoryCall> memory_calls_;  // enable_memory_callbacks
   OwnCalls own_calls_;
   bool own_records_ = false;  // kernel or copy records on: own_calls_ is kept
   void (*finish_counters_)(Cupti*) = nullptr;
@@ -841,15 +826,15 @@ template <class Sink>
 void CUPTIAPI Cupti::on_callback(void* user, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                                  const void* data) {
   auto* self = static_cast<Cupti*>(user);
-  if (detail::RangeCounters::replaying()) {  // a replay's own thread: pasta's calls
-    // Only kernel and copy records are read (and so taken from the set).
-    if (self->own_records_ &&
-        (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) &&
-        static_cast<const CUpti_CallbackData*>(data)->callbackSite == CUPTI_API_ENTER)
-      self->own_calls_.add(static_cast<const CUpti_CallbackData*>(data)->correlationId);
-    return;
-  }
   if constexpr (Sink::template wants<KernelCounters>()) {
+    if (detail::RangeCounters::replaying()) {  // a replay's own thread: pasta's calls
+      // Only kernel and copy records are read (and so taken from the set).
+      if (self->own_records_ &&
+          (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) &&
+          static_cast<const CUpti_CallbackData*>(data)->callbackSite == CUPTI_API_ENTER)
+        self->own_calls_.add(static_cast<const CUpti_CallbackData*>(data)->correlationId);
+      return;
+    }
     // The launch measured: its range is in, perhaps time to decode (even
     // while stopping: before() holds the counters until this after()).
     if (counting() && !pasta::detail::inside_dispatch() && is_launch(domain, cbid) &&
@@ -864,7 +849,7 @@ void CUPTIAPI Cupti::on_callback(void* user, CUpti_CallbackDomain domain, CUpti_
   Sink& sink = *static_cast<Sink*>(self->sink_);
   try {
     if constexpr (Sink::template wants<KernelCounters>()) {
-      if (const auto call = self->memory_call(domain, cbid); call != detail::MemoryCall::none) {
+      if (const auto call = self->memory_calls_(domain, cbid); call != detail::MemoryCall::none) {
         // The program's allocations, for user replay to save.
         const auto& cb = *static_cast<const CUpti_CallbackData*>(data);
         if (cb.callbackSite == CUPTI_API_EXIT && cb.functionReturnValue &&
@@ -873,7 +858,7 @@ void CUPTIAPI Cupti::on_callback(void* user, CUpti_CallbackDomain domain, CUpti_
             self->track(*change);
         return;
       }
-      if (const char kind = self->interrupts(domain, cbid)) {
+      if (const char kind = self->interrupts_(domain, cbid)) {
         // Only counters asked for these callbacks.
         if (static_cast<const CUpti_CallbackData*>(data)->callbackSite == CUPTI_API_ENTER &&
             !counting())

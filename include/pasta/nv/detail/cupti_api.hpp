@@ -18,6 +18,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <pasta/core/detail/fmt.hpp>
 
@@ -54,6 +55,29 @@ struct DriverLaunchExParams {  // cuLaunchKernelEx
   CUfunction f;
   void** kernelParams;
   void** extra;
+};
+
+// A value for each callback of the runtime and driver API domains, by cbid;
+// T{} for any other domain or callback.
+template <class T>
+class ByCallback {
+ public:
+  void set(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, T value) {
+    std::vector<T>& t = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? runtime_ : driver_;
+    if (t.empty())
+      t.assign(domain == CUPTI_CB_DOMAIN_RUNTIME_API ? CUPTI_RUNTIME_TRACE_CBID_SIZE
+                                                     : CUPTI_DRIVER_TRACE_CBID_SIZE,
+               T{});
+    if (cbid < t.size()) t[cbid] = value;
+  }
+  T operator()(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) const {
+    if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return T{};
+    const std::vector<T>& t = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? runtime_ : driver_;
+    return cbid < t.size() ? t[cbid] : T{};
+  }
+
+ private:
+  std::vector<T> runtime_, driver_;
 };
 
 // The allocation calls user replay follows (it saves every allocation), by

@@ -81,6 +81,15 @@ struct Driver {
     throw std::runtime_error(fmt::format("{}: {}", what, name ? name : std::to_string(r)));
   }
 
+  // Runs f() with `ctx` current, if the driver still has that context.
+  template <class F>
+  void in_context(CUcontext ctx, F&& f) const {
+    if (push(ctx) != CUDA_SUCCESS) return;
+    f();
+    CUcontext popped = nullptr;
+    pop(&popped);
+  }
+
   // Whether work launched on `stream` now is captured into a graph rather
   // than run; also when the driver will not say (the legacy stream while
   // another stream captures in global mode): pasta then leaves it alone.

@@ -97,12 +97,10 @@ END:
   // (cuMemFree waits for a flush still running). Not from a launch callback.
   void release() {
     if (!ctx_) return;
-    if (api_.push(ctx_) == CUDA_SUCCESS) {
+    api_.in_context(ctx_, [&] {
       if (buffer_) api_.mem_free(buffer_);
       if (module_) api_.module_unload(module_);
-      CUcontext popped = nullptr;
-      api_.pop(&popped);
-    }
+    });
     ctx_ = nullptr;
     buffer_ = 0;
     module_ = nullptr;

@@ -146,7 +146,6 @@ class RangeCounters {
         driver_.bind();
         if (user_replay_)
           worker_.run([&] {
-            driver_.bind();
             driver_.call(driver_.ctx_set_current(ctx), "making the measured context current");
             enable(ctx);
           });
@@ -363,7 +362,7 @@ class RangeCounters {
   std::uint64_t unsaved() const { return unsaved_; }
   std::uint64_t unreplayed() const { return unreplayed_; }
   std::uint64_t replayed_bytes() const { return replayed_bytes_; }
-  std::size_t allocations() const { return memory_.allocations().ranges().size(); }
+  std::size_t allocations() const { return memory_.allocations().count(); }
 
  private:
   template <class P>
@@ -594,7 +593,6 @@ class RangeCounters {
     bool on;
     KernelRecordsOff(bool records, Driver& driver) : on(records) {
       if (!on) return;
-      driver.bind();
       driver.call(driver.ctx_synchronize(), "waiting for the program's work before a replay");
       check(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
             "turning kernel records off for a replay");

@@ -61,6 +61,10 @@ class Allocations {
     std::lock_guard lock(mutex_);
     return total_;
   }
+  std::size_t count() const {
+    std::lock_guard lock(mutex_);
+    return ranges_.size();
+  }
   std::vector<Range> ranges() const {
     std::lock_guard lock(mutex_);
     std::vector<Range> out;
@@ -130,11 +134,7 @@ class ReplayMemory {
   // Frees the backup, in `ctx`, if it still exists. Not from a callback.
   void release(CUcontext ctx) {
     if (!backup_ || !ctx) return;
-    if (api_.push(ctx) == CUDA_SUCCESS) {
-      api_.mem_free(backup_);
-      CUcontext popped = nullptr;
-      api_.pop(&popped);
-    }
+    api_.in_context(ctx, [&] { api_.mem_free(backup_); });
     backup_ = 0;
     capacity_ = 0;
   }
