@@ -76,6 +76,11 @@ def expect_counts(out_dir, want):
     return expect("kernels reported", sorted(got), sorted(want)) and ok
 
 
+def checksums(text):
+    """The lines a program prints that start with 'checksum': what profiling must not change."""
+    return [l for l in text.splitlines() if l.startswith("checksum")]
+
+
 def profiled_env(out_dir, **extra):
     env = {"PASTA_OUTPUT_DIR": out_dir, "PASTA_PRINT": "none"}
     env.update(extra)
@@ -474,8 +479,7 @@ def case_counters_exact(build, out):
     lines = [l.split() for l in proc.stdout.splitlines() if l.startswith("expect")]
     bytes_moved = int(lines[0][-1])
     flops, per_block = int(lines[1][3].rstrip(",")), int(lines[1][4])
-    checksum = lambda text: [l for l in text.splitlines() if l.startswith("checksum")]
-    ok &= expect("output unchanged", checksum(proc.stdout), checksum(plain))
+    ok &= expect("output unchanged", checksums(proc.stdout), checksums(plain))
     with open(os.path.join(out, "op_counters.profile.json")) as f:
         profile = json.load(f)
     entries = list(profile["unattributed"]) + [k for op in profile["operators"] for k in op["kernels"]]
@@ -511,7 +515,8 @@ def case_counters_ncu(build, out):
     runs three times: pasta replays the first launch itself, the program's memory saved once
     and restored before every pass, L2 flushed before each, as ncu does (CUPTI's kernel
     records are off during the passes: with them on, the flop count reads 0)."""
-    return counters_against_ncu(build, out, {}, ())
+    run([f"{build}/examples/counters_pasta", "--repeat", "3"], profiled_env(out))
+    return counters_against_ncu(build, out)
 
 
 def case_counters_cupti_replay(build, out):
@@ -522,25 +527,22 @@ def case_counters_cupti_replay(build, out):
     proc = run([f"{build}/examples/counters_pasta", "--repeat", "3"],
                profiled_env(out, PASTA_COUNTER_REPLAY="cupti", PASTA_VERBOSE="1"))
     plain = run([f"{build}/examples/counters", "--repeat", "3"]).stdout
-    checksum = lambda text: [l for l in text.splitlines() if l.startswith("checksum")]
-    ok = expect("output unchanged", checksum(proc.stdout), checksum(plain))
+    ok = expect("output unchanged", checksums(proc.stdout), checksums(plain))
     again = [int(m.group(1)) for m in (re.search(r"(\d+) launches measured again in one pass",
                                                  l) for l in proc.stderr.splitlines()) if m]
     ok &= expect("launches measured again in one pass (kernel replay)", again, [2])
-    return counters_against_ncu(build, out, {}, (), ran=True) and ok
+    return counters_against_ncu(build, out) and ok
 
 
-def counters_against_ncu(build, out, env, skipped, ran=False):
-    """counters_pasta --repeat 3 under `env` (unless `ran`) against ncu on the plain program:
-    each metric but `skipped` within 5%."""
+def counters_against_ncu(build, out):
+    """What counters_pasta --repeat 3 wrote to `out` against ncu on the plain program: each
+    metric within 5%."""
     ncu = shutil.which("ncu") or "/usr/local/cuda/bin/ncu"
     if not os.path.exists(ncu):
         print("ncu not found: skipped")
         return SKIP
     sys.path.insert(0, os.path.join(ROOT, "bench", "gpu"))
     import ncu_metrics  # bench/gpu/ncu_metrics.py: runs ncu, parses its CSV
-    if not ran:
-        run([f"{build}/examples/counters_pasta", "--repeat", "3"], profiled_env(out, **env))
     _, ours = counter_kernels(out)
     theirs = ncu_metrics.collect(ncu, build, [f"{build}/examples/counters", "--repeat", "3"],
                                  os.path.join(out, "ncu"))
@@ -553,9 +555,6 @@ def counters_against_ncu(build, out, env, skipped, ran=False):
         dram = [mine.get(k) or 0 for k in ("dram_bytes_read", "dram_bytes_write")] + \
             [theirs.get(kernel, {}).get(k, 0) for k in ("dram_bytes_read", "dram_bytes_write")]
         for key, value in sorted(theirs.get(kernel, {}).items()):
-            if key in skipped:
-                print(f"     {kernel}: {key}: pasta {mine.get(key)}, ncu {value}: not compared")
-                continue
             if key.startswith("dram_") and max(dram) < (1 << 20):
                 # Under 1 MiB of DRAM traffic, what each run leaves in L2 decides the numbers.
                 print(f"     {kernel}: {key}: pasta {mine.get(key)}, ncu {value}: under 1 MiB of "
@@ -593,9 +592,8 @@ def case_stall_blame(build, out):
     for line in proc.stderr.splitlines():
         if "PC sampling" in line or "nvdisasm" in line:
             print("  " + line)
-    checksum = lambda text: [l for l in text.splitlines() if l.startswith("checksum")]
-    ok = expect("output unchanged (sampled run, instrumented run)", checksum(proc.stdout),
-                checksum(plain) * 2)
+    ok = expect("output unchanged (sampled run, instrumented run)", checksums(proc.stdout),
+                checksums(plain) * 2)
     with open(os.path.join(out, "sampled", "stall_samples.json")) as f:
         samples = json.load(f)
     blend = [k for k in samples["functions"] if base_name(k) == "blend"]
@@ -681,12 +679,11 @@ def case_annotations_exact(build, out):
         summary = json.load(f)["summary"]
     ok &= expect("annotated launches", summary.get("annotated launches"), 5)
     ok &= expect("accesses lost", summary.get("annotated accesses lost (device table full)"), 0)
-    checksum = lambda text: [l for l in text.splitlines() if l.startswith("checksum")]
     plain = run([f"{build}/examples/annotated"]).stdout
     sanitizer = run([f"{build}/examples/access_pattern"]).stdout
-    ok &= expect("checksum printed", len(checksum(plain)), 1)
-    ok &= expect("output of annotated_pasta", checksum(proc.stdout), checksum(plain))
-    return expect("same checksum as access_pattern", checksum(plain), checksum(sanitizer)) and ok
+    ok &= expect("checksum printed", len(checksums(plain)), 1)
+    ok &= expect("output of annotated_pasta", checksums(proc.stdout), checksums(plain))
+    return expect("same checksum as access_pattern", checksums(plain), checksums(sanitizer)) and ok
 
 
 def case_annotations_full_table(build, out):
@@ -695,8 +692,7 @@ def case_annotations_full_table(build, out):
     proc = run([f"{build}/examples/annotated_pasta"],
                profiled_env(out, PASTA_ANNOTATION_BINS="1K", PASTA_PRINT="stderr"))
     plain = run([f"{build}/examples/annotated"]).stdout
-    checksum = lambda text: [l for l in text.splitlines() if l.startswith("checksum")]
-    ok = expect("output unchanged", checksum(proc.stdout), checksum(plain))
+    ok = expect("output unchanged", checksums(proc.stdout), checksums(plain))
     with open(os.path.join(out, "device_annotations.json")) as f:
         lost = json.load(f)["summary"].get("annotated accesses lost (device table full)", 0)
     ok &= expect("some accesses lost", lost > 0, True)
