@@ -65,8 +65,8 @@ class ByCallback {
   void set(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, T value) {
     std::vector<T>& t = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? runtime_ : driver_;
     if (t.empty())
-      t.assign(domain == CUPTI_CB_DOMAIN_RUNTIME_API ? CUPTI_RUNTIME_TRACE_CBID_SIZE
-                                                     : CUPTI_DRIVER_TRACE_CBID_SIZE,
+      t.assign(domain == CUPTI_CB_DOMAIN_RUNTIME_API ? std::size_t{CUPTI_RUNTIME_TRACE_CBID_SIZE}
+                                                     : std::size_t{CUPTI_DRIVER_TRACE_CBID_SIZE},
                T{});
     if (cbid < t.size()) t[cbid] = value;
   }
