@@ -17,11 +17,21 @@ leave their DRAM metrics out), per metric, and the worst ones.
 
     op_counters.py BUILD_DIR OUT_DIR [--layers 12] [--ncu-timeout 420] [--pasta-timeout 300]
                    [--ncu-cache all|none] [--replay pasta|cupti]
-    op_counters.py --compare BUILD_DIR PROFILE_JSON NCU_CSV[.gz]   (again, from a run's files)
+    op_counters.py --compare BUILD_DIR PROFILE_JSON NCU_CSV[.gz] [NCU_APP_CSV[.gz]]
+                   (again, from a run's files)
+    op_counters.py --ncu-app BUILD_DIR OUT_DIR [--layers 12] [--ncu-timeout 420]
+                   (ncu's application replay of the script, the metrics in APP_METRICS,
+                   into OUT_DIR/ncu_app.csv)
 
 Each kernel's metrics are compared twice: against ncu's mean over all launches of the same
 (kernel, grid, block), what pasta's propagation to unmeasured launches claims, and against
 ncu's first such launch, the launch pasta measured (how well pasta measures).
+
+Given ncu's application replay as well (--ncu-app: ncu runs the whole script once per pass
+and saves and restores no memory), --compare sets three measurements of each kernel's first
+launch side by side, for the metrics that depend on what memory and caches hold when a
+kernel starts: pasta, ncu's kernel replay, ncu's application replay, and how often each pair
+agrees.
 
 --ncu-cache none runs ncu without flushing caches before each replay pass (its
 default, all, flushes and invalidates them), and pasta with PASTA_COUNTER_CACHE=none
@@ -49,6 +59,9 @@ DRAM_FLOOR = 64 << 10
 
 # The metrics pasta measures again in one pass, L2 flushed (those that fit on an H100).
 CACHE_SENSITIVE = ("dram_bytes_read", "dram_bytes_write", "dram_throughput_pct", "l1_hit_rate_pct")
+
+# What --ncu-app measures: the metrics a replay's save and restore of memory can change.
+APP_METRICS = ("dram_bytes_read", "dram_bytes_write", "l2_hit_rate_pct")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -110,6 +123,53 @@ def profile_entries(profile):
     return list(profile["unattributed"]) + [k for op in profile["operators"] for k in op["kernels"]]
 
 
+def within(key, a, b):
+    """Whether two values of metric `key` agree: within 5% of the larger, a percentage also
+    within 0.5 points, DRAM bytes also within DRAM_FLOOR."""
+    diff = abs(a - b)
+    return (diff <= 0.05 * max(abs(a), abs(b)) or (key.endswith("_pct") and diff <= 0.5)
+            or (key.startswith("dram_bytes") and diff <= DRAM_FLOOR))
+
+
+def three_way(ours, kernel, app):
+    """pasta, ncu's kernel replay and ncu's application replay on each kernel's first launch:
+    per metric of APP_METRICS, how many values each pair agrees on, and the kernels where
+    pasta agrees with neither."""
+    common = sorted(set(ours) & set(kernel) & set(app))
+    print(f"first launches of {len(common)} kernels, three ways (kernel replay: ncu saves and "
+          f"restores memory per pass; application replay: it reruns the script per pass)")
+    print(f"  {'metric':<20} {'values':>6} {'pasta~kernel':>13} {'pasta~app':>10} "
+          f"{'kernel~app':>11}")
+    odd = []
+    for key in APP_METRICS:
+        n, pk, pa, ka = 0, 0, 0, 0
+        for k in common:
+            p, kk, a = ours[k].get(key), kernel[k].get(key), app[k].get(key)
+            if p is None or kk is None or a is None:
+                continue
+            if key.startswith("dram_") and max(ours[k].get("dram_bytes_read", 0),
+                                               kernel[k].get("dram_bytes_read", 0)) < (1 << 20):
+                continue
+            n += 1
+            pk += within(key, p, kk)
+            pa += within(key, p, a)
+            ka += within(key, kk, a)
+            if not within(key, p, kk) and not within(key, p, a):
+                odd.append((k[0][:60], key, p, kk, a))
+        print(f"  {key:<20} {n:>6} {pk:>13} {pa:>10} {ka:>11}")
+    for kernel_name, key, p, kk, a in odd[:12]:
+        print(f"  neither: {kernel_name} {key}: pasta {p:.4g}, kernel replay {kk:.4g}, "
+              f"application replay {a:.4g}")
+
+
+def first_launches(launches):
+    """{(kernel, grid, block): metrics} of the first launch of each, from ncu_launches()."""
+    first = {}
+    for k, g, b, m in launches:  # in launch order
+        first.setdefault((k, tuple(g), tuple(b)), m)
+    return first
+
+
 def agreement(ours, theirs, replay, again, title):
     """Prints how many values of `ours` lie within 5% of `theirs`, per metric, and the worst."""
     common = sorted(set(ours) & set(theirs))
@@ -122,8 +182,7 @@ def agreement(ours, theirs, replay, again, title):
                 continue
             mine = ours[k][key]
             diff = abs(mine - v)
-            ok = (diff <= 0.05 * max(abs(mine), abs(v)) or (key.endswith("_pct") and diff <= 0.5)
-                  or (key.startswith("dram_bytes") and diff <= DRAM_FLOOR))
+            ok = within(key, mine, v)
             total += 1
             agree += ok
             rel = diff / max(abs(mine), abs(v), 1e-30)
@@ -142,37 +201,72 @@ def agreement(ours, theirs, replay, again, title):
         print(f"  off by {rel:.0%}: {kernel} {key}: pasta {mine:.4g}, ncu {v:.4g}")
 
 
-def compare(build, entries, ncu_csv, replay):
+def compare(build, entries, ncu_csv, replay, app_csv=None):
     """pasta's profile entries against ncu's CSV of the same script, twice: against ncu's mean
     over all launches of a (kernel, grid, block), which is what pasta's propagation claims,
-    and against ncu's first launch of it, the launch pasta measured."""
+    and against ncu's first launch of it, the launch pasta measured; then, given ncu's
+    application replay too, three ways (three_way())."""
     additive = {m: True for m in ("dram_bytes_read", "dram_bytes_write", "flops", "inst_executed")}
     ours = per_launch([(e["kernel"], e["grid"], e["block"], e["launches"],
                         {k: v for k, v in e["metrics"].items() if v is not None})
                        for e in entries if e["metrics"]], additive)
     launches = ncu_launches(build, ncu_csv)
     theirs = per_launch([(k, g, b, 1, m) for k, g, b, m in launches], {})
-    first = {}
-    for k, g, b, m in launches:  # in launch order
-        first.setdefault((k, tuple(g), tuple(b)), m)
+    first = first_launches(launches)
     # Kernels measured more than once: their cache-sensitive metrics come from a one-pass
     # measurement with L2 flushed; the others' from kernel replay only.
     again = {(e["kernel"], tuple(e["grid"]), tuple(e["block"])) for e in entries if e["measured"] > 1}
     agreement(ours, theirs, replay, again, "against ncu's mean over the launches")
     agreement(ours, first, replay, again, "against ncu's first launch (the one pasta measured)")
+    if app_csv is not None:
+        three_way(ours, first, first_launches(ncu_launches(build, app_csv)))
+
+
+def read_text(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        return f.read()
+
+
+def gpt_script(layers):
+    return [sys.executable, os.path.join(ROOT, "examples", "pytorch", "gpt_block.py"),
+            "--layers", layers, "--steps", "1"]
+
+
+def ncu_command(build, keys, extra):
+    """ncu over the script, the ncu metrics of `keys` (metric keys), CSV on stdout."""
+    mapping = ncu_metrics.metric_map(build)
+    names = sorted({n for key in keys for n, _ in mapping[key]})
+    return ["ncu", "--metrics", ",".join(names), "--csv", "--print-units", "base",
+            "--print-kernel-base", "mangled", "--clock-control", "none", *extra]
+
+
+def app_replay(build, out, opts):
+    """ncu's application replay of the script, APP_METRICS only, into OUT/ncu_app.csv."""
+    os.makedirs(out, exist_ok=True)
+    cmd = ncu_command(build, APP_METRICS, ["--replay-mode", "application", "--cache-control",
+                                           "all", *gpt_script(opts.get("--layers", "12"))])
+    ncu, t = timed(cmd, timeout=float(opts.get("--ncu-timeout", "420")))
+    print(f"ncu --replay-mode application ({', '.join(APP_METRICS)}): {t:.1f} s"
+          f"{' (killed at the timeout)' if ncu is None else ''}", flush=True)
+    if ncu is None:
+        return 1
+    with open(os.path.join(out, "ncu_app.csv"), "w") as f:
+        f.write(ncu.stdout)
+    return 0
 
 
 def main(argv):
-    if len(argv) == 5 and argv[1] == "--compare":
-        # Offline: --compare BUILD PROFILE NCU_CSV (.gz too), the files a run leaves.
+    if len(argv) in (5, 6) and argv[1] == "--compare":
+        # Offline: --compare BUILD PROFILE NCU_CSV [NCU_APP_CSV] (.gz too), a run's files.
         with open(argv[3]) as f:
             profile = json.load(f)
-        opener = gzip.open if argv[4].endswith(".gz") else open
-        with opener(argv[4], "rt") as f:
-            csv_text = f.read()
-        compare(os.path.abspath(argv[2]), profile_entries(profile), csv_text,
-                profile.get("replay", "pasta"))
+        compare(os.path.abspath(argv[2]), profile_entries(profile), read_text(argv[4]),
+                profile.get("replay", "pasta"), read_text(argv[5]) if len(argv) == 6 else None)
         return 0
+    if len(argv) >= 4 and argv[1] == "--ncu-app":
+        return app_replay(os.path.abspath(argv[2]), os.path.abspath(argv[3]),
+                          dict(zip(argv[4::2], argv[5::2])))
     args = [a for a in argv[1:] if not a.startswith("--")]
     opts = dict(zip(argv[1::2], argv[2::2]))
     if len(args) < 2:
@@ -184,8 +278,7 @@ def main(argv):
     ncu_timeout = float(opts.get("--ncu-timeout", "420"))
     cache = opts.get("--ncu-cache", "all")
     replay = opts.get("--replay", "pasta")
-    script = [sys.executable, os.path.join(ROOT, "examples", "pytorch", "gpt_block.py"),
-              "--layers", layers, "--steps", "1"]
+    script = gpt_script(layers)
     gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
                          capture_output=True, text=True).stdout.strip().splitlines()[0]
 
@@ -200,11 +293,8 @@ def main(argv):
     print(f"pasta: {t_pasta:.1f} s{' (killed at the timeout)' if pasta is None else ''}", flush=True)
     if native is None or pasta is None:
         return 1
-    keys = ncu_metrics.metric_map(build)
-    names = sorted({n for parts in keys.values() for n, _ in parts})
-    ncu, t_ncu = timed(["ncu", "--metrics", ",".join(names), "--csv", "--print-units", "base",
-                        "--print-kernel-base", "mangled", "--clock-control", "none",
-                        "--cache-control", cache, *script],
+    ncu, t_ncu = timed(ncu_command(build, ncu_metrics.metric_map(build),
+                                   ["--cache-control", cache, *script]),
                        timeout=ncu_timeout)
 
     with open(os.path.join(out, "pasta", "op_counters.profile.json")) as f:

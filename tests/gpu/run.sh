@@ -10,7 +10,10 @@
 # (examples the results matrix leaves out, comma-separated). `annotations` is
 # the device-annotation part of `memory` alone: its GPU tests and benchmark.
 # `counters`: hardware counters (Range Profiler) against known values and ncu,
-# then bench/gpu/op_counters.py (COUNTERS_BENCH=0 leaves it out, COUNTERS_TESTS=0 the tests). `stalls`:
+# then bench/gpu/op_counters.py (COUNTERS_BENCH=0 leaves it out, COUNTERS_TESTS=0 the tests);
+# COUNTERS_NCU_APP=1 then runs ncu's application replay of the same script and compares three
+# ways, on this run's files or, with COUNTERS_FROM=DIR, on the gpt_op_counters.profile.json
+# and gpt_ncu.csv.gz an earlier run left in DIR (inside the tree, so they travel). `stalls`:
 # the stall-blame GPU test (PC sampling joined with sanitizer accesses).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -85,6 +88,16 @@ if [ "$what" = counters ]; then
       tee "$out/op-counters-bench.log"
     cp "$work/op-counters/pasta/op_counters.profile.json" "$out/gpt_op_counters.profile.json" 2>/dev/null
     gzip -c "$work/op-counters/ncu.csv" >"$out/gpt_ncu.csv.gz" 2>/dev/null
+  fi
+  if [ "${COUNTERS_NCU_APP:-0}" = 1 ]; then
+    from=${COUNTERS_FROM:-$out}
+    echo "== the same script under ncu's application replay: pasta, ncu's two replays, three ways"
+    python3 bench/gpu/op_counters.py --ncu-app "$build" "$work/op-counters-app" \
+      ${COUNTERS_BENCH_ARGS:-} 2>&1 | tee "$out/op-counters-three-way.log"
+    gzip -c "$work/op-counters-app/ncu_app.csv" >"$out/gpt_ncu_app.csv.gz" 2>/dev/null
+    python3 bench/gpu/op_counters.py --compare "$build" "$from/gpt_op_counters.profile.json" \
+      "$from/gpt_ncu.csv.gz" "$out/gpt_ncu_app.csv.gz" 2>&1 | sed -n '/three ways/,$p' |
+      tee -a "$out/op-counters-three-way.log"
   fi
 fi
 if [ "$what" = stalls ]; then

@@ -1,9 +1,12 @@
 // A probe for replaying kernels in pasta itself (CUPTI's user replay, what
 // nv::detail::RangeCounters does by default) rather than in CUPTI (its kernel
-// replay, PASTA_COUNTER_REPLAY=cupti): CUPTI's Range Profiler on three
-// kernels (`big`, an in-place stream over 256 MB; `small`, 4 MB that stay in
-// L2; `wonly`, 256 KB written and never read; a cuBLAS SGEMM writing 1.5 MB),
-// each measured 3 times, with
+// replay, PASTA_COUNTER_REPLAY=cupti): CUPTI's Range Profiler on six
+// kernels (0 `big`, an in-place stream over 256 MB; 1 `small`, 4 MB that stay
+// in L2; 2 `wonly`, 256 KB written and never read; 3 a cuBLAS SGEMM writing
+// 1.5 MB; 4 `one`, one block reading 64 KB; 5 `touch`, a 256 MB stream that
+// writes one word per 4 KB of a 4 MB buffer), each measured 3 times
+// (PROBE_KERNELS picks some, e.g. "45"; PROBE_METRICS replaces pasta's
+// metrics, or adds to them when it starts with "+"), with
 //   kernel          CUPTI's kernel replay (L2 flushed before the launch)
 //   kernel-discard  the same, the flush buffer's lines then discarded from L2
 //   user            user replay: memory saved, then per pass restored, L2
@@ -11,6 +14,8 @@
 //   user-discard    user replay, the flush buffer's lines then discarded
 //                   (discard.global.L2), so L2 is left empty
 //   user-noflush    the same without the flush
+//   user-ncu        user replay, but per pass L2 flushed first and only then
+//                   the memory the kernel writes restored
 //   user-keep       user replay, the configuration kept across launches
 //   user-warm       the kernels' module loaded before the profiler starts
 //   user-drv        relaunched through cuLaunchKernel
@@ -28,6 +33,18 @@
 // three, ncu's included (98.6-101%). The SGEMM (cuBLAS picks a split-K
 // pair; the first kernel is read): 256-1024 bytes written under user replay,
 // 0 under ncu, 7.1 MB under CUPTI's kernel replay; 3.98 MB read in all three.
+// 2026-11-24, second session (PROBE_KERNELS=345 PROBE_METRICS=+lts__t_sectors.sum,
+// lts__t_sectors_lookup_hit.sum,lts__t_sectors_lookup_miss.sum PROBE_MODES="user user-ncu"
+// NCU_REPLAYS="kernel application" bash bench/gpu/probe/run.sh): `touch` writes
+// 302-371 KB to DRAM under user replay, 93-436 KB under ncu's application
+// replay (no memory saved or restored) and 2.17-2.36 MB under ncu's kernel
+// replay: ncu's own save and restore adds ~2 MB. user-ncu does not reproduce
+// it (114-319 KB). `one`: L2 hit rate 94.8-95.9% under user replay, 92.6-93.3%
+// under ncu's kernel replay, 91.7-93.3% under its application replay; hits
+// and misses agree (44.7K and 3.2K sectors in both), but pasta's
+// lts__t_sectors.sum (the rate's denominator) reads 46.6-47.1K where ncu's
+// reads 47.9K, i.e. hits plus misses: the same shortfall, on smaller kernels,
+// puts pasta's L2 hit rate above 100%.
 #include <cublas_v2.h>
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -70,25 +87,43 @@ static void CUPTIAPI buf_req(uint8_t** b, size_t* size, size_t* maxn) {
   *maxn = 0;
 }
 static void CUPTIAPI buf_done(CUcontext, uint32_t, uint8_t* b, size_t, size_t) { free(b); }
-static const char* names[] = {"dram__bytes_read.sum",
-                              "dram__bytes_write.sum",
-                              "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
-                              "sm__throughput.avg.pct_of_peak_sustained_elapsed",
-                              "l1tex__t_sector_hit_rate.pct",
-                              "lts__t_sector_hit_rate.pct",
-                              "sm__warps_active.avg.pct_of_peak_sustained_active",
-                              "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
-                              "smsp__inst_executed.sum",
-                              "smsp__sass_thread_inst_executed_op_hadd_pred_on.sum",
-                              "smsp__sass_thread_inst_executed_op_hmul_pred_on.sum",
-                              "smsp__sass_thread_inst_executed_op_hfma_pred_on.sum",
-                              "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
-                              "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum",
-                              "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
-                              "smsp__sass_thread_inst_executed_op_dadd_pred_on.sum",
-                              "smsp__sass_thread_inst_executed_op_dmul_pred_on.sum",
-                              "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum"};
+static const char* default_names[] = {
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "l1tex__t_sector_hit_rate.pct",
+    "lts__t_sector_hit_rate.pct",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+    "smsp__inst_executed.sum",
+    "smsp__sass_thread_inst_executed_op_hadd_pred_on.sum",
+    "smsp__sass_thread_inst_executed_op_hmul_pred_on.sum",
+    "smsp__sass_thread_inst_executed_op_hfma_pred_on.sum",
+    "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
+    "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum",
+    "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
+    "smsp__sass_thread_inst_executed_op_dadd_pred_on.sum",
+    "smsp__sass_thread_inst_executed_op_dmul_pred_on.sum",
+    "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum"};
 
+// One block reading 64 KB (like a reduction's last step): L2 hit rate of a tiny kernel.
+__global__ void one(const float* a, float* e) {
+  float x = 0;
+  for (int i = threadIdx.x; i < (16 << 10); i += blockDim.x) x += a[i];
+  if (x == 12345.f) e[threadIdx.x] = x;
+  if (threadIdx.x == 0) e[0] = x;
+}
+// Streams 256 MB and writes one word per 4 KB of a 4 MB buffer: what a restore
+// left dirty in L2 before the launch shows as DRAM writes.
+__global__ void touch(const float* a, float* c, size_t n, size_t nc) {
+  float x = 0;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+       i += (size_t)gridDim.x * blockDim.x)
+    x += a[i];
+  const size_t t = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+  if (t * 1024 < nc) c[t * 1024] = x;
+}
 __global__ void big(const float* a, float* b, size_t n) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
        i += (size_t)gridDim.x * blockDim.x)
@@ -146,9 +181,30 @@ static void CUPTIAPI on_cb(void*, CUpti_CallbackDomain d, CUpti_CallbackId id, c
 
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "plain";
-  constexpr int nm = int(sizeof(names) / sizeof(names[0]));  // pasta's metrics (core/metrics.hpp)
+  // pasta's metrics (core/metrics.hpp), or PROBE_METRICS (comma-separated;
+  // "+a,b" adds a and b to pasta's)
+  std::vector<std::string> metric_strings;
+  const char* m = std::getenv("PROBE_METRICS");
+  if (!m || *m == '+') metric_strings.assign(std::begin(default_names), std::end(default_names));
+  if (m) {
+    std::string all = *m == '+' ? m + 1 : m;
+    for (size_t p = 0, q; p <= all.size(); p = q + 1) {
+      q = all.find(',', p);
+      if (q == std::string::npos) q = all.size();
+      if (q > p) metric_strings.push_back(all.substr(p, q - p));
+    }
+  }
+  std::vector<const char*> name_ptrs;
+  for (auto& m : metric_strings) name_ptrs.push_back(m.c_str());
+  const char** names = name_ptrs.data();
+  const int nm = int(name_ptrs.size());
+  // The kernels to run (PROBE_KERNELS, indices: 0 big, 1 small, 2 wonly, 3 SGEMM, 4 one, 5 touch)
+  std::vector<int> kernels;
+  for (const char* k = std::getenv("PROBE_KERNELS") ? std::getenv("PROBE_KERNELS") : "012345"; *k;
+       ++k)
+    if (*k >= '0' && *k <= '5') kernels.push_back(*k - '0');
   const size_t nb = 64u << 20, ns = 1u << 20, nw = 64u << 10;
-  float *a, *b, *c, *d;
+  float *a, *b, *c, *d, *e;
   int4* fb;
   int* sink;
   CR(cudaMalloc(&a, nb * 4));
@@ -156,6 +212,8 @@ int main(int argc, char** argv) {
   CR(cudaMalloc(&c, ns * 4));
   CR(cudaMalloc(&d, nw * 4));
   CR(cudaMemset(d, 0, nw * 4));
+  CR(cudaMalloc(&e, 1024 * 4));
+  CR(cudaMemset(e, 0, 1024 * 4));
   int l2 = 0;
   CR(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
   size_t fwords = 2ull * l2 / 16;
@@ -178,11 +236,12 @@ int main(int argc, char** argv) {
     std::printf("FAIL cublasCreate\n");
     return 1;
   }
-  float *sa, *sb, *sc, *sd;  // backups for user replay
+  float *sa, *sb, *sc, *sd, *se;  // backups for user replay
   CR(cudaMalloc(&sa, nb * 4));
   CR(cudaMalloc(&sb, nb * 4));
   CR(cudaMalloc(&sc, ns * 4));
   CR(cudaMalloc(&sd, nw * 4));
+  CR(cudaMalloc(&se, 1024 * 4));
   CR(cudaDeviceSynchronize());
   // Every buffer the kernels write, copied to its backup (save) or back (restore).
   auto copy_all = [&](bool save) {
@@ -194,7 +253,19 @@ int main(int argc, char** argv) {
     copy(b, sb, nb);
     copy(c, sc, ns);
     copy(d, sd, nw);
+    copy(e, se, 1024);
     copy(gc, sgc, size_t(gm) * gn);
+  };
+  // Only what kernel k writes, back from its backup (user-ncu: after the flush).
+  auto restore_written = [&](int k) {
+    auto back = [&](float* buf, float* backup, size_t n) {
+      CR(cudaMemcpyAsync(buf, backup, n * 4, cudaMemcpyDeviceToDevice));
+    };
+    if (k == 0) back(b, sb, nb);
+    if (k == 1 || k == 5) back(c, sc, ns);
+    if (k == 2) back(d, sd, nw);
+    if (k == 3) back(gc, sgc, size_t(gm) * gn);
+    if (k == 4) back(e, se, 1024);
   };
   auto results = [&](const char* label) {
     CR(cudaDeviceSynchronize());
@@ -210,6 +281,10 @@ int main(int argc, char** argv) {
       small<<<264, 256>>>(c, ns);
     else if (k == 2)
       wonly<<<64, 256>>>(d, nw);
+    else if (k == 4)
+      one<<<1, 256>>>(a, e);
+    else if (k == 5)
+      touch<<<1056, 512>>>(a, c, nb, ns);
     else {  // a GEMM whose 1.5 MB output stays in L2, as the GPT's do
       const float one = 1.f, zero = 0.f;
       if (cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, gm, gn, gk, &one, ga, gm, gb, gk, &zero, gc,
@@ -232,7 +307,7 @@ int main(int argc, char** argv) {
   };
   if (mode == "plain") {
     for (int r = 0; r < 3; ++r)
-      for (int k = 0; k < 4; ++k) launch(k);
+      for (int k : kernels) launch(k);
     results("plain");
     return 0;
   }
@@ -293,12 +368,12 @@ int main(int argc, char** argv) {
   CK(cuptiRangeProfilerGetCounterDataSize(&ds));
   std::vector<uint8_t> data(ds.counterDataSize);
   std::printf("enable %.1f ms\n", ms(t0));
-  const bool user = mode == "user" || mode == "user-discard" || mode == "user-noflush" ||
-                    mode == "user-keep" || mode == "user-act" || mode == "user-warm" ||
-                    mode == "user-drv" || mode == "user-cb" || mode == "user-cb-same" ||
-                    mode == "user-sub";
+  const bool user = mode == "user" || mode == "user-ncu" || mode == "user-discard" ||
+                    mode == "user-noflush" || mode == "user-keep" || mode == "user-act" ||
+                    mode == "user-warm" || mode == "user-drv" || mode == "user-cb" ||
+                    mode == "user-cb-same" || mode == "user-sub";
   // The configuration kept across launches: all user modes but the first two.
-  const bool keep = user && mode != "user" && mode != "user-noflush";
+  const bool keep = user && mode != "user" && mode != "user-noflush" && mode != "user-ncu";
   int launchNo = 0;
   const bool drv = mode == "user-drv";
   const bool cbmode =
@@ -334,7 +409,7 @@ int main(int argc, char** argv) {
     std::exit(1);
   };
   for (int r = 0; r < 3; ++r)
-    for (int k = 0; k < 4; ++k) {
+    for (int k : kernels) {
       auto tl = Clock::now();
       if (!keep || launchNo == 0) {
         std::fill(data.begin(), data.end(), 0);
@@ -380,8 +455,13 @@ int main(int argc, char** argv) {
           t_save += ms(ts);
           for (;;) {
             ts = Clock::now();
-            if (passes > 0) copy_all(false);
-            if (doFlush) doflush();
+            if (mode == "user-ncu") {  // flush, then restore what the kernel writes
+              doflush();
+              if (passes > 0) restore_written(k);
+            } else {
+              if (passes > 0) copy_all(false);
+              if (doFlush) doflush();
+            }
             t_save += ms(ts);
             ts = Clock::now();
             start_range();
