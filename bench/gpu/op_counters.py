@@ -123,6 +123,12 @@ def profile_entries(profile):
     return list(profile["unattributed"]) + [k for op in profile["operators"] for k in op["kernels"]]
 
 
+def dram_traffic(*measurements):
+    """The most DRAM bytes (read and written) any of the measurements of a kernel saw: under
+    1 MiB, its DRAM metrics are not compared."""
+    return max(m.get("dram_bytes_read", 0) + m.get("dram_bytes_write", 0) for m in measurements)
+
+
 def within(key, a, b):
     """Whether two values of metric `key` agree: within 5% of the larger, a percentage also
     within 0.5 points, DRAM bytes also within DRAM_FLOOR."""
@@ -147,8 +153,7 @@ def three_way(ours, kernel, app):
             p, kk, a = ours[k].get(key), kernel[k].get(key), app[k].get(key)
             if p is None or kk is None or a is None:
                 continue
-            if key.startswith("dram_") and max(ours[k].get("dram_bytes_read", 0),
-                                               kernel[k].get("dram_bytes_read", 0)) < (1 << 20):
+            if key.startswith("dram_") and dram_traffic(ours[k], kernel[k]) < (1 << 20):
                 continue
             n += 1
             pk += within(key, p, kk)
@@ -175,8 +180,7 @@ def agreement(ours, theirs, replay, again, title):
     common = sorted(set(ours) & set(theirs))
     agree, total, worst, per_key = 0, 0, [], {}
     for k in common:
-        dram = max(ours[k].get("dram_bytes_read", 0) + ours[k].get("dram_bytes_write", 0),
-                   theirs[k].get("dram_bytes_read", 0) + theirs[k].get("dram_bytes_write", 0))
+        dram = dram_traffic(ours[k], theirs[k])
         for key, v in theirs[k].items():
             if key not in ours[k] or (key.startswith("dram_") and dram < (1 << 20)):
                 continue
