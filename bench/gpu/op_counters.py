@@ -89,9 +89,9 @@ def dims(text):
     return tuple(int(v) for v in text.strip("()").split(","))
 
 
-def ncu_launches(build, text):
-    """[(kernel, grid, block, {key: value})] from ncu's CSV, one per launch."""
-    keys = ncu_metrics.metric_map(build)
+def ncu_launches(keys, text):
+    """[(kernel, grid, block, {key: value})] from ncu's CSV, one per launch; `keys` is
+    ncu_metrics.metric_map()'s."""
     rows = csv.DictReader(io.StringIO("\n".join(l for l in text.splitlines() if l.startswith('"'))))
     raw = {}
     for r in rows:
@@ -123,10 +123,12 @@ def profile_entries(profile):
     return list(profile["unattributed"]) + [k for op in profile["operators"] for k in op["kernels"]]
 
 
-def dram_traffic(*measurements):
-    """The most DRAM bytes (read and written) any of the measurements of a kernel saw: under
-    1 MiB, its DRAM metrics are not compared."""
-    return max(m.get("dram_bytes_read", 0) + m.get("dram_bytes_write", 0) for m in measurements)
+def compared(key, *measurements):
+    """Whether metric `key` of a kernel is compared: not a DRAM metric of a kernel under 1 MiB
+    of DRAM traffic (read and written) in every measurement of it."""
+    return not key.startswith("dram_") or max(
+        m.get("dram_bytes_read", 0) + m.get("dram_bytes_write", 0) for m in measurements
+    ) >= (1 << 20)
 
 
 def within(key, a, b):
@@ -151,15 +153,14 @@ def three_way(ours, kernel, app):
         n, pk, pa, ka = 0, 0, 0, 0
         for k in common:
             p, kk, a = ours[k].get(key), kernel[k].get(key), app[k].get(key)
-            if p is None or kk is None or a is None:
+            if p is None or kk is None or a is None or not compared(key, ours[k], kernel[k]):
                 continue
-            if key.startswith("dram_") and dram_traffic(ours[k], kernel[k]) < (1 << 20):
-                continue
+            ok_kernel, ok_app = within(key, p, kk), within(key, p, a)
             n += 1
-            pk += within(key, p, kk)
-            pa += within(key, p, a)
+            pk += ok_kernel
+            pa += ok_app
             ka += within(key, kk, a)
-            if not within(key, p, kk) and not within(key, p, a):
+            if not ok_kernel and not ok_app:
                 odd.append((k[0][:60], key, p, kk, a))
         print(f"  {key:<20} {n:>6} {pk:>13} {pa:>10} {ka:>11}")
     for kernel_name, key, p, kk, a in odd[:12]:
@@ -180,9 +181,8 @@ def agreement(ours, theirs, replay, again, title):
     common = sorted(set(ours) & set(theirs))
     agree, total, worst, per_key = 0, 0, [], {}
     for k in common:
-        dram = dram_traffic(ours[k], theirs[k])
         for key, v in theirs[k].items():
-            if key not in ours[k] or (key.startswith("dram_") and dram < (1 << 20)):
+            if key not in ours[k] or not compared(key, ours[k], theirs[k]):
                 continue
             mine = ours[k][key]
             diff = abs(mine - v)
@@ -214,7 +214,8 @@ def compare(build, entries, ncu_csv, replay, app_csv=None):
     ours = per_launch([(e["kernel"], e["grid"], e["block"], e["launches"],
                         {k: v for k, v in e["metrics"].items() if v is not None})
                        for e in entries if e["metrics"]], additive)
-    launches = ncu_launches(build, ncu_csv)
+    keys = ncu_metrics.metric_map(build)
+    launches = ncu_launches(keys, ncu_csv)
     theirs = per_launch([(k, g, b, 1, m) for k, g, b, m in launches], {})
     first = first_launches(launches)
     # Kernels measured more than once: their cache-sensitive metrics come from a one-pass
@@ -223,7 +224,7 @@ def compare(build, entries, ncu_csv, replay, app_csv=None):
     agreement(ours, theirs, replay, again, "against ncu's mean over the launches")
     agreement(ours, first, replay, again, "against ncu's first launch (the one pasta measured)")
     if app_csv is not None:
-        three_way(ours, first, first_launches(ncu_launches(build, app_csv)))
+        three_way(ours, first, first_launches(ncu_launches(keys, app_csv)))
 
 
 def read_text(path):
@@ -237,10 +238,10 @@ def gpt_script(layers):
             "--layers", layers, "--steps", "1"]
 
 
-def ncu_command(build, keys, extra):
-    """ncu over the script, the ncu metrics of `keys` (metric keys), CSV on stdout."""
-    mapping = ncu_metrics.metric_map(build)
-    names = sorted({n for key in keys for n, _ in mapping[key]})
+def ncu_command(keys, extra):
+    """ncu measuring the ncu metrics that make up `keys` (metric_map()'s, or some of them),
+    CSV on stdout; `extra` ends with the script."""
+    names = sorted({n for parts in keys.values() for n, _ in parts})
     return ["ncu", "--metrics", ",".join(names), "--csv", "--print-units", "base",
             "--print-kernel-base", "mangled", "--clock-control", "none", *extra]
 
@@ -248,8 +249,10 @@ def ncu_command(build, keys, extra):
 def app_replay(build, out, opts):
     """ncu's application replay of the script, APP_METRICS only, into OUT/ncu_app.csv."""
     os.makedirs(out, exist_ok=True)
-    cmd = ncu_command(build, APP_METRICS, ["--replay-mode", "application", "--cache-control",
-                                           "all", *gpt_script(opts.get("--layers", "12"))])
+    keys = ncu_metrics.metric_map(build)
+    cmd = ncu_command({k: keys[k] for k in APP_METRICS},
+                      ["--replay-mode", "application", "--cache-control", "all",
+                       *gpt_script(opts.get("--layers", "12"))])
     ncu, t = timed(cmd, timeout=float(opts.get("--ncu-timeout", "420")))
     print(f"ncu --replay-mode application ({', '.join(APP_METRICS)}): {t:.1f} s"
           f"{' (killed at the timeout)' if ncu is None else ''}", flush=True)
@@ -297,7 +300,7 @@ def main(argv):
     print(f"pasta: {t_pasta:.1f} s{' (killed at the timeout)' if pasta is None else ''}", flush=True)
     if native is None or pasta is None:
         return 1
-    ncu, t_ncu = timed(ncu_command(build, ncu_metrics.metric_map(build),
+    ncu, t_ncu = timed(ncu_command(ncu_metrics.metric_map(build),
                                    ["--cache-control", cache, *script]),
                        timeout=ncu_timeout)
 
