@@ -4,7 +4,8 @@
 // kernels (0 `big`, an in-place stream over 256 MB; 1 `small`, 4 MB that stay
 // in L2; 2 `wonly`, 256 KB written and never read; 3 a cuBLAS SGEMM writing
 // 1.5 MB; 4 `one`, one block reading 64 KB; 5 `touch`, a 256 MB stream that
-// writes one word per 4 KB of a 4 MB buffer), each measured 3 times
+// writes one word per 4 KB of a 4 MB buffer; 6 `idle`, one block spinning
+// ~100 us; 7 `slow`, one block of 64 threads summing 4 MB), each measured 3 times
 // (PROBE_KERNELS picks some, e.g. "45"; PROBE_METRICS replaces pasta's
 // metrics, or adds to them when it starts with "+"), with
 //   kernel          CUPTI's kernel replay (L2 flushed before the launch)
@@ -14,6 +15,8 @@
 //   user-discard    user replay, the flush buffer's lines then discarded
 //                   (discard.global.L2), so L2 is left empty
 //   user-noflush    the same without the flush
+//   user-gap        user replay, the flush waited for and 2 ms of quiet
+//                   before each pass's range
 //   user-ncu        user replay, but per pass L2 flushed first and only then
 //                   the memory the kernel writes restored
 //   user-keep       user replay, the configuration kept across launches
@@ -45,6 +48,17 @@
 // lts__t_sectors.sum (the rate's denominator) reads 46.6-47.1K where ncu's
 // reads 47.9K, i.e. hits plus misses: the same shortfall, on smaller kernels,
 // puts pasta's L2 hit rate above 100%.
+// 2026-11-24, third session (PROBE_KERNELS=467 PROBE_METRICS=PROBE_NCU_METRICS=L2's raw
+// counters by source, PROBE_MODES="user user-gap kernel"): every range carries L2 traffic
+// that is not the kernel's. `idle` (no memory access, 104 us) counts 44.6-47.4K sectors
+// (1.4 MB), 96-100% of them hits, 1 from the SMs' L1/TEX (srcunit_tex), ~21.2K crossing
+// between L2's two halves (srcunit_ltcfabric, all hits), under user replay, CUPTI's kernel
+// replay and ncu alike (ncu: 47.0K sectors, 95.9-100.0% hits); `one` adds its 2K sectors to
+// the same; `slow` (6.2 ms) counts ~300K, 131K its own. Waiting for the flush and 2 ms of
+// quiet before each range (user-gap) changes nothing. So a kernel whose own L2 traffic is
+// not well above ~1.5 MB has the profiler's hit rate, in ncu as in pasta. On GH100
+// lts__t_sectors and lts__t_sectors_lookup_hit cannot share a pass (the host API gives the
+// hit rate 2 passes): the rate is a ratio of two passes in every tool.
 #include <cublas_v2.h>
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -113,6 +127,22 @@ __global__ void one(const float* a, float* e) {
   for (int i = threadIdx.x; i < (16 << 10); i += blockDim.x) x += a[i];
   if (x == 12345.f) e[threadIdx.x] = x;
   if (threadIdx.x == 0) e[0] = x;
+}
+// One block spinning ~100 us with no memory traffic: what L2 counts in a range
+// besides the kernel's own requests.
+__global__ void idle(float* e) {
+  const long long t0 = clock64();
+  while (clock64() - t0 < 200000) {
+  }
+  if (threadIdx.x == 0 && e[1023] == 12345.f) e[0] = 1.f;
+}
+// One block of 64 threads summing 4 MB (like a reduction over a whole
+// tensor in one block): long, with little L2 traffic for its duration.
+__global__ void slow(const float* a, float* e) {
+  float x = 0;
+  for (int i = threadIdx.x; i < (1 << 20); i += blockDim.x) x += a[i];
+  if (x == 12345.f) e[threadIdx.x] = x;
+  if (threadIdx.x == 0) e[1] = x;
 }
 // Streams 256 MB and writes one word per 4 KB of a 4 MB buffer: what a restore
 // left dirty in L2 before the launch shows as DRAM writes.
@@ -198,11 +228,12 @@ int main(int argc, char** argv) {
   for (auto& m : metric_strings) name_ptrs.push_back(m.c_str());
   const char** names = name_ptrs.data();
   const int nm = int(name_ptrs.size());
-  // The kernels to run (PROBE_KERNELS, indices: 0 big, 1 small, 2 wonly, 3 SGEMM, 4 one, 5 touch)
+  // The kernels to run (PROBE_KERNELS, indices: 0 big, 1 small, 2 wonly, 3 SGEMM, 4 one, 5 touch,
+  // 6 idle, 7 slow)
   std::vector<int> kernels;
   for (const char* k = std::getenv("PROBE_KERNELS") ? std::getenv("PROBE_KERNELS") : "012345"; *k;
        ++k)
-    if (*k >= '0' && *k <= '5') kernels.push_back(*k - '0');
+    if (*k >= '0' && *k <= '7') kernels.push_back(*k - '0');
   const size_t nb = 64u << 20, ns = 1u << 20, nw = 64u << 10;
   float *a, *b, *c, *d, *e;
   int4* fb;
@@ -265,7 +296,7 @@ int main(int argc, char** argv) {
     if (k == 1 || k == 5) back(c, sc, ns);
     if (k == 2) back(d, sd, nw);
     if (k == 3) back(gc, sgc, size_t(gm) * gn);
-    if (k == 4) back(e, se, 1024);
+    if (k == 4 || k == 6 || k == 7) back(e, se, 1024);
   };
   auto results = [&](const char* label) {
     CR(cudaDeviceSynchronize());
@@ -285,6 +316,10 @@ int main(int argc, char** argv) {
       one<<<1, 256>>>(a, e);
     else if (k == 5)
       touch<<<1056, 512>>>(a, c, nb, ns);
+    else if (k == 6)
+      idle<<<1, 32>>>(e);
+    else if (k == 7)
+      slow<<<1, 64>>>(a, e);
     else {  // a GEMM whose 1.5 MB output stays in L2, as the GPT's do
       const float one = 1.f, zero = 0.f;
       if (cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, gm, gn, gk, &one, ga, gm, gb, gk, &zero, gc,
@@ -371,9 +406,10 @@ int main(int argc, char** argv) {
   const bool user = mode == "user" || mode == "user-ncu" || mode == "user-discard" ||
                     mode == "user-noflush" || mode == "user-keep" || mode == "user-act" ||
                     mode == "user-warm" || mode == "user-drv" || mode == "user-cb" ||
-                    mode == "user-cb-same" || mode == "user-sub";
+                    mode == "user-cb-same" || mode == "user-sub" || mode == "user-gap";
   // The configuration kept across launches: all user modes but the first two.
-  const bool keep = user && mode != "user" && mode != "user-noflush" && mode != "user-ncu";
+  const bool keep =
+      user && mode != "user" && mode != "user-noflush" && mode != "user-ncu" && mode != "user-gap";
   int launchNo = 0;
   const bool drv = mode == "user-drv";
   const bool cbmode =
@@ -461,6 +497,10 @@ int main(int argc, char** argv) {
             } else {
               if (passes > 0) copy_all(false);
               if (doFlush) doflush();
+            }
+            if (mode == "user-gap") {  // the flush over and 2 ms of quiet before the range
+              CR(cudaDeviceSynchronize());
+              std::this_thread::sleep_for(std::chrono::milliseconds(2));
             }
             t_save += ms(ts);
             ts = Clock::now();
