@@ -18,6 +18,21 @@ import subprocess
 import sys
 
 
+# The L2 sectors a kernel's own loads and stores bring to L2 (from the SMs' L1/TEX), which ncu
+# measures beside the metrics. Every profiled range also carries ~45K sectors (1.4 MB) of L2
+# traffic that is not the kernel's, nearly all of them hits, under ncu as under pasta, and not
+# as much under both (bench/gpu/probe, the `idle` kernel): a kernel's L2 hit rate is compared
+# only when its own L2 traffic is at least L2_OWN_FLOOR sectors, over ten times that.
+L2_OWN = ("l2_own_sectors", "lts__t_sectors_srcunit_tex.sum")
+L2_OWN_FLOOR = 512 * 1024  # 16 MiB
+
+
+def l2_compared(own_sectors):
+    """Whether a kernel's L2 hit rate is compared, given ncu's count of its own L2 sectors
+    (None: not measured, compared)."""
+    return own_sectors is None or own_sectors >= L2_OWN_FLOOR
+
+
 def metric_map(build):
     """{key: [(ncu metric, weight), ...]} from pasta-trace."""
     out = subprocess.run([f"{build}/cli/pasta-trace", "metrics"], capture_output=True, text=True,
@@ -30,10 +45,11 @@ def number(text):
 
 
 def collect(ncu, build, cmd, out_dir):
-    """{kernel: {key: value}} for every kernel launch of `cmd` (the last launch of a name wins)."""
+    """{kernel: {key: value}} for every kernel launch of `cmd` (the last launch of a name wins),
+    with L2_OWN's key too."""
     os.makedirs(out_dir, exist_ok=True)
     keys = metric_map(build)
-    names = sorted({n for parts in keys.values() for n, _ in parts})
+    names = sorted({n for parts in keys.values() for n, _ in parts} | {L2_OWN[1]})
     proc = subprocess.run([ncu, "--metrics", ",".join(names), "--csv", "--print-units", "base",
                            "--print-kernel-base", "function", "--clock-control", "none", *cmd],
                           capture_output=True, text=True, check=False)
@@ -51,6 +67,7 @@ def collect(ncu, build, cmd, out_dir):
         result[kernel] = {key: sum(w * (values.get(n) or 0.0) for n, w in parts)
                           for key, parts in keys.items()
                           if all(n in values for n, _ in parts)}
+        result[kernel][L2_OWN[0]] = values.get(L2_OWN[1])
     return result
 
 

@@ -98,9 +98,13 @@ def ncu_launches(keys, text):
         k = (int(r["ID"]), r["Kernel Name"], dims(r["Grid Size"]), dims(r["Block Size"]))
         raw.setdefault(k, {})[r["Metric Name"]] = ncu_metrics.number(r["Metric Value"])
     out = []
+    own_key, own_name = ncu_metrics.L2_OWN
     for (_, kernel, grid, block), values in sorted(raw.items()):
-        out.append((kernel, grid, block, {key: sum(w * (values.get(n) or 0.0) for n, w in parts)
-                                          for key, parts in keys.items()}))
+        metrics = {key: sum(w * (values.get(n) or 0.0) for n, w in parts)
+                   for key, parts in keys.items()}
+        if values.get(own_name) is not None:
+            metrics[own_key] = values[own_name]
+        out.append((kernel, grid, block, metrics))
     return out
 
 
@@ -125,7 +129,10 @@ def profile_entries(profile):
 
 def compared(key, *measurements):
     """Whether metric `key` of a kernel is compared: not a DRAM metric of a kernel under 1 MiB
-    of DRAM traffic (read and written) in every measurement of it."""
+    of DRAM traffic (read and written) in every measurement of it, nor the L2 hit rate of one
+    with too little L2 traffic of its own (ncu_metrics.l2_compared(), where ncu measured it)."""
+    if key == "l2_hit_rate_pct":
+        return all(ncu_metrics.l2_compared(m.get(ncu_metrics.L2_OWN[0])) for m in measurements)
     return not key.startswith("dram_") or max(
         m.get("dram_bytes_read", 0) + m.get("dram_bytes_write", 0) for m in measurements
     ) >= (1 << 20)
@@ -179,10 +186,14 @@ def first_launches(launches):
 def agreement(ours, theirs, replay, again, title):
     """Prints how many values of `ours` lie within 5% of `theirs`, per metric, and the worst."""
     common = sorted(set(ours) & set(theirs))
-    agree, total, worst, per_key = 0, 0, [], {}
+    agree, total, worst, per_key, own_l2 = 0, 0, [], {}, []
     for k in common:
         for key, v in theirs[k].items():
-            if key not in ours[k] or not compared(key, ours[k], theirs[k]):
+            if key not in ours[k]:
+                continue
+            if not compared(key, ours[k], theirs[k]):
+                if key == "l2_hit_rate_pct":
+                    own_l2.append(within(key, ours[k][key], v))
                 continue
             mine = ours[k][key]
             diff = abs(mine - v)
@@ -201,6 +212,11 @@ def agreement(ours, theirs, replay, again, title):
         rels = sorted(r for _, r in rows)
         print(f"  {key:<38} {sum(o for o, _ in rows):>5} of {len(rows):<4} "
               f"{100 * rels[len(rels) // 2]:>11.1f}%")
+    if own_l2:
+        print(f"  not compared: l2_hit_rate_pct of {len(own_l2)} kernels with under "
+              f"{ncu_metrics.L2_OWN_FLOOR >> 15} MiB of L2 traffic of their own "
+              f"({ncu_metrics.L2_OWN[1]}; the profiler's own L2 traffic decides their rate): "
+              f"{sum(own_l2)} of them within 5%")
     for rel, kernel, key, mine, v in sorted(worst, reverse=True)[:10]:
         print(f"  off by {rel:.0%}: {kernel} {key}: pasta {mine:.4g}, ncu {v:.4g}")
 
@@ -238,10 +254,11 @@ def gpt_script(layers):
             "--layers", layers, "--steps", "1"]
 
 
-def ncu_command(keys, extra):
+def ncu_command(keys, extra, own_l2=True):
     """ncu measuring the ncu metrics that make up `keys` (metric_map()'s, or some of them),
-    CSV on stdout; `extra` ends with the script."""
-    names = sorted({n for parts in keys.values() for n, _ in parts})
+    and with `own_l2` ncu_metrics.L2_OWN's, CSV on stdout; `extra` ends with the script."""
+    names = sorted({n for parts in keys.values() for n, _ in parts}
+                   | ({ncu_metrics.L2_OWN[1]} if own_l2 else set()))
     return ["ncu", "--metrics", ",".join(names), "--csv", "--print-units", "base",
             "--print-kernel-base", "mangled", "--clock-control", "none", *extra]
 
@@ -252,7 +269,7 @@ def app_replay(build, out, opts):
     keys = ncu_metrics.metric_map(build)
     cmd = ncu_command({k: keys[k] for k in APP_METRICS},
                       ["--replay-mode", "application", "--cache-control", "all",
-                       *gpt_script(opts.get("--layers", "12"))])
+                       *gpt_script(opts.get("--layers", "12"))], own_l2=False)
     ncu, t = timed(cmd, timeout=float(opts.get("--ncu-timeout", "420")))
     print(f"ncu --replay-mode application ({', '.join(APP_METRICS)}): {t:.1f} s"
           f"{' (killed at the timeout)' if ncu is None else ''}", flush=True)
