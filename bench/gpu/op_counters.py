@@ -13,7 +13,8 @@ Prints wall times and the ncu / pasta ratio, then compares the metrics per
 kernel (mangled name, grid, block; per-launch means): the share of values
 within 5% (bench/gpu/ncu_metrics.py's rule: a percentage also within 0.5
 points, DRAM bytes also within 64 KiB; kernels under 1 MiB of DRAM traffic
-leave their DRAM metrics out), per metric, and the worst ones.
+leave their DRAM metrics out, kernels under 16 MiB of L2 traffic of their own
+their L2 hit rate, ncu_metrics.L2_OWN), per metric, and the worst ones.
 
     op_counters.py BUILD_DIR OUT_DIR [--layers 12] [--ncu-timeout 420] [--pasta-timeout 300]
                    [--ncu-cache all|none] [--replay pasta|cupti]
