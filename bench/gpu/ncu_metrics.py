@@ -44,30 +44,50 @@ def number(text):
     return float(text.replace(",", "")) if text not in ("", "n/a") else None
 
 
+def names(keys, own_l2=True):
+    """The ncu metrics that make up `keys` (metric_map()'s, or some of them), and with
+    `own_l2` L2_OWN's, for ncu --metrics."""
+    own = {L2_OWN[1]} if own_l2 else set()
+    return sorted({n for parts in keys.values() for n, _ in parts} | own)
+
+
+def launches(text):
+    """{(ID, kernel name, grid, block): {ncu metric: value}} from ncu's CSV, one per launch,
+    the grid and block as ncu writes them."""
+    rows = csv.DictReader(io.StringIO("\n".join(l for l in text.splitlines() if l.startswith('"'))))
+    raw = {}
+    for r in rows:
+        launch = (int(r["ID"]), r["Kernel Name"], r["Grid Size"], r["Block Size"])
+        raw.setdefault(launch, {})[r["Metric Name"]] = number(r["Metric Value"])
+    return raw
+
+
+def launch_values(keys, values):
+    """{key: value} of one launch from ncu's {metric: value}: each key of `keys` whose ncu
+    metrics were all measured, and L2_OWN's key when it was."""
+    out = {key: sum(w * (values.get(n) or 0.0) for n, w in parts)
+           for key, parts in keys.items() if all(n in values for n, _ in parts)}
+    if values.get(L2_OWN[1]) is not None:
+        out[L2_OWN[0]] = values[L2_OWN[1]]
+    return out
+
+
 def collect(ncu, build, cmd, out_dir):
     """{kernel: {key: value}} for every kernel launch of `cmd` (the last launch of a name wins),
     with L2_OWN's key too."""
     os.makedirs(out_dir, exist_ok=True)
     keys = metric_map(build)
-    names = sorted({n for parts in keys.values() for n, _ in parts} | {L2_OWN[1]})
-    proc = subprocess.run([ncu, "--metrics", ",".join(names), "--csv", "--print-units", "base",
-                           "--print-kernel-base", "function", "--clock-control", "none", *cmd],
+    proc = subprocess.run([ncu, "--metrics", ",".join(names(keys)), "--csv", "--print-units",
+                           "base", "--print-kernel-base", "function", "--clock-control", "none",
+                           *cmd],
                           capture_output=True, text=True, check=False)
     with open(os.path.join(out_dir, "ncu.csv"), "w") as f:
         f.write(proc.stdout)
     if proc.returncode != 0:
         sys.exit(f"ncu failed ({proc.returncode}): {proc.stderr.strip()[-600:]}")
-    rows = csv.DictReader(io.StringIO("\n".join(l for l in proc.stdout.splitlines()
-                                                if l.startswith('"'))))
-    raw = {}  # (launch id, kernel) -> {ncu metric: value}
-    for r in rows:
-        raw.setdefault((r["ID"], r["Kernel Name"]), {})[r["Metric Name"]] = number(r["Metric Value"])
     result = {}
-    for (_, kernel), values in sorted(raw.items(), key=lambda kv: int(kv[0][0])):
-        result[kernel] = {key: sum(w * (values.get(n) or 0.0) for n, w in parts)
-                          for key, parts in keys.items()
-                          if all(n in values for n, _ in parts)}
-        result[kernel][L2_OWN[0]] = values.get(L2_OWN[1])
+    for (_, kernel, _, _), values in sorted(launches(proc.stdout).items()):  # in launch order
+        result[kernel] = launch_values(keys, values)
     return result
 
 

@@ -41,9 +41,7 @@ measured kernel itself, restoring the program's memory and flushing L2 before ev
 does; --replay cupti runs it with PASTA_COUNTER_REPLAY=cupti (CUPTI's kernel replay) and shows
 the cache-sensitive metrics of kernels measured under replay only apart.
 """
-import csv
 import gzip
-import io
 import json
 import os
 import signal
@@ -93,20 +91,8 @@ def dims(text):
 def ncu_launches(keys, text):
     """[(kernel, grid, block, {key: value})] from ncu's CSV, one per launch; `keys` is
     ncu_metrics.metric_map()'s."""
-    rows = csv.DictReader(io.StringIO("\n".join(l for l in text.splitlines() if l.startswith('"'))))
-    raw = {}
-    for r in rows:
-        k = (int(r["ID"]), r["Kernel Name"], dims(r["Grid Size"]), dims(r["Block Size"]))
-        raw.setdefault(k, {})[r["Metric Name"]] = ncu_metrics.number(r["Metric Value"])
-    out = []
-    own_key, own_name = ncu_metrics.L2_OWN
-    for (_, kernel, grid, block), values in sorted(raw.items()):
-        metrics = {key: sum(w * (values.get(n) or 0.0) for n, w in parts)
-                   for key, parts in keys.items()}
-        if values.get(own_name) is not None:
-            metrics[own_key] = values[own_name]
-        out.append((kernel, grid, block, metrics))
-    return out
+    return [(kernel, dims(grid), dims(block), ncu_metrics.launch_values(keys, values))
+            for (_, kernel, grid, block), values in sorted(ncu_metrics.launches(text).items())]
 
 
 def per_launch(entries, additive):
@@ -258,10 +244,9 @@ def gpt_script(layers):
 def ncu_command(keys, extra, own_l2=True):
     """ncu measuring the ncu metrics that make up `keys` (metric_map()'s, or some of them),
     and with `own_l2` ncu_metrics.L2_OWN's, CSV on stdout; `extra` ends with the script."""
-    names = sorted({n for parts in keys.values() for n, _ in parts}
-                   | ({ncu_metrics.L2_OWN[1]} if own_l2 else set()))
-    return ["ncu", "--metrics", ",".join(names), "--csv", "--print-units", "base",
-            "--print-kernel-base", "mangled", "--clock-control", "none", *extra]
+    return ["ncu", "--metrics", ",".join(ncu_metrics.names(keys, own_l2)), "--csv",
+            "--print-units", "base", "--print-kernel-base", "mangled", "--clock-control", "none",
+            *extra]
 
 
 def app_replay(build, out, opts):
