@@ -1,5 +1,6 @@
 // pasta-trace: look into a recorded trace and replay it through the
 // default analysis tools, on any machine, GPU or not.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -24,6 +25,7 @@ constexpr const char* usage =
     "       pasta-trace convert FILE OUT      rewrite the trace in the current format\n"
     "       pasta-trace metrics               the hardware metrics of KernelCounters as JSON:\n"
     "                                         key -> ncu metrics and weights that sum to it\n"
+    "                                         (a hit rate: ncu's own rate)\n"
     "       pasta-trace --version\n";
 
 int fail_usage(const std::string& why) {
@@ -168,8 +170,13 @@ int main(int argc, char** argv) {
     nlohmann::json out = nlohmann::json::object();
     for (const auto& m : pasta::metrics::all) {
       auto& parts = out[std::string(m.key)] = nlohmann::json::array();
+      // A rate pasta computes from its misses and sectors: ncu's own rate.
+      const bool rate = std::any_of(
+          pasta::metrics::counters.begin(), pasta::metrics::counters.end(),
+          [&](const auto& c) { return c.field == m.field && c.part != pasta::metrics::Part::sum; });
+      if (rate) parts.push_back({{"ncu", m.ncu}, {"weight", 1.0}});
       for (const auto& c : pasta::metrics::counters)
-        if (c.field == m.field) parts.push_back({{"ncu", c.name}, {"weight", c.weight}});
+        if (c.field == m.field && !rate) parts.push_back({{"ncu", c.name}, {"weight", c.weight}});
     }
     fmt::print("{}\n", out.dump(1));
     return 0;

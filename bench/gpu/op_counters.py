@@ -208,6 +208,13 @@ def agreement(ours, theirs, replay, again, title):
         print(f"  off by {rel:.0%}: {kernel} {key}: pasta {mine:.4g}, ncu {v:.4g}")
 
 
+def above_100(measured):
+    """How many of the L2 hit rates in `measured` ({kernel: metrics}) exceed 100%, as text."""
+    rates = [m["l2_hit_rate_pct"] for m in measured.values() if "l2_hit_rate_pct" in m]
+    high = sorted(r for r in rates if r > 100)
+    return f"{len(high)} of {len(rates)}" + (f" (up to {high[-1]:.1f}%)" if high else "")
+
+
 def compare(build, entries, ncu_csv, replay, app_csv=None):
     """pasta's profile entries against ncu's CSV of the same script, twice: against ncu's mean
     over all launches of a (kernel, grid, block), which is what pasta's propagation claims,
@@ -226,6 +233,8 @@ def compare(build, entries, ncu_csv, replay, app_csv=None):
     again = {(e["kernel"], tuple(e["grid"]), tuple(e["block"])) for e in entries if e["measured"] > 1}
     agreement(ours, theirs, replay, again, "against ncu's mean over the launches")
     agreement(ours, first, replay, again, "against ncu's first launch (the one pasta measured)")
+    print(f"L2 hit rates above 100%: pasta {above_100(ours)}; ncu's first launches "
+          f"{above_100(first)}")
     if app_csv is not None:
         three_way(ours, first, first_launches(ncu_launches(keys, app_csv)))
 

@@ -429,17 +429,17 @@ class RangeCounters {
       return;
     }
     // The cache-sensitive metrics in sets of one pass each, most wanted
-    // first: each goes to the first set it fits in, or starts a set.
+    // first: each (all its counters) goes to the first set it fits in, or
+    // starts a set. On GH100 the L2 hit rate's two counters take two passes,
+    // so it is measured in the full set only.
     for (auto field : metrics::cache_sensitive) {
-      const auto* c = std::find_if(metrics::counters.begin(), metrics::counters.end(),
-                                   [&](const metrics::Counter& k) { return k.field == field; });
-      const auto counter = static_cast<std::size_t>(c - metrics::counters.begin());
       bool placed = false;
       for (std::size_t k = 0; k <= cache_.size() && !placed && k < max_cache_sets; ++k) {
         MetricSet trial;
         if (k < cache_.size())
           for (std::size_t i : cache_[k].index) trial.add(i);
-        trial.add(counter);
+        for (std::size_t i = 0; i < metrics::counters.size(); ++i)
+          if (metrics::counters[i].field == field) trial.add(i);
         build(trial, chip.pChipName, availability);
         placed = trial.passes == 1;
         if (!placed) {
