@@ -170,7 +170,7 @@ int main(int argc, char** argv) {
     nlohmann::json out = nlohmann::json::object();
     for (const auto& m : pasta::metrics::all) {
       auto& parts = out[std::string(m.key)] = nlohmann::json::array();
-      // A rate pasta computes from its misses and sectors: ncu's own rate.
+      // A rate pasta computes from its hits and sectors: ncu's own rate.
       const bool rate = std::any_of(
           pasta::metrics::counters.begin(), pasta::metrics::counters.end(),
           [&](const auto& c) { return c.field == m.field && c.part != pasta::metrics::Part::sum; });

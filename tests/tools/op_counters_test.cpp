@@ -196,19 +196,22 @@ TEST_CASE("metrics::from_counters sets the fields of the counters given, NaN the
   for (std::size_t i = 0; i < which.size(); ++i) which[i] = i;
   std::vector<double> values(metrics::counters.size(), 0.0);
   values[0] = 4096;  // dram__bytes_read.sum
-  values[5] = 300;   // lts__t_sectors_lookup_miss.sum
+  values[5] = 300;   // lts__t_sectors_lookup_miss.sum: not part of any field
   values[6] = 1200;  // lts__t_sectors.sum
-  values[8] = 12.5;  // sm__pipe_tensor_cycles_active...
-  for (std::size_t i = 10; i < values.size(); ++i) values[i] = 10;  // the nine flop parts
+  values[7] = 900;   // lts__t_sectors_lookup_hit.sum
+  values[9] = 12.5;  // sm__pipe_tensor_cycles_active...
+  for (std::size_t i = 11; i < values.size(); ++i) values[i] = 10;  // the nine flop parts
   const KernelCounters c = metrics::from_counters(which, values);
   CHECK(c.dram_bytes_read == 4096);
   CHECK(c.dram_bytes_write == 0);
-  CHECK(c.l2_hit_rate_pct == 75);  // 100 * (1 - 300 / 1200)
+  CHECK(c.l2_hit_rate_pct == 75);  // 100 * 900 / 1200
   CHECK(c.tensor_active_pct == 12.5);
   CHECK(c.flops == 10 * (6 * 1 + 3 * 2));  // adds and muls once, FMAs twice
+  // L2's counts in this order: it decides how CUPTI packs the passes (metrics.hpp).
   CHECK(metrics::counters[5].name == "lts__t_sectors_lookup_miss.sum");
   CHECK(metrics::counters[6].name == "lts__t_sectors.sum");
-  CHECK(metrics::counters[8].name ==
+  CHECK(metrics::counters[7].name == "lts__t_sectors_lookup_hit.sum");
+  CHECK(metrics::counters[9].name ==
         "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active");
   // Every metric of KernelCounters is collected.
   for (const auto& m : metrics::all)
@@ -216,21 +219,23 @@ TEST_CASE("metrics::from_counters sets the fields of the counters given, NaN the
                       [&](const metrics::Counter& k) { return k.field == m.field; }));
 
   // A part: DRAM bytes written and the L2 hit rate; the rest not measured.
-  const std::vector<std::size_t> part{1, 6, 5};
-  const KernelCounters p = metrics::from_counters(part, std::vector<double>{512, 4000, 1000});
+  const std::vector<std::size_t> part{1, 6, 7};
+  const KernelCounters p = metrics::from_counters(part, std::vector<double>{512, 4000, 3000});
   CHECK(p.dram_bytes_write == 512);
   CHECK(p.l2_hit_rate_pct == 75);
   CHECK_FALSE(metrics::measured(p.dram_bytes_read));
   CHECK_FALSE(metrics::measured(p.flops));
   CHECK_FALSE(metrics::measured(metrics::arithmetic_intensity(p)));
 
-  // The rate stays within 0-100% however the hits would have been counted:
-  // all misses, no misses, and no L2 traffic at all (0, not a division by 0).
-  const std::vector<std::size_t> l2{5, 6};
-  CHECK(metrics::from_counters(l2, std::vector<double>{4000, 4000}).l2_hit_rate_pct == 0);
-  CHECK(metrics::from_counters(l2, std::vector<double>{0, 4000}).l2_hit_rate_pct == 100);
+  // No hits, all hits, and no L2 traffic at all (0, not a division by 0).
+  const std::vector<std::size_t> l2{7, 6};
+  CHECK(metrics::from_counters(l2, std::vector<double>{0, 4000}).l2_hit_rate_pct == 0);
+  CHECK(metrics::from_counters(l2, std::vector<double>{4000, 4000}).l2_hit_rate_pct == 100);
   CHECK(metrics::from_counters(l2, std::vector<double>{0, 0}).l2_hit_rate_pct == 0);
-  // Half of a rate is no rate.
+  // Half of a rate is no rate, the miss count alone least of all.
+  const std::vector<std::size_t> hits_only{7};
+  CHECK_FALSE(metrics::measured(
+      metrics::from_counters(hits_only, std::vector<double>{10}).l2_hit_rate_pct));
   const std::vector<std::size_t> misses_only{5};
   CHECK_FALSE(metrics::measured(
       metrics::from_counters(misses_only, std::vector<double>{10}).l2_hit_rate_pct));
@@ -253,9 +258,9 @@ TEST_CASE("OpCounters takes each metric from the measurements with the fewest re
     if (std::find(metrics::cache_sensitive.begin(), metrics::cache_sensitive.end(),
                   metrics::counters[i].field) != metrics::cache_sensitive.end())
       cache.push_back(i);
-  REQUIRE(cache.size() == 6);  // DRAM read, written, throughput; L1; L2 misses, sectors
+  REQUIRE(cache.size() == 7);  // DRAM read, written, throughput; L1; L2 misses, sectors, hits
   KernelCounters clean =
-      metrics::from_counters(cache, std::vector<double>{800, 0, 40, 10, 500, 1000});
+      metrics::from_counters(cache, std::vector<double>{800, 0, 40, 10, 500, 1000, 500});
   clean.correlation = 2;
   clean.passes = 1;
   t.on(kernel(1, "gemm", {4, 1, 1}, 0, 1000));

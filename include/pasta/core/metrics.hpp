@@ -45,23 +45,28 @@ inline constexpr std::array<Metric, 10> all{{
 }};
 
 // How a counter's value reaches its field: added, times the counter's
-// weight; or as one side of a hit rate, 100 * (1 - misses / sectors).
-enum class Part : unsigned char { sum, misses, sectors };
+// weight; as one side of a hit rate, 100 * hits / sectors; or not at all
+// (ignored: measured for how CUPTI then packs the others into passes).
+enum class Part : unsigned char { sum, hits, sectors, ignored };
 
 // What a profiling handler asks the hardware for: the ncu metrics above,
-// the flop count as its nine parts, and the L2 hit rate as its misses and
-// sectors (from_counters()).
+// the flop count as its nine parts, and the L2 hit rate as the two raw
+// counts ncu divides for it, lookup hits over sectors (from_counters()).
 //
-// Why not ncu's own lts__t_sector_hit_rate.pct (lookup hits / sectors): on
-// GH100 the two counts cannot share a pass, so every tool divides a count
-// from one pass by a count from another, and every profiled range carries
-// ~45K L2 sectors that are not the kernel's, nearly all hits, and not the
-// same in every pass (bench/gpu/probe, H100). On a kernel with little L2
-// traffic of its own that ratio swings by tens of percent and passes 100%
-// (132% on a one-block reduction; ncu 100.02% on a kernel that touches no
-// memory). Misses are the kernel's own, so 1 - misses / sectors stays within
-// 0-100% and moves little with the background; where the kernel's traffic
-// outweighs the background the two agree (docs/op-profile.md).
+// Why not lts__t_sector_hit_rate.pct itself: on GH100 its two counts cannot
+// share a pass; every profiled range carries ~45K L2 sectors that are not
+// the kernel's, nearly all hits (bench/gpu/probe); and how much of that each
+// pass counts depends on how CUPTI packs the set into passes, which follows
+// the order of the names. Measured on the H100 (a 12-block GPT, the
+// bench's first launches, docs/op-profile.md): with the rate in the set,
+// 18 of 92 kernels read above 100%, up to 133% (a one-block reduction with
+// 65 sectors of its own: 132%, ncu 93%); with the raw counts in the order
+// below, 8 of 92, up to 103% (that reduction 99.2%; ncu: 5 of 92, up to
+// 102.5%). Other orders gave 133% (hits, sectors, misses) and 135% (hits,
+// sectors): the miss count is measured for that packing only
+// (Part::ignored). Misses do not give the rate: GEMMs look up 6-17% more
+// sectors than they count, in ncu too, so 1 - misses / sectors reads their
+// rate 10-15 points low.
 struct Counter {
   std::string_view name;
   double KernelCounters::*field;
@@ -69,15 +74,16 @@ struct Counter {
   Part part = Part::sum;
 };
 
-inline constexpr std::array<Counter, 19> counters{{
+inline constexpr std::array<Counter, 20> counters{{
     {"dram__bytes_read.sum", &KernelCounters::dram_bytes_read, 1},
     {"dram__bytes_write.sum", &KernelCounters::dram_bytes_write, 1},
     {"gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", &KernelCounters::dram_throughput_pct,
      1},
     {"sm__throughput.avg.pct_of_peak_sustained_elapsed", &KernelCounters::sm_throughput_pct, 1},
     {"l1tex__t_sector_hit_rate.pct", &KernelCounters::l1_hit_rate_pct, 1},
-    {"lts__t_sectors_lookup_miss.sum", &KernelCounters::l2_hit_rate_pct, 1, Part::misses},
+    {"lts__t_sectors_lookup_miss.sum", &KernelCounters::l2_hit_rate_pct, 1, Part::ignored},
     {"lts__t_sectors.sum", &KernelCounters::l2_hit_rate_pct, 1, Part::sectors},
+    {"lts__t_sectors_lookup_hit.sum", &KernelCounters::l2_hit_rate_pct, 1, Part::hits},
     {"sm__warps_active.avg.pct_of_peak_sustained_active", &KernelCounters::achieved_occupancy_pct,
      1},
     {"sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
@@ -111,7 +117,7 @@ inline constexpr std::array<double KernelCounters::*, 5> cache_sensitive{
 
 // Sets the fields of the counters `which` names (indices into `counters`)
 // from `values`, one per index in order: counters of one field summed with
-// their weights, a hit rate from its misses and sectors (0 with no sectors,
+// their weights, a hit rate from its hits and sectors (0 with no sectors,
 // not_measured without both); every other field is not_measured.
 inline KernelCounters from_counters(std::span<const std::size_t> which,
                                     std::span<const double> values) {
@@ -123,21 +129,19 @@ inline KernelCounters from_counters(std::span<const std::size_t> which,
     if (counters[which[k]].part == Part::sum)
       c.*counters[which[k]].field += counters[which[k]].weight * values[k];
   for (const auto& m : all) {
-    double misses = not_measured, sectors = not_measured;
+    double hits = not_measured, sectors = not_measured;
     bool rate = false;
     for (std::size_t k = 0; k < n; ++k) {
       const Counter& counter = counters[which[k]];
       if (counter.field != m.field || counter.part == Part::sum) continue;
       rate = true;
-      if (counter.part == Part::misses)
-        misses = values[k];
-      else
-        sectors = values[k];
+      if (counter.part == Part::hits) hits = values[k];
+      if (counter.part == Part::sectors) sectors = values[k];
     }
     if (rate)
-      c.*m.field = !measured(misses) || !measured(sectors) ? not_measured
-                   : sectors > 0                            ? 100 * (1 - misses / sectors)
-                                                            : 0.0;
+      c.*m.field = !measured(hits) || !measured(sectors) ? not_measured
+                   : sectors > 0                         ? 100 * hits / sectors
+                                                         : 0.0;
   }
   return c;
 }

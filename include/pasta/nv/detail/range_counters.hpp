@@ -430,8 +430,8 @@ class RangeCounters {
     }
     // The cache-sensitive metrics in sets of one pass each, most wanted
     // first: each (all its counters) goes to the first set it fits in, or
-    // starts a set. On GH100 the L2 hit rate's two counters take two passes,
-    // so it is measured in the full set only.
+    // starts a set. On GH100 the L2 hit rate's counters take more than one
+    // pass, so it is measured in the full set only.
     for (auto field : metrics::cache_sensitive) {
       bool placed = false;
       for (std::size_t k = 0; k <= cache_.size() && !placed && k < max_cache_sets; ++k) {
