@@ -1,6 +1,5 @@
 // pasta-trace: look into a recorded trace and replay it through the
 // default analysis tools, on any machine, GPU or not.
-#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -171,12 +170,10 @@ int main(int argc, char** argv) {
     for (const auto& m : pasta::metrics::all) {
       auto& parts = out[std::string(m.key)] = nlohmann::json::array();
       // A rate pasta computes from its hits and sectors: ncu's own rate.
-      const bool rate = std::any_of(
-          pasta::metrics::counters.begin(), pasta::metrics::counters.end(),
-          [&](const auto& c) { return c.field == m.field && c.part != pasta::metrics::Part::sum; });
-      if (rate) parts.push_back({{"ncu", m.ncu}, {"weight", 1.0}});
+      const bool summed = pasta::metrics::summed(m.field);
+      if (!summed) parts.push_back({{"ncu", m.ncu}, {"weight", 1.0}});
       for (const auto& c : pasta::metrics::counters)
-        if (c.field == m.field && !rate) parts.push_back({{"ncu", c.name}, {"weight", c.weight}});
+        if (c.field == m.field && summed) parts.push_back({{"ncu", c.name}, {"weight", c.weight}});
     }
     fmt::print("{}\n", out.dump(1));
     return 0;

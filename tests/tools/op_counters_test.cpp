@@ -213,6 +213,9 @@ TEST_CASE("metrics::from_counters sets the fields of the counters given, NaN the
   CHECK(metrics::counters[7].name == "lts__t_sectors_lookup_hit.sum");
   CHECK(metrics::counters[9].name ==
         "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active");
+  // The L2 hit rate is a rate of its counts, the flop count a sum of its.
+  CHECK_FALSE(metrics::summed(&KernelCounters::l2_hit_rate_pct));
+  CHECK(metrics::summed(&KernelCounters::flops));
   // Every metric of KernelCounters is collected.
   for (const auto& m : metrics::all)
     CHECK(std::any_of(metrics::counters.begin(), metrics::counters.end(),

@@ -115,6 +115,14 @@ inline constexpr std::array<double KernelCounters::*, 5> cache_sensitive{
     &KernelCounters::l2_hit_rate_pct, &KernelCounters::l1_hit_rate_pct,
     &KernelCounters::dram_throughput_pct};
 
+// Whether `field` is the sum of its counters; otherwise a hit rate of its
+// hits and sectors (Part).
+constexpr bool summed(double KernelCounters::*field) {
+  for (const Counter& c : counters)
+    if (c.field == field && c.part != Part::sum) return false;
+  return true;
+}
+
 // Sets the fields of the counters `which` names (indices into `counters`)
 // from `values`, one per index in order: counters of one field summed with
 // their weights, a hit rate from its hits and sectors (0 with no sectors,
@@ -129,19 +137,18 @@ inline KernelCounters from_counters(std::span<const std::size_t> which,
     if (counters[which[k]].part == Part::sum)
       c.*counters[which[k]].field += counters[which[k]].weight * values[k];
   for (const auto& m : all) {
+    // A rate none of whose counters were given stays not_measured.
+    if (summed(m.field) || !measured(c.*m.field)) continue;
     double hits = not_measured, sectors = not_measured;
-    bool rate = false;
     for (std::size_t k = 0; k < n; ++k) {
       const Counter& counter = counters[which[k]];
-      if (counter.field != m.field || counter.part == Part::sum) continue;
-      rate = true;
+      if (counter.field != m.field) continue;
       if (counter.part == Part::hits) hits = values[k];
       if (counter.part == Part::sectors) sectors = values[k];
     }
-    if (rate)
-      c.*m.field = !measured(hits) || !measured(sectors) ? not_measured
-                   : sectors > 0                         ? 100 * hits / sectors
-                                                         : 0.0;
+    c.*m.field = !measured(hits) || !measured(sectors) ? not_measured
+                 : sectors > 0                         ? 100 * hits / sectors
+                                                       : 0.0;
   }
   return c;
 }
