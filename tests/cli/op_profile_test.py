@@ -34,6 +34,9 @@ assert m["flops"] == 3 * 6.4e9, m
 assert abs(m["arithmetic_intensity"] - 3 * 6.4e9 / (12 * MiB)) < 1e-9, m
 (k,) = op["kernels"]
 assert k["grid"] == [132, 1, 1] and k["block"] == [384, 1, 1], k
+# Launch indices, in launch order: the GEMM's three launches are 0-2, vecAdd 3, relu 4.
+assert k["measured_launches"] == [0], k
+assert relu["kernels"][0]["measured_launches"] == [4], relu["kernels"][0]
 (outside,) = doc["unattributed"]
 assert outside["kernel"] == "vecAdd" and outside["metrics"] is None, outside
 # relu's one measurement collected the cache-sensitive metrics only: the

@@ -496,6 +496,11 @@ def case_counters_exact(build, out):
     fmas = {e["grid"][0]: e for e in entries if base_name(e["kernel"]) == "fma"}
     ok &= expect("fma: grids measured", sorted(g for g, e in fmas.items() if e["measured"] == 1),
                  list(range(1, 101)) + [4096])
+    # Launch order: stream 3 times (0-2), fma on grids 1-100 (3-102), stream (103), fma (104).
+    ok &= expect("stream: launch index of the measured launch", s.get("measured_launches"), [0])
+    ok &= expect("fma: grids whose measured launch index is not 2 + grid (104 for 4096)",
+                 {g: e.get("measured_launches") for g, e in fmas.items()
+                  if e.get("measured_launches") != [104 if g == 4096 else 2 + g]}, {})
     wrong = {g: (e.get("metrics") or {}).get("flops") for g, e in fmas.items()
              if (e.get("metrics") or {}).get("flops") != float(g * per_block)}
     ok &= expect("fma: grids whose flops are not (2 K + 1) x threads exactly", wrong, {})
@@ -546,7 +551,13 @@ def counters_against_ncu(build, out):
     _, ours = counter_kernels(out)
     theirs = ncu_metrics.collect(ncu, build, [f"{build}/examples/counters", "--repeat", "3"],
                                  os.path.join(out, "ncu"))
-    ok = True
+    # The launch indices pasta gives its measured launches name the same kernels in ncu's run.
+    with open(os.path.join(out, "ncu", "ncu.csv")) as f:
+        ncu_names = {i: base_name(k) for i, k, _, _ in ncu_metrics.launches(f.read())}
+    ok = expect("launch indices naming another kernel in ncu's run",
+                {(kernel, i): ncu_names.get(i) for kernel in ("stream", "fma")
+                 for i in (ours.get(kernel) or {}).get("measured_launches", [None])
+                 if ncu_names.get(i) != kernel}, {})
     for kernel in ("stream", "fma"):
         entry = ours.get(kernel) or {}
         # The profile's additive metrics cover every launch; ncu's are one launch's.

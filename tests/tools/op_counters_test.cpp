@@ -141,7 +141,7 @@ TEST_CASE("OpCounters reports per operator, and writes the versioned profile") {
 
   const auto doc = nlohmann::json::parse(detail::read_file(dir.file("op_counters.profile.json")));
   CHECK(doc["schema"] == "pasta.op_profile");
-  CHECK(doc["version"] == "1.0");
+  CHECK(doc["version"] == "1.1");
   CHECK(doc["metrics"]["dram_bytes_read"]["ncu"] == "dram__bytes_read.sum");
   REQUIRE(doc["operators"].size() == 2);
   const auto& addmm = doc["operators"][0];
@@ -151,12 +151,16 @@ TEST_CASE("OpCounters reports per operator, and writes the versioned profile") {
   REQUIRE(addmm["kernels"].size() == 2);
   CHECK(addmm["kernels"][0]["grid"] == nlohmann::json({4, 1, 1}));
   CHECK(addmm["kernels"][0]["propagated"] == 1);
+  // Launch indices: correlations 10, 11, 12, 13, 20, 30 are launches 0 to 5.
+  CHECK(addmm["kernels"][0]["measured_launches"] == nlohmann::json({0, 1}));
+  CHECK(addmm["kernels"][1]["measured_launches"] == nlohmann::json::array());
   CHECK(addmm["kernels"][0]["metrics"]["dram_throughput_pct"] == 65.0);
   CHECK(addmm["kernels"][1]["metrics"].is_null());
   CHECK(doc["operators"][1]["metrics"].is_null());  // relu: nothing measured
   REQUIRE(doc["unattributed"].size() == 1);
   CHECK(doc["unattributed"][0]["kernel"] == "vec_add");
   CHECK(doc["unattributed"][0]["metrics"]["dram_bytes_write"] == 100.0);
+  CHECK(doc["unattributed"][0]["measured_launches"] == nlohmann::json({5}));
   CHECK(doc["warnings"].size() == 2);
 }
 
@@ -316,6 +320,25 @@ TEST_CASE("OpCounters: under pasta's own replay (L2 flushed before every pass) n
   CHECK(doc["unattributed"][0]["measured"] == 1);
   CHECK(doc["unattributed"][0]["metrics"]["dram_bytes_write"] == 100.0);
   CHECK(doc["warnings"].empty());
+}
+
+TEST_CASE("OpCounters numbers measured launches in launch order, not completion order") {
+  test::TempDir dir;
+  Config cfg;
+  cfg.output_dir = dir.path();
+  tools::OpCounters t(cfg);
+  // Two streams: launches (correlations) 3, 5, 8, 9 complete as 5, 9, 3, 8.
+  t.on(kernel(5, "copy", {2, 1, 1}, 0, 100));
+  t.on(kernel(9, "copy", {2, 1, 1}, 0, 100));
+  t.on(kernel(3, "scale", {2, 1, 1}, 0, 100));
+  t.on(kernel(8, "scale", {2, 1, 1}, 0, 100));
+  for (std::uint64_t c : {9, 5, 8}) t.on(counters(c, 10, 10, 1, 0));
+  const auto groups = t.groups();
+  REQUIRE(groups.size() == 2);
+  CHECK(groups[0].measured_launches == std::vector<std::uint64_t>{1, 3});  // copy: 5 and 9
+  CHECK(groups[1].measured_launches == std::vector<std::uint64_t>{2});     // scale: 8
+  CHECK(written_profile(t, dir)["unattributed"][0]["measured_launches"] ==
+        nlohmann::json({1, 3}));
 }
 
 TEST_CASE("OpCounters writes null for a metric no measurement collected") {

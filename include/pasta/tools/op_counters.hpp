@@ -42,7 +42,7 @@ class OpCounters {
  public:
   static constexpr std::string_view name = "op_counters";
   static constexpr std::string_view schema = "pasta.op_profile";
-  static constexpr std::string_view schema_version = "1.0";
+  static constexpr std::string_view schema_version = "1.1";
   static constexpr std::size_t max_depth = 1024;  // against parent loops in damaged traces
 
   explicit OpCounters(const Config& cfg)
@@ -73,6 +73,10 @@ class OpCounters {
     } sig;
     std::uint64_t launches = 0, device_ns = 0;
     std::uint64_t measured = 0;  // launches with counters
+    // Their launch indices: places among all the kernel launches this tool
+    // saw, 0-based, in launch order (the order of their correlation ids),
+    // which is what `ncu --launch-skip` counts in a deterministic program.
+    std::vector<std::uint64_t> measured_launches{};
     // Per metric (metrics::all's order), from the measurements with the
     // fewest passes: additive values summed, rates weighted by device time.
     struct Value {
@@ -88,10 +92,18 @@ class OpCounters {
   // report() prints, for tests and other tools.
   std::vector<Group> groups() const {
     std::vector<Group> out = groups_;
+    std::vector<std::uint64_t> order;  // correlation ids in launch order
+    if (!counters_.empty()) {
+      order.reserve(launches_.size());
+      for (const Launch& l : launches_) order.push_back(l.correlation);
+      std::sort(order.begin(), order.end());
+    }
     for (const Launch& l : launches_) {
       auto it = counters_.find(l.correlation);
       if (it == counters_.end()) continue;
       Group& g = out[l.group];
+      g.measured_launches.push_back(static_cast<std::uint64_t>(
+          std::lower_bound(order.begin(), order.end(), l.correlation) - order.begin()));
       // A launch with no device time (CUPTI gives none under kernel replay)
       // weighs as one nanosecond: rates of untimed launches are a plain mean.
       const std::uint64_t weight = l.device_ns ? l.device_ns : 1;
@@ -108,6 +120,8 @@ class OpCounters {
         x.weight_ns += weight;
       }
     }
+    for (Group& g : out)  // completions of several streams may come out of launch order
+      std::sort(g.measured_launches.begin(), g.measured_launches.end());
     return out;
   }
   // Metric m (an index into metrics::all) of all launches of a group:
@@ -298,6 +312,7 @@ inline void OpCounters::report(Report& out) const {
                      {"block", {g.sig.block.x, g.sig.block.y, g.sig.block.z}},
                      {"launches", g.launches},
                      {"measured", g.measured},
+                     {"measured_launches", g.measured_launches},
                      {"propagated", g.measured ? g.launches - g.measured : 0},
                      {"device_ns", g.device_ns}};
     if (g.measured) {
