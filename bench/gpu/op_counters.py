@@ -59,6 +59,9 @@ DRAM_FLOOR = 64 << 10
 # The metrics pasta measures again in one pass, L2 flushed (those that fit on an H100).
 CACHE_SENSITIVE = ("dram_bytes_read", "dram_bytes_write", "dram_throughput_pct", "l1_hit_rate_pct")
 
+# Metrics that a profile entry sums over its launches; the others are per-launch means.
+ADDITIVE = {m: True for m in ("dram_bytes_read", "dram_bytes_write", "flops", "inst_executed")}
+
 # What --ncu-app measures: the metrics a replay's save and restore of memory can change.
 APP_METRICS = ("dram_bytes_read", "dram_bytes_write", "l2_hit_rate_pct")
 
@@ -170,6 +173,34 @@ def first_launches(launches):
     return first
 
 
+def same_launches(entries, launches):
+    """pasta's measured signatures and ncu's measurements of the very launches pasta measured,
+    by launch index (profile version 1.1's measured_launches; ncu's CSV in launch order):
+    ({key: per-launch metrics}, {key: ncu's mean over those launches}, keys measured more than
+    once, launch indices naming another kernel or past ncu's last launch). A key is
+    (kernel, grid, block, first launch index). None when the profile has no launch indices."""
+    if not any("measured_launches" in e for e in entries):
+        return None
+    ours, theirs, again, astray = {}, {}, set(), 0
+    for e in entries:
+        indices = e.get("measured_launches") or []
+        if not e["metrics"] or not indices:
+            continue
+        sig = (e["kernel"], tuple(e["grid"]), tuple(e["block"]))
+        matched = [launches[i][3] for i in indices
+                   if i < len(launches) and launches[i][:3] == sig]
+        astray += len(indices) - len(matched)
+        if not matched:
+            continue
+        key = (*sig, indices[0])
+        ours[key] = per_launch([(*sig, e["launches"], {k: v for k, v in e["metrics"].items()
+                                                      if v is not None})], ADDITIVE)[sig]
+        theirs[key] = per_launch([(*sig, 1, m) for m in matched], {})[sig]
+        if len(indices) > 1:
+            again.add(key)
+    return ours, theirs, again, astray
+
+
 def agreement(ours, theirs, replay, again, title):
     """Prints how many values of `ours` lie within 5% of `theirs`, per metric, and the worst."""
     common = sorted(set(ours) & set(theirs))
@@ -220,10 +251,9 @@ def compare(build, entries, ncu_csv, replay, app_csv=None):
     over all launches of a (kernel, grid, block), which is what pasta's propagation claims,
     and against ncu's first launch of it, the launch pasta measured; then, given ncu's
     application replay too, three ways (three_way())."""
-    additive = {m: True for m in ("dram_bytes_read", "dram_bytes_write", "flops", "inst_executed")}
     ours = per_launch([(e["kernel"], e["grid"], e["block"], e["launches"],
                         {k: v for k, v in e["metrics"].items() if v is not None})
-                       for e in entries if e["metrics"]], additive)
+                       for e in entries if e["metrics"]], ADDITIVE)
     keys = ncu_metrics.metric_map(build)
     launches = ncu_launches(keys, ncu_csv)
     theirs = per_launch([(k, g, b, 1, m) for k, g, b, m in launches], {})
@@ -232,7 +262,14 @@ def compare(build, entries, ncu_csv, replay, app_csv=None):
     # measurement with L2 flushed; the others' from kernel replay only.
     again = {(e["kernel"], tuple(e["grid"]), tuple(e["block"])) for e in entries if e["measured"] > 1}
     agreement(ours, theirs, replay, again, "against ncu's mean over the launches")
-    agreement(ours, first, replay, again, "against ncu's first launch (the one pasta measured)")
+    agreement(ours, first, replay, again, "against ncu's first launch of each (kernel, grid, block)")
+    same = same_launches(entries, launches)
+    if same is not None:
+        mine, ncu_same, again_same, astray = same
+        agreement(mine, ncu_same, replay, again_same,
+                  "against ncu's measurement of the same launches (by launch index), per signature")
+        if astray:
+            print(f"  launch indices naming another kernel in ncu's run (not compared): {astray}")
     print(f"L2 hit rates above 100%: pasta {above_100(ours)}; ncu's first launches "
           f"{above_100(first)}")
     if app_csv is not None:

@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+"""op_counters_compare_test.py: bench/gpu/op_counters.py's comparison of pasta's profile with
+ncu's launches by launch index (profile version 1.1's measured_launches), on synthetic data:
+which ncu launches each signature is compared with, per-launch values, and launch indices that
+name another kernel."""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "bench", "gpu"))
+import op_counters  # noqa: E402
+
+
+def entry(kernel, grid, launches, indices, flops, occupancy):
+    return {"kernel": kernel, "grid": list(grid), "block": [128, 1, 1], "launches": launches,
+            "measured": len(indices), "measured_launches": indices,
+            "metrics": {"flops": flops, "achieved_occupancy_pct": occupancy,
+                        "l1_hit_rate_pct": None}}
+
+
+def launch(kernel, grid, flops, occupancy):
+    return (kernel, tuple(grid), (128, 1, 1),
+            {"flops": flops, "achieved_occupancy_pct": occupancy})
+
+
+# One GEMM shape under two operators (as cuBLAS's split-K reduction in the GPT): ncu's first
+# launch of (kernel, grid, block) is the first operator's, so it cannot judge the second.
+ncu = [launch("reduce", (8, 64, 1), 2.0e6, 70.0),   # 0: operator A, measured
+       launch("gemm", (16, 4, 2), 5.0e6, 40.0),     # 1
+       launch("reduce", (8, 64, 1), 2.0e6, 71.0),   # 2: operator A
+       launch("reduce", (8, 64, 1), 7.0e6, 86.0),   # 3: operator B, measured
+       launch("reduce", (8, 64, 1), 7.0e6, 87.0)]   # 4: operator B
+entries = [entry("reduce", (8, 64, 1), 2, [0], 4.0e6, 70.0),   # flops over both launches
+           entry("reduce", (8, 64, 1), 2, [3], 14.0e6, 86.5),
+           entry("gemm", (16, 4, 2), 1, [1, 7], 5.0e6, 41.0),  # 7: past ncu's last launch
+           entry("copy", (1, 1, 1), 3, [2], 3.0, 1.0)]         # 2 is a reduce in ncu's run
+ours, theirs, again, astray = op_counters.same_launches(entries, ncu)
+reduce_a, reduce_b, gemm = ("reduce", (8, 64, 1), (128, 1, 1), 0), \
+    ("reduce", (8, 64, 1), (128, 1, 1), 3), ("gemm", (16, 4, 2), (128, 1, 1), 1)
+assert sorted(ours) == sorted(theirs) == sorted([reduce_a, reduce_b, gemm]), sorted(ours)
+assert ours[reduce_a] == {"flops": 2.0e6, "achieved_occupancy_pct": 70.0}, ours[reduce_a]
+assert ours[reduce_b] == {"flops": 7.0e6, "achieved_occupancy_pct": 86.5}, ours[reduce_b]
+assert theirs[reduce_b] == {"flops": 7.0e6, "achieved_occupancy_pct": 86.0}, theirs[reduce_b]
+assert theirs[gemm] == {"flops": 5.0e6, "achieved_occupancy_pct": 40.0}, theirs[gemm]
+assert again == {gemm}, again
+assert astray == 2, astray  # gemm's launch 7 and copy's launch 2
+# Without launch indices (profile version 1.0) there is nothing to compare this way.
+assert op_counters.same_launches([{k: v for k, v in e.items() if k != "measured_launches"}
+                                  for e in entries], ncu) is None
+print("same-launch comparison exact")
