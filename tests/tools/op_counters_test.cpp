@@ -364,3 +364,23 @@ TEST_CASE("OpCounters writes null for a metric no measurement collected") {
   REQUIRE(ops.rows().size() == 1);
   CHECK(std::holds_alternative<std::monostate>(ops.rows()[0][14]));  // flops: an empty cell
 }
+
+TEST_CASE("the probe's default metric set is pasta's, in pasta's order") {
+  // bench/gpu/probe/user_replay.cu builds alone (C++17, no pasta headers), so it keeps a copy
+  // of metrics::counters' names; the order matters (it decides CUPTI's pass packing).
+  const std::string src =
+      detail::read_file(PASTA_TEST_DATA_DIR "/../../bench/gpu/probe/user_replay.cu");
+  const auto begin = src.find("default_names[] = {");
+  REQUIRE(begin != std::string::npos);
+  const auto end = src.find("};", begin);
+  REQUIRE(end != std::string::npos);
+  std::vector<std::string> probe;
+  for (auto q = src.find('"', begin); q < end; q = src.find('"', q + 1)) {
+    const auto close = src.find('"', q + 1);
+    probe.push_back(src.substr(q + 1, close - q - 1));
+    q = close;
+  }
+  std::vector<std::string> pasta;
+  for (const auto& c : metrics::counters) pasta.emplace_back(c.name);
+  CHECK(probe == pasta);
+}
