@@ -24,13 +24,17 @@ their L2 hit rate, ncu_metrics.L2_OWN), per metric, and the worst ones.
                    (ncu's application replay of the script, the metrics in APP_METRICS,
                    into OUT_DIR/ncu_app.csv)
 
-Each kernel's metrics are compared twice: against ncu's mean over all launches of the same
-(kernel, grid, block), what pasta's propagation to unmeasured launches claims, and against
-ncu's first such launch, the launch pasta measured (how well pasta measures).
+Each kernel's metrics are compared three times: against ncu's mean over all launches of the
+same (kernel, grid, block), what pasta's propagation to unmeasured launches claims; against
+ncu's first such launch; and, per signature (kernel, grid, block, operator path), against
+ncu's measurement of the very launches pasta measured, found by launch index (the profile's
+measured_launches; an index that names another kernel in ncu's run is counted and left out):
+how well pasta measures. One kernel shape can serve operators of different work, so the first
+launch of a (kernel, grid, block) may not be the launch pasta measured for a signature.
 
 Given ncu's application replay as well (--ncu-app: ncu runs the whole script once per pass
-and saves and restores no memory), --compare sets three measurements of each kernel's first
-launch side by side, for the metrics that depend on what memory and caches hold when a
+and saves and restores no memory), --compare sets three measurements of the launches pasta
+measured (of each kernel's first launch, for a profile without launch indices) side by side, for the metrics that depend on what memory and caches hold when a
 kernel starts: pasta, ncu's kernel replay, ncu's application replay, and how often each pair
 agrees.
 
@@ -136,12 +140,12 @@ def within(key, a, b):
             or (key.startswith("dram_bytes") and diff <= DRAM_FLOOR))
 
 
-def three_way(ours, kernel, app):
-    """pasta, ncu's kernel replay and ncu's application replay on each kernel's first launch:
-    per metric of APP_METRICS, how many values each pair agrees on, and the kernels where
-    pasta agrees with neither."""
+def three_way(ours, kernel, app, what):
+    """pasta, ncu's kernel replay and ncu's application replay on the same launches (`what`
+    says which): per metric of APP_METRICS, how many values each pair agrees on, and the
+    kernels where pasta agrees with neither."""
     common = sorted(set(ours) & set(kernel) & set(app))
-    print(f"first launches of {len(common)} kernels, three ways (kernel replay: ncu saves and "
+    print(f"{what} of {len(common)} kernels, three ways (kernel replay: ncu saves and "
           f"restores memory per pass; application replay: it reruns the script per pass)")
     print(f"  {'metric':<20} {'values':>6} {'pasta~kernel':>13} {'pasta~app':>10} "
           f"{'kernel~app':>11}")
@@ -247,10 +251,12 @@ def above_100(measured):
 
 
 def compare(build, entries, ncu_csv, replay, app_csv=None):
-    """pasta's profile entries against ncu's CSV of the same script, twice: against ncu's mean
-    over all launches of a (kernel, grid, block), which is what pasta's propagation claims,
-    and against ncu's first launch of it, the launch pasta measured; then, given ncu's
-    application replay too, three ways (three_way())."""
+    """pasta's profile entries against ncu's CSV of the same script, three times: against
+    ncu's mean over all launches of a (kernel, grid, block), which is what pasta's
+    propagation claims; against ncu's first launch of it; and, per signature, against ncu's
+    measurement of the very launches pasta measured (by launch index, profiles of version 1.1
+    on). Given ncu's application replay too, three ways (three_way()), on the same launches
+    where the profile has launch indices."""
     ours = per_launch([(e["kernel"], e["grid"], e["block"], e["launches"],
                         {k: v for k, v in e["metrics"].items() if v is not None})
                        for e in entries if e["metrics"]], ADDITIVE)
@@ -272,8 +278,14 @@ def compare(build, entries, ncu_csv, replay, app_csv=None):
             print(f"  launch indices naming another kernel in ncu's run (not compared): {astray}")
     print(f"L2 hit rates above 100%: pasta {above_100(ours)}; ncu's first launches "
           f"{above_100(first)}")
-    if app_csv is not None:
-        three_way(ours, first, first_launches(ncu_launches(keys, app_csv)))
+    if app_csv is None:
+        return
+    app = ncu_launches(keys, app_csv)
+    app_same = same_launches(entries, app) if same is not None else None
+    if app_same is not None:
+        three_way(same[0], same[1], app_same[1], "the launches pasta measured (by launch index)")
+    else:
+        three_way(ours, first, first_launches(app), "first launches")
 
 
 def read_text(path):
