@@ -72,6 +72,15 @@ std::size_t metric_index(std::string_view key) {
   return 0;
 }
 
+// A configuration that has the tool write its profile into `dir`, under
+// pasta's own replay (PASTA_COUNTER_REPLAY=pasta) or CUPTI's.
+Config writing_into(const test::TempDir& dir, bool user_replay = Config{}.counter_user_replay) {
+  Config cfg;
+  cfg.output_dir = dir.path();
+  cfg.counter_user_replay = user_replay;
+  return cfg;
+}
+
 // The profile `t` writes into `dir` when it reports.
 nlohmann::json written_profile(const tools::OpCounters& t, const test::TempDir& dir) {
   Report r("op_counters");
@@ -83,9 +92,7 @@ nlohmann::json written_profile(const tools::OpCounters& t, const test::TempDir& 
 
 TEST_CASE("OpCounters groups launches by signature and gives unmeasured ones the measured mean") {
   test::TempDir dir;
-  Config cfg;
-  cfg.output_dir = dir.path();
-  tools::OpCounters t(cfg);
+  tools::OpCounters t(writing_into(dir));
   feed(t);
   const auto groups = t.groups();
   REQUIRE(groups.size() == 4);
@@ -110,9 +117,7 @@ TEST_CASE("OpCounters groups launches by signature and gives unmeasured ones the
 
 TEST_CASE("OpCounters reports per operator, and writes the versioned profile") {
   test::TempDir dir;
-  Config cfg;
-  cfg.output_dir = dir.path();
-  tools::OpCounters t(cfg);
+  tools::OpCounters t(writing_into(dir));
   feed(t);
   Report r("op_counters");
   t.report(r);
@@ -178,9 +183,7 @@ TEST_CASE("OpCounters says so when the profile cannot be written") {
 
 TEST_CASE("OpCounters averages the rates of untimed launches (kernel replay) plainly") {
   test::TempDir dir;
-  Config cfg;
-  cfg.output_dir = dir.path();
-  tools::OpCounters t(cfg);
+  tools::OpCounters t(writing_into(dir));
   // Under CUPTI's kernel replay the completions carry no device time.
   t.on(kernel(1, "stream", {4, 1, 1}, 0, 0));
   t.on(kernel(2, "stream", {4, 1, 1}, 0, 0));
@@ -250,10 +253,7 @@ TEST_CASE("metrics::from_counters sets the fields of the counters given, NaN the
 
 TEST_CASE("OpCounters takes each metric from the measurements with the fewest replay passes") {
   test::TempDir dir;
-  Config cfg;
-  cfg.output_dir = dir.path();
-  cfg.counter_user_replay = false;  // PASTA_COUNTER_REPLAY=cupti: CUPTI's kernel replay
-  tools::OpCounters t(cfg);
+  tools::OpCounters t(writing_into(dir, false));  // PASTA_COUNTER_REPLAY=cupti: CUPTI's kernel replay
   // gemm: measured in full under 9-pass replay (CUPTI's save and restore
   // left L2 dirty: 2 MB written), then again for the cache-sensitive metrics
   // in one pass (nothing written); a third launch is propagated.
@@ -308,10 +308,7 @@ TEST_CASE("OpCounters takes each metric from the measurements with the fewest re
 
 TEST_CASE("OpCounters: under pasta's own replay (L2 flushed before every pass) no replay warning") {
   test::TempDir dir;
-  Config cfg;
-  cfg.output_dir = dir.path();
-  cfg.counter_user_replay = true;  // PASTA_COUNTER_REPLAY=pasta
-  tools::OpCounters t(cfg);
+  tools::OpCounters t(writing_into(dir, true));  // PASTA_COUNTER_REPLAY=pasta
   KernelCounters once = counters(1, 100, 100, 10, 0);
   once.passes = 9;
   t.on(kernel(1, "relu", {4, 1, 1}, 0, 500));
@@ -324,9 +321,7 @@ TEST_CASE("OpCounters: under pasta's own replay (L2 flushed before every pass) n
 
 TEST_CASE("OpCounters numbers measured launches in launch order, not completion order") {
   test::TempDir dir;
-  Config cfg;
-  cfg.output_dir = dir.path();
-  tools::OpCounters t(cfg);
+  tools::OpCounters t(writing_into(dir));
   // Two streams: launches (correlations) 3, 5, 8, 9 complete as 5, 9, 3, 8.
   t.on(kernel(5, "copy", {2, 1, 1}, 0, 100));
   t.on(kernel(9, "copy", {2, 1, 1}, 0, 100));
@@ -343,9 +338,7 @@ TEST_CASE("OpCounters numbers measured launches in launch order, not completion 
 
 TEST_CASE("OpCounters writes null for a metric no measurement collected") {
   test::TempDir dir;
-  Config cfg;
-  cfg.output_dir = dir.path();
-  tools::OpCounters t(cfg);
+  tools::OpCounters t(writing_into(dir));
   // Only the cache-sensitive pass came back (the full one was lost).
   KernelCounters part =
       metrics::from_counters(std::vector<std::size_t>{0, 1}, std::vector<double>{64, 32});
