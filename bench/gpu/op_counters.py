@@ -34,9 +34,9 @@ launch of a (kernel, grid, block) may not be the launch pasta measured for a sig
 
 Given ncu's application replay as well (--ncu-app: ncu runs the whole script once per pass
 and saves and restores no memory), --compare sets three measurements of the launches pasta
-measured (of each kernel's first launch, for a profile without launch indices) side by side, for the metrics that depend on what memory and caches hold when a
-kernel starts: pasta, ncu's kernel replay, ncu's application replay, and how often each pair
-agrees.
+measured (of each kernel's first launch, for a profile without launch indices) side by
+side, for the metrics that depend on what memory and caches hold when a kernel starts:
+pasta, ncu's kernel replay, ncu's application replay, and how often each pair agrees.
 
 --ncu-cache none runs ncu without flushing caches before each replay pass (its
 default, all, flushes and invalidates them), and pasta with PASTA_COUNTER_CACHE=none
@@ -268,7 +268,8 @@ def compare(build, entries, ncu_csv, replay, app_csv=None):
     # measurement with L2 flushed; the others' from kernel replay only.
     again = {(e["kernel"], tuple(e["grid"]), tuple(e["block"])) for e in entries if e["measured"] > 1}
     agreement(ours, theirs, replay, again, "against ncu's mean over the launches")
-    agreement(ours, first, replay, again, "against ncu's first launch of each (kernel, grid, block)")
+    agreement(ours, first, replay, again,
+              "against ncu's first launch of each (kernel, grid, block)")
     same = same_launches(entries, launches)
     if same is not None:
         mine, ncu_same, again_same, astray = same

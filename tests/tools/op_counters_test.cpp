@@ -253,7 +253,7 @@ TEST_CASE("metrics::from_counters sets the fields of the counters given, NaN the
 
 TEST_CASE("OpCounters takes each metric from the measurements with the fewest replay passes") {
   test::TempDir dir;
-  tools::OpCounters t(writing_into(dir, false));  // PASTA_COUNTER_REPLAY=cupti: CUPTI's kernel replay
+  tools::OpCounters t(writing_into(dir, false));  // PASTA_COUNTER_REPLAY=cupti
   // gemm: measured in full under 9-pass replay (CUPTI's save and restore
   // left L2 dirty: 2 MB written), then again for the cache-sensitive metrics
   // in one pass (nothing written); a third launch is propagated.
