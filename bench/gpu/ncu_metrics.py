@@ -23,6 +23,10 @@ import sys
 # traffic that is not the kernel's, nearly all of them hits, under ncu as under pasta, and not
 # as much under both (bench/gpu/probe, the `idle` kernel): a kernel's L2 hit rate is compared
 # only when its own L2 traffic is at least L2_OWN_FLOOR sectors, over ten times that.
+# The metrics op_counters.profile.json sums over a kernel entry's launches; the others are
+# per-launch means.
+ADDITIVE = ("dram_bytes_read", "dram_bytes_write", "flops", "inst_executed")
+
 L2_OWN = ("l2_own_sectors", "lts__t_sectors_srcunit_tex.sum")
 L2_OWN_FLOOR = 512 * 1024  # 16 MiB
 

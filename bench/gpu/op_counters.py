@@ -63,9 +63,6 @@ DRAM_FLOOR = 64 << 10
 # The metrics pasta measures again in one pass, L2 flushed (those that fit on an H100).
 CACHE_SENSITIVE = ("dram_bytes_read", "dram_bytes_write", "dram_throughput_pct", "l1_hit_rate_pct")
 
-# Metrics that a profile entry sums over its launches; the others are per-launch means.
-ADDITIVE = {m: True for m in ("dram_bytes_read", "dram_bytes_write", "flops", "inst_executed")}
-
 # What --ncu-app measures: the metrics a replay's save and restore of memory can change.
 APP_METRICS = ("dram_bytes_read", "dram_bytes_write", "l2_hit_rate_pct")
 
@@ -102,9 +99,10 @@ def ncu_launches(keys, text):
             for (_, kernel, grid, block), values in sorted(ncu_metrics.launches(text).items())]
 
 
-def per_launch(entries, additive):
-    """{(kernel, grid, block): {key: per-launch mean}} from profile entries (pasta) or
-    launches (ncu, given as entries of one launch each)."""
+def per_launch(entries, additive=()):
+    """{(kernel, grid, block): {key: per-launch mean}} from profile entries (pasta, whose
+    `additive` keys cover all their launches) or launches (ncu, given as entries of one launch
+    each)."""
     sums, counts = {}, {}
     for kernel, grid, block, launches, metrics in entries:
         k = (kernel, tuple(grid), tuple(block))
@@ -112,13 +110,20 @@ def per_launch(entries, additive):
         counts[k] = counts.get(k, 0) + launches
         for key, v in metrics.items():
             # Additive values of a profile entry cover all its launches; rates are means.
-            s[key] = s.get(key, 0.0) + (v if additive.get(key) else v * launches)
+            s[key] = s.get(key, 0.0) + (v if key in additive else v * launches)
     return {k: {key: v / counts[k] for key, v in s.items()} for k, s in sums.items()}
 
 
 def profile_entries(profile):
     """Every kernel entry of an op_counters.profile.json, operators' and unattributed."""
     return list(profile["unattributed"]) + [k for op in profile["operators"] for k in op["kernels"]]
+
+
+def entry_launches(e):
+    """A profile kernel entry as per_launch() takes it: (kernel, grid, block, launches, the
+    metrics it has)."""
+    return (e["kernel"], e["grid"], e["block"], e["launches"],
+            {k: v for k, v in e["metrics"].items() if v is not None})
 
 
 def compared(key, *measurements):
@@ -197,9 +202,8 @@ def same_launches(entries, launches):
         if not matched:
             continue
         key = (*sig, indices[0])
-        ours[key] = per_launch([(*sig, e["launches"], {k: v for k, v in e["metrics"].items()
-                                                      if v is not None})], ADDITIVE)[sig]
-        theirs[key] = per_launch([(*sig, 1, m) for m in matched], {})[sig]
+        ours[key] = per_launch([entry_launches(e)], ncu_metrics.ADDITIVE)[sig]
+        theirs[key] = per_launch([(*sig, 1, m) for m in matched])[sig]
         if len(indices) > 1:
             again.add(key)
     return ours, theirs, again, astray
@@ -257,12 +261,10 @@ def compare(build, entries, ncu_csv, replay, app_csv=None):
     measurement of the very launches pasta measured (by launch index, profiles of version 1.1
     on). Given ncu's application replay too, three ways (three_way()), on the same launches
     where the profile has launch indices."""
-    ours = per_launch([(e["kernel"], e["grid"], e["block"], e["launches"],
-                        {k: v for k, v in e["metrics"].items() if v is not None})
-                       for e in entries if e["metrics"]], ADDITIVE)
+    ours = per_launch([entry_launches(e) for e in entries if e["metrics"]], ncu_metrics.ADDITIVE)
     keys = ncu_metrics.metric_map(build)
     launches = ncu_launches(keys, ncu_csv)
-    theirs = per_launch([(k, g, b, 1, m) for k, g, b, m in launches], {})
+    theirs = per_launch([(k, g, b, 1, m) for k, g, b, m in launches])
     first = first_launches(launches)
     # Kernels measured more than once: their cache-sensitive metrics come from a one-pass
     # measurement with L2 flushed; the others' from kernel replay only.

@@ -430,10 +430,6 @@ def case_access_injection(build, out):
                   {"copy_half": 1, "count": 1, "hot_page": 1, "init": 1, "stage": 1}) and ok
 
 
-# The profile's metrics summed over launches (the others are means).
-ADDITIVE = ("dram_bytes_read", "dram_bytes_write", "flops", "inst_executed")
-
-
 def counter_kernels(out_dir):
     """{kernel name before '(': entry} from op_counters.profile.json (operators and unattributed)."""
     with open(os.path.join(out_dir, "op_counters.profile.json")) as f:
@@ -561,7 +557,7 @@ def counters_against_ncu(build, out):
     for kernel in ("stream", "fma"):
         entry = ours.get(kernel) or {}
         # The profile's additive metrics cover every launch; ncu's are one launch's.
-        mine = {k: (v / entry["launches"] if k in ADDITIVE and v is not None else v)
+        mine = {k: (v / entry["launches"] if k in ncu_metrics.ADDITIVE and v is not None else v)
                 for k, v in (entry.get("metrics") or {}).items()}
         dram = [mine.get(k) or 0 for k in ("dram_bytes_read", "dram_bytes_write")] + \
             [theirs.get(kernel, {}).get(k, 0) for k in ("dram_bytes_read", "dram_bytes_write")]
