@@ -13,5 +13,5 @@ nvcc -std=c++17 -arch=sm_90 -o /tmp/probe bench/gpu/probe/user_replay.cu -I$INC 
 for m in ${PROBE_MODES:-plain kernel user user-noflush}; do /tmp/probe $m; done
 M="dram__bytes_read.sum,dram__bytes_write.sum,gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed,l1tex__t_sector_hit_rate.pct,lts__t_sector_hit_rate.pct,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__inst_executed.sum,lts__t_sectors.sum,lts__t_sectors_lookup_hit.sum,lts__t_sectors_lookup_miss.sum"
 for r in ${NCU_REPLAYS:-kernel}; do
-  ncu --replay-mode $r --metrics ${PROBE_NCU_METRICS:-$M} --clock-control none --cache-control all --print-units base /tmp/probe plain 2>&1 | grep -v "^==PROF==" | grep -E "big|small|wonly|gemm|sgemm|one|touch|idle|slow|Kernel|gpu__time|dram|sm__|l1tex|lts|inst"
+  ncu --replay-mode $r --metrics ${PROBE_NCU_METRICS:-$M} --clock-control none --cache-control all --print-units base /tmp/probe plain 2>&1 | grep -v "^==PROF==" | grep -E "big|small|tiny|empty|wonly|gemm|sgemm|one|touch|idle|slow|Kernel|gpu__time|dram|sm__|l1tex|lts|inst"
 done

@@ -17,6 +17,10 @@
 //   user-noflush    the same without the flush
 //   user-gap        user replay, the flush waited for and 2 ms of quiet
 //                   before each pass's range
+//   user-tlb        user replay, then after the flush one word read per 2 MB page
+//                   of every buffer (the pages' translations warm, as after
+//                   the program's own kernels)
+//   user-norestore  user replay with nothing saved or restored (results change)
 //   user-ncu        user replay, but per pass L2 flushed first and only then
 //                   the memory the kernel writes restored
 //   user-keep       user replay, the configuration kept across launches
@@ -59,6 +63,17 @@
 // not well above ~1.5 MB has the profiler's hit rate, in ncu as in pasta. On GH100
 // lts__t_sectors and lts__t_sectors_lookup_hit cannot share a pass (the host API gives the
 // hit rate 2 passes): the rate is a ratio of two passes in every tool.
+// 2026-11-24, sixth session (PROBE_KERNELS=981 PROBE_METRICS=gpu__time_duration.sum,
+// gpc__cycles_elapsed.max,sm__cycles_elapsed.avg.per_second and the two throughputs,
+// PROBE_MODES="user kernel" NCU_REPLAYS="kernel application"): a range adds a little to a short
+// launch, a little more under the Range Profiler than under ncu. `empty` lasts 2144-2240 ns
+// under user replay, 2144-2272 under CUPTI's kernel replay, 2080-2112 under ncu's kernel replay
+// and 2144-2464 under its application replay; `tiny` (~5 us) 5056-5408, 5152-5280, 4992-5024
+// and 5056-5376, so its DRAM throughput reads 11.7-12.5% under user replay, 12.6% under ncu's
+// kernel replay and 11.8-12.5% under its application replay (CUPTI's kernel replay: 24-25%,
+// the restore's dirty lines written back). Restoring no memory (user-norestore), warming the
+// pages' translations after the flush (user-tlb) or 2 ms of quiet (user-gap) change nothing:
+// 5152-5280 ns after the first launch in every mode. The SM clock was 1.93-1.98 GHz in all.
 #include <cublas_v2.h>
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -160,6 +175,20 @@ __global__ void touch(const float* a, float* c, size_t n, size_t nc) {
   const size_t t = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
   if (t * 1024 < nc) c[t * 1024] = x;
 }
+// One element per thread, 2 MB read and 2 MB written (like the GPT's short elementwise
+// kernels, ~4 us): a fixed cost per launch shows in its throughputs.
+__global__ void tiny(const float* a, float* c, size_t n) {
+  const size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] * 2.f + 1.f;
+}
+// Nothing: what a range adds to a launch's duration.
+__global__ void empty() {}
+// One word per 2 MB page of [p, p + n): the pages' translations loaded, the
+// data barely (user-tlb).
+__global__ void touch_pages(const float* p, size_t n, float* sink) {
+  const size_t i = (blockIdx.x * (size_t)blockDim.x + threadIdx.x) * (512u << 10);
+  if (i < n && p[i] == 12345.f) *sink = 1.f;
+}
 __global__ void big(const float* a, float* b, size_t n) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
        i += (size_t)gridDim.x * blockDim.x)
@@ -235,11 +264,11 @@ int main(int argc, char** argv) {
   const char** names = name_ptrs.data();
   const int nm = int(name_ptrs.size());
   // The kernels to run (PROBE_KERNELS, indices: 0 big, 1 small, 2 wonly, 3 SGEMM, 4 one, 5 touch,
-  // 6 idle, 7 slow)
+  // 6 idle, 7 slow, 8 tiny, 9 empty)
   std::vector<int> kernels;
   for (const char* k = std::getenv("PROBE_KERNELS") ? std::getenv("PROBE_KERNELS") : "012345"; *k;
        ++k)
-    if (*k >= '0' && *k <= '7') kernels.push_back(*k - '0');
+    if (*k >= '0' && *k <= '9') kernels.push_back(*k - '0');
   const size_t nb = 64u << 20, ns = 1u << 20, nw = 64u << 10;
   float *a, *b, *c, *d, *e;
   int4* fb;
@@ -299,7 +328,7 @@ int main(int argc, char** argv) {
       CR(cudaMemcpyAsync(buf, backup, n * 4, cudaMemcpyDeviceToDevice));
     };
     if (k == 0) back(b, sb, nb);
-    if (k == 1 || k == 5) back(c, sc, ns);
+    if (k == 1 || k == 5 || k == 8) back(c, sc, ns);
     if (k == 2) back(d, sd, nw);
     if (k == 3) back(gc, sgc, size_t(gm) * gn);
     if (k == 4 || k == 6 || k == 7) back(e, se, 1024);
@@ -326,6 +355,10 @@ int main(int argc, char** argv) {
       idle<<<1, 32>>>(e);
     else if (k == 7)
       slow<<<1, 64>>>(a, e);
+    else if (k == 8)
+      tiny<<<4096, 128>>>(a, c, 512u << 10);
+    else if (k == 9)
+      empty<<<1, 32>>>();
     else {  // a GEMM whose 1.5 MB output stays in L2, as the GPT's do
       const float one = 1.f, zero = 0.f;
       if (cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, gm, gn, gk, &one, ga, gm, gb, gk, &zero, gc,
@@ -412,10 +445,12 @@ int main(int argc, char** argv) {
   const bool user = mode == "user" || mode == "user-ncu" || mode == "user-discard" ||
                     mode == "user-noflush" || mode == "user-keep" || mode == "user-act" ||
                     mode == "user-warm" || mode == "user-drv" || mode == "user-cb" ||
-                    mode == "user-cb-same" || mode == "user-sub" || mode == "user-gap";
+                    mode == "user-cb-same" || mode == "user-sub" || mode == "user-gap" ||
+                    mode == "user-tlb" || mode == "user-norestore";
   // The configuration kept across launches: all user modes but the first two.
   const bool keep =
-      user && mode != "user" && mode != "user-noflush" && mode != "user-ncu" && mode != "user-gap";
+      user && mode != "user" && mode != "user-noflush" && mode != "user-ncu" && mode != "user-gap" &&
+      mode != "user-tlb" && mode != "user-norestore";
   int launchNo = 0;
   const bool drv = mode == "user-drv";
   const bool cbmode =
@@ -493,7 +528,8 @@ int main(int argc, char** argv) {
       } else {
         auto body = [&](const cuLaunchKernel_params* pp) {
           auto ts = Clock::now();
-          copy_all(true);
+          const bool copies = mode != "user-norestore";
+          if (copies) copy_all(true);
           t_save += ms(ts);
           for (;;) {
             ts = Clock::now();
@@ -501,8 +537,21 @@ int main(int argc, char** argv) {
               doflush();
               if (passes > 0) restore_written(k);
             } else {
-              if (passes > 0) copy_all(false);
+              if (passes > 0 && copies) copy_all(false);
               if (doFlush) doflush();
+            }
+            if (mode == "user-tlb") {
+              auto pages = [&](const float* buf, size_t n) {
+                touch_pages<<<(unsigned)((n >> 19) / 128 + 1), 128>>>(buf, n, e + 1023);
+              };
+              pages(a, nb);
+              pages(b, nb);
+              pages(c, ns);
+              pages(d, nw);
+              pages(e, 1024);
+              pages(ga, size_t(gm) * gk);
+              pages(gb, size_t(gk) * gn);
+              pages(gc, size_t(gm) * gn);
             }
             if (mode == "user-gap") {  // the flush over and 2 ms of quiet before the range
               CR(cudaDeviceSynchronize());
@@ -538,7 +587,7 @@ int main(int argc, char** argv) {
               std::exit(1);
             }
           }
-          copy_all(false);  // a last restore, for the program's own launch
+          if (copies) copy_all(false);  // a last restore, for the program's own launch
         };
         if (mode == "user-cb") {
           std::function<void(const cuLaunchKernel_params*)> hook =
