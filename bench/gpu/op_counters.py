@@ -21,8 +21,9 @@ their L2 hit rate, ncu_metrics.L2_OWN), per metric, and the worst ones.
     op_counters.py --compare BUILD_DIR PROFILE_JSON NCU_CSV[.gz] [NCU_APP_CSV[.gz]]
                    (again, from a run's files)
     op_counters.py --ncu-app BUILD_DIR OUT_DIR [--layers 12] [--ncu-timeout 420]
-                   (ncu's application replay of the script, the metrics in APP_METRICS,
-                   into OUT_DIR/ncu_app.csv)
+                   [--app-metrics all]
+                   (ncu's application replay of the script, the metrics in APP_METRICS or
+                   with --app-metrics all every metric, into OUT_DIR/ncu_app.csv)
 
 Each kernel's metrics are compared three times: against ncu's mean over all launches of the
 same (kernel, grid, block), what pasta's propagation to unmeasured launches claims; against
@@ -35,8 +36,9 @@ launch of a (kernel, grid, block) may not be the launch pasta measured for a sig
 Given ncu's application replay as well (--ncu-app: ncu runs the whole script once per pass
 and saves and restores no memory), --compare sets three measurements of the launches pasta
 measured (of each kernel's first launch, for a profile without launch indices) side by
-side, for the metrics that depend on what memory and caches hold when a kernel starts:
-pasta, ncu's kernel replay, ncu's application replay, and how often each pair agrees.
+side, for the metrics that depend on what memory and caches hold when a kernel starts (or
+every metric the application replay measured): pasta, ncu's kernel replay, ncu's application
+replay, how often each pair agrees, and how often pasta agrees with either replay.
 
 --ncu-cache none runs ncu without flushing caches before each replay pass (its
 default, all, flushes and invalidates them), and pasta with PASTA_COUNTER_CACHE=none
@@ -147,16 +149,19 @@ def within(key, a, b):
 
 def three_way(ours, kernel, app, what):
     """pasta, ncu's kernel replay and ncu's application replay on the same launches (`what`
-    says which): per metric of APP_METRICS, how many values each pair agrees on, and the
-    kernels where pasta agrees with neither."""
+    says which): per metric the application replay measured, how many values each pair
+    agrees on and how many of pasta's agree with either replay, and the kernels where pasta
+    agrees with neither. Returns {metric: (values, pasta~kernel, pasta~app, kernel~app,
+    pasta~either)}."""
     common = sorted(set(ours) & set(kernel) & set(app))
     print(f"{what} of {len(common)} kernels, three ways (kernel replay: ncu saves and "
           f"restores memory per pass; application replay: it reruns the script per pass)")
-    print(f"  {'metric':<20} {'values':>6} {'pasta~kernel':>13} {'pasta~app':>10} "
-          f"{'kernel~app':>11}")
-    odd = []
-    for key in APP_METRICS:
-        n, pk, pa, ka = 0, 0, 0, 0
+    print(f"  {'metric':<22} {'values':>6} {'pasta~kernel':>13} {'pasta~app':>10} "
+          f"{'kernel~app':>11} {'pasta~either':>13}")
+    odd, rows = [], {}
+    measured = {key for k in common for key in app[k]} - {ncu_metrics.L2_OWN[0]}
+    for key in sorted(measured):
+        n, pk, pa, ka, either = 0, 0, 0, 0, 0
         for k in common:
             p, kk, a = ours[k].get(key), kernel[k].get(key), app[k].get(key)
             if p is None or kk is None or a is None or not compared(key, ours[k], kernel[k]):
@@ -166,12 +171,17 @@ def three_way(ours, kernel, app, what):
             pk += ok_kernel
             pa += ok_app
             ka += within(key, kk, a)
+            either += ok_kernel or ok_app
             if not ok_kernel and not ok_app:
                 odd.append((k[0][:60], key, p, kk, a))
-        print(f"  {key:<20} {n:>6} {pk:>13} {pa:>10} {ka:>11}")
+        rows[key] = (n, pk, pa, ka, either)
+    rows["all"] = tuple(map(sum, zip(*rows.values()))) if rows else (0,) * 5
+    for key, (n, pk, pa, ka, either) in rows.items():
+        print(f"  {key:<22} {n:>6} {pk:>13} {pa:>10} {ka:>11} {either:>13}")
     for kernel_name, key, p, kk, a in odd[:12]:
         print(f"  neither: {kernel_name} {key}: pasta {p:.4g}, kernel replay {kk:.4g}, "
               f"application replay {a:.4g}")
+    return rows
 
 
 def first_launches(launches):
@@ -311,14 +321,16 @@ def ncu_command(keys, extra, own_l2=True):
 
 
 def app_replay(build, out, opts):
-    """ncu's application replay of the script, APP_METRICS only, into OUT/ncu_app.csv."""
+    """ncu's application replay of the script, APP_METRICS only (every metric with
+    --app-metrics all), into OUT/ncu_app.csv."""
     os.makedirs(out, exist_ok=True)
     keys = ncu_metrics.metric_map(build)
-    cmd = ncu_command({k: keys[k] for k in APP_METRICS},
+    wanted = keys if opts.get("--app-metrics") == "all" else APP_METRICS
+    cmd = ncu_command({k: keys[k] for k in wanted},
                       ["--replay-mode", "application", "--cache-control", "all",
                        *gpt_script(opts.get("--layers", "12"))], own_l2=False)
     ncu, t = timed(cmd, timeout=float(opts.get("--ncu-timeout", "420")))
-    print(f"ncu --replay-mode application ({', '.join(APP_METRICS)}): {t:.1f} s"
+    print(f"ncu --replay-mode application ({', '.join(wanted)}): {t:.1f} s"
           f"{' (killed at the timeout)' if ncu is None else ''}", flush=True)
     if ncu is None:
         return 1

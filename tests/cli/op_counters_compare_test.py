@@ -2,7 +2,7 @@
 """op_counters_compare_test.py: bench/gpu/op_counters.py's comparison of pasta's profile with
 ncu's launches by launch index (profile version 1.1's measured_launches), on synthetic data:
 which ncu launches each signature is compared with, per-launch values, and launch indices that
-name another kernel."""
+name another kernel; and three ways with ncu's application replay."""
 import os
 import sys
 
@@ -48,3 +48,21 @@ assert astray == 2, astray  # gemm's launch 7 and copy's launch 2
 assert op_counters.same_launches([{k: v for k, v in e.items() if k != "measured_launches"}
                                   for e in entries], ncu) is None
 print("same-launch comparison exact")
+
+# Three ways on the same launches: pasta, ncu's kernel replay and its application replay, per
+# metric the application replay has (here not flops), and pasta against either replay.
+kernel_replay = {reduce_a: {"achieved_occupancy_pct": 80.0, "dram_bytes_write": 6.0e6},
+                 gemm: {"achieved_occupancy_pct": 40.0, "dram_bytes_write": 2.0e6}}
+app_replay = {reduce_a: {"achieved_occupancy_pct": 70.5, "dram_bytes_write": 3.9e6,
+                         "flops": 2.0e6},
+              gemm: {"achieved_occupancy_pct": 47.0, "dram_bytes_write": 2.05e6}}
+pasta = {reduce_a: {"achieved_occupancy_pct": 70.0, "dram_bytes_write": 3.5e6, "flops": 2.0e6},
+         gemm: {"achieved_occupancy_pct": 41.0, "dram_bytes_write": 2.0e6},
+         reduce_b: ours[reduce_b]}  # not in ncu's replays: left out
+rows = op_counters.three_way(pasta, kernel_replay, app_replay, "test")
+# (values, pasta~kernel, pasta~app, kernel~app, pasta~either)
+assert rows["achieved_occupancy_pct"] == (2, 1, 1, 0, 2), rows  # 70~70.5 (0.5 points), 41~40
+assert rows["dram_bytes_write"] == (2, 1, 1, 1, 1), rows  # 3.5e6 is 10% under 3.9e6
+assert rows["flops"] == (0, 0, 0, 0, 0), rows  # the kernel replay has none
+assert rows["all"] == (4, 2, 2, 1, 3), rows
+print("three-way comparison exact")

@@ -13,7 +13,9 @@
 # then bench/gpu/op_counters.py (COUNTERS_BENCH=0 leaves it out, COUNTERS_TESTS=0 the tests);
 # COUNTERS_NCU_APP=1 then runs ncu's application replay of the same script and compares three
 # ways, on this run's files or, with COUNTERS_FROM=DIR, on the gpt_op_counters.profile.json
-# and gpt_ncu.csv.gz an earlier run left in DIR (inside the tree, so they travel). `stalls`:
+# and gpt_ncu.csv.gz an earlier run left in DIR (inside the tree, so they travel); with
+# COUNTERS_BENCH_ARGS="--layers 2 --app-metrics all" on every metric (twelve blocks take ncu's
+# application replay past ten minutes). `stalls`:
 # the stall-blame GPU test (PC sampling joined with sanitizer accesses).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
