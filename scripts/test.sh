@@ -6,7 +6,11 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/install-deps.sh"
 build=${1:-$root/build}
 shift || true
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@"
+# Line tables only (-g1): backtraces and sanitizer reports keep file and line, and the build
+# takes a third less time on two cores than with full debug information.
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
+  -DCMAKE_CUDA_FLAGS_RELWITHDEBINFO="-O2 -Xcompiler=-g1 -DNDEBUG" "$@"
 cmake --build "$build" --parallel "$(nproc)"
 cd "$build"
 ctest --no-tests=error --output-on-failure --parallel "$(nproc)" -LE gpu
