@@ -294,9 +294,9 @@ def compare(build, entries, ncu_csv, replay, app_csv=None):
     if app_csv is None:
         return
     app = ncu_launches(keys, app_csv)
-    app_same = same_launches(entries, app) if same is not None else None
-    if app_same is not None:
-        three_way(same[0], same[1], app_same[1], "the launches pasta measured (by launch index)")
+    if same is not None:
+        three_way(same[0], same[1], same_launches(entries, app)[1],
+                  "the launches pasta measured (by launch index)")
     else:
         three_way(ours, first, first_launches(app), "first launches")
 
