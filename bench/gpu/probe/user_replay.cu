@@ -442,15 +442,11 @@ int main(int argc, char** argv) {
   CK(cuptiRangeProfilerGetCounterDataSize(&ds));
   std::vector<uint8_t> data(ds.counterDataSize);
   std::printf("enable %.1f ms\n", ms(t0));
-  const bool user = mode == "user" || mode == "user-ncu" || mode == "user-discard" ||
-                    mode == "user-noflush" || mode == "user-keep" || mode == "user-act" ||
+  const bool user = mode.rfind("user", 0) == 0;  // every user-replay mode's name starts so
+  // The configuration kept across launches; the other user modes set it up for each launch.
+  const bool keep = mode == "user-discard" || mode == "user-keep" || mode == "user-act" ||
                     mode == "user-warm" || mode == "user-drv" || mode == "user-cb" ||
-                    mode == "user-cb-same" || mode == "user-sub" || mode == "user-gap" ||
-                    mode == "user-tlb" || mode == "user-norestore";
-  // The configuration kept across launches: all user modes but the first two.
-  const bool keep =
-      user && mode != "user" && mode != "user-noflush" && mode != "user-ncu" && mode != "user-gap" &&
-      mode != "user-tlb" && mode != "user-norestore";
+                    mode == "user-cb-same" || mode == "user-sub";
   int launchNo = 0;
   const bool drv = mode == "user-drv";
   const bool cbmode =
