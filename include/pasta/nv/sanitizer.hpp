@@ -163,6 +163,22 @@ class Sanitizer {
     return any || !read;
   }
   void prepare_launch(detail::ContextState& c, const Sanitizer_LaunchData& d);
+  // Loads the post-pass into the context, outside any launch (see
+  // CONTEXT_CREATION_FINISHED); a failure stops the instrumentation.
+  void prepare_post_pass(detail::ContextState& c) {
+    std::lock_guard lock(patch_mutex_);
+    if (c.compact) return;
+    OwnWork own;
+    CUcontext previous = nullptr;
+    detail::check(cuCtxPushCurrent(c.ctx), "entering a new context");
+    try {
+      detail::load_post_pass(c);
+    } catch (...) {
+      cuCtxPopCurrent(&previous);
+      throw;
+    }
+    cuCtxPopCurrent(&previous);
+  }
   detail::ContextState& context(CUcontext ctx) {
     std::lock_guard lock(contexts_mutex_);
     auto& c = contexts_[ctx];
@@ -471,6 +487,17 @@ void Sanitizer::on_resource(Sink& sink, Sanitizer_CallbackId cbid, const void* d
       patched_.erase(m.module);
       break;
     }
+    case SANITIZER_CBID_RESOURCE_CONTEXT_CREATION_FINISHED: {
+      // The post-pass module is loaded here, while no launch is under way:
+      // cuModuleLoadData inside the launch-end callback of a kernel on a
+      // non-blocking stream waited forever on a driver lock (H100, driver
+      // 580; the default stream did not), in-binary and injected alike.
+      if (mode_ == Mode::histogram) {
+        const auto& c = *static_cast<const Sanitizer_ResourceContextData*>(data);
+        prepare_post_pass(context(c.context));
+      }
+      break;
+    }
     case SANITIZER_CBID_RESOURCE_CONTEXT_DESTROY_STARTING: {
       const auto& c = *static_cast<const Sanitizer_ResourceContextData*>(data);
       std::scoped_lock lock(launch_mutex_, contexts_mutex_);
@@ -493,6 +520,9 @@ inline void Sanitizer::patch_module(detail::ContextState& c, CUmodule module) {
                   "adding pasta's device patches");
     c.patches_added = true;
   }
+  // A context created before pasta subscribed: its post-pass comes with its
+  // first patched module, still outside any launch.
+  if (mode_ == Mode::histogram) prepare_post_pass(c);
   const std::string family(patch_family());
   struct Space {
     unsigned bit;
@@ -676,7 +706,9 @@ void Sanitizer::collect_histogram(Sink& sink, const Sanitizer_LaunchData& d, con
     CUcontext previous = nullptr;
     detail::check(cuCtxPushCurrent(c.ctx), "entering the launch's context");
     try {
-      detail::load_post_pass(c);
+      // Loaded at context creation or with the first patched module: here,
+      // inside the launch, loading it can wait forever (see above).
+      if (!c.compact) throw detail::DeviceError{"pasta's post-pass kernel is not loaded"};
       c.host_count.reserve(c.ctx, sizeof(unsigned long long), "the count of non-empty pages");
       void* slots = c.slots.get();
       void* bins = c.bins.get();
