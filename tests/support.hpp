@@ -64,6 +64,39 @@ class CapturedLog {
   std::vector<std::string> lines_;
 };
 
+// Sets environment variables while alive (nullptr: unset), then puts back
+// what was there.
+class ScopedEnv {
+ public:
+  ScopedEnv(std::initializer_list<std::pair<const char*, const char*>> vars) {
+    for (const auto& [name, value] : vars) {
+      const char* old = std::getenv(name);
+      saved_.push_back({name, old != nullptr, old ? old : ""});
+      if (value)
+        ::setenv(name, value, 1);
+      else
+        ::unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    for (const auto& s : saved_)
+      if (s.had)
+        ::setenv(s.name.c_str(), s.value.c_str(), 1);
+      else
+        ::unsetenv(s.name.c_str());
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  struct Saved {
+    std::string name;
+    bool had;
+    std::string value;
+  };
+  std::vector<Saved> saved_;
+};
+
 // A configuration for tests: reports into `dir`, nothing printed, and no
 // PASTA_* variable from the environment.
 inline Config quiet(const TempDir& dir) {

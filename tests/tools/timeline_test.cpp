@@ -10,7 +10,7 @@ using namespace pasta;
 
 namespace {
 nlohmann::json load(const std::string& path) {
-  return nlohmann::json::parse(detail::read_file(path));
+  return nlohmann::json::parse(detail::read_file(path))["traceEvents"];
 }
 std::vector<nlohmann::json> of_cat(const nlohmann::json& trace, const std::string& cat) {
   std::vector<nlohmann::json> out;
@@ -91,11 +91,50 @@ TEST_CASE("a timeline cut off before it is closed still parses once closed by ha
   tools::Timeline t(cfg);
   t.on(KernelComplete{.name = intern("k"), .start_ns = 10, .end_ns = 20});
   t.flush();
-  // The JSON array format allows a missing closing bracket; trace viewers
-  // accept the file as it is. Closing it here checks every line before.
+  // Perfetto reads the events of a file cut short; pasta's readers close it
+  // by hand. Closing it here checks every line before: the host's process
+  // name, the kernel, and the clock reading at ts = 0.
   std::string text = detail::read_file(dir.file("timeline.trace.json"));
   text.resize(text.size() - 2);  // the trailing ",\n"
-  CHECK(nlohmann::json::parse(text + "]").size() == 2);
+  const auto trace = nlohmann::json::parse(text + "]}");
+  REQUIRE(trace["traceEvents"].size() == 3);
+  const auto& origin = trace["traceEvents"][1];
+  CHECK(origin["name"] == "pasta_origin");
+  CHECK(origin["args"]["clock_ns"] == 10);
+  CHECK(trace["traceEvents"][2]["name"] == "k");
+}
+
+TEST_CASE("a timeline says which process of a job it is, as Kineto does, and how its clock reads") {
+  test::TempDir dir;
+  Config cfg;
+  cfg.output_dir = dir.path();
+  cfg.process.pid = 4242;
+  cfg.process.host = "node7";
+  cfg.process.rank = 3;
+  cfg.process.world_size = 8;
+  {
+    tools::Timeline t(cfg);
+    t.on(KernelComplete{.name = intern("k"), .start_ns = 10, .end_ns = 20});
+  }
+  const auto trace = nlohmann::json::parse(detail::read_file(dir.file("timeline.trace.json")));
+  CHECK(trace["distributedInfo"]["rank"] == 3);
+  CHECK(trace["distributedInfo"]["world_size"] == 8);
+  CHECK(trace["pasta"]["pid"] == 4242);
+  CHECK(trace["pasta"]["host"] == "node7");
+  CHECK(trace["pasta"]["rank"] == 3);
+  CHECK(trace["pasta"]["wall_ns"].get<std::uint64_t>() > 1'600'000'000'000'000'000ull);
+  CHECK(trace["pasta"].contains("clock_ns"));
+}
+
+TEST_CASE("a timeline with no event leaves no file") {
+  test::TempDir dir;
+  Config cfg;
+  cfg.output_dir = dir.path() + "/sub";
+  {
+    tools::Timeline t(cfg);
+    t.flush();
+  }
+  CHECK_FALSE(detail::is_directory(cfg.output_dir));
 }
 
 TEST_CASE("a timeline that cannot be written says so once") {

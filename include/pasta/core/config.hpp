@@ -16,7 +16,9 @@
 
 #include <pasta/core/detail/fmt.hpp>
 
+#include <pasta/core/detail/parse.hpp>
 #include <pasta/core/detail/regex.hpp>
+#include <pasta/core/process_identity.hpp>
 
 namespace pasta {
 
@@ -42,7 +44,11 @@ inline constexpr unsigned global = 1, shared = 2, local = 4;
 }  // namespace space
 
 struct Config {
-  std::string output_dir = "pasta-out";  // PASTA_OUTPUT_DIR: where reports go
+  // PASTA_OUTPUT_DIR: where reports go. In a job (a rank variable, or under
+  // `pasta run`) each process writes into a place of its own below it
+  // (ProcessIdentity::dir_name), unless the name holds placeholders (%p pid,
+  // %h host, %q{VAR}, %r rank): then it names each process's place itself.
+  std::string output_dir = "pasta-out";
   std::string kernel_filter;             // PASTA_KERNEL_FILTER: POSIX ERE searched in kernel names
   std::uint64_t launch_skip = 0;         // PASTA_LAUNCH_SKIP: ignore the first N selected launches
   std::uint64_t launch_count = 0;        // PASTA_LAUNCH_COUNT: analyse at most N (0 = all)
@@ -79,16 +85,12 @@ struct Config {
   // name (empty = all). The Profiler checks the names against its tools.
   std::vector<std::string> tools;
   bool read_env = true;                  // false: ignore PASTA_* variables
+  // Who this process is (rank, pid, host): filled in by the Profiler, which
+  // also turns output_dir into this process's own directory.
+  ProcessIdentity process;
 };
 
 namespace detail {
-
-inline std::optional<std::uint64_t> parse_uint(std::string_view s) {
-  std::uint64_t v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
-  return v;
-}
 
 // "4096", "64K", "2M", "1G" (binary units).
 inline std::optional<std::uint64_t> parse_bytes(std::string_view s) {

@@ -18,6 +18,7 @@
 
 #include <pasta/core/concepts.hpp>
 #include <pasta/core/config.hpp>
+#include <pasta/core/events.hpp>
 #include <pasta/core/log.hpp>
 
 namespace pasta::detail {
@@ -151,6 +152,28 @@ struct DispatchScope {
 
 inline bool inside_dispatch() { return dispatch_depth() > 0; }
 
+// What reached a pipeline: whether its process did GPU work at all (a job's
+// processes that did none write no reports), and how many kernels it saw.
+struct Activity {
+  std::uint64_t events = 0, launches = 0, completions = 0, device_work = 0;
+
+  template <class E>
+  void note() {
+    ++events;
+    if constexpr (std::is_same_v<E, KernelLaunch>)
+      ++launches;
+    else if constexpr (std::is_same_v<E, KernelComplete>)
+      ++completions;
+    else if constexpr (std::is_same_v<E, Memcpy> || std::is_same_v<E, Memset> ||
+                       std::is_same_v<E, MemAccess> || std::is_same_v<E, AccessHistogram> ||
+                       std::is_same_v<E, KernelCounters> || std::is_same_v<E, StallSample>)
+      ++device_work;
+  }
+  // Kernel launches: those seen launched, or completed where no launch was seen.
+  std::uint64_t kernels() const { return std::max(launches, completions); }
+  bool gpu_work() const { return kernels() > 0 || device_work > 0; }
+};
+
 template <class Proc, class... Tools>
 class Pipeline {
  public:
@@ -176,6 +199,7 @@ class Pipeline {
       }
       DispatchScope scope;
       std::scoped_lock lock(mutex_);
+      activity_.note<E>();
       try {
         proc_.value.on(e, tools_);
       } catch (...) {
@@ -215,6 +239,11 @@ class Pipeline {
   const ToolsType& tools() const { return tools_; }
   std::uint64_t reentrant_events() const { return reentrant_.load(); }
   std::uint64_t failures() const { return failures_.load(); }
+  // What reached the pipeline so far.
+  Activity activity() {
+    std::scoped_lock lock(mutex_);
+    return activity_;
+  }
 
  private:
   struct Locked {
@@ -225,7 +254,10 @@ class Pipeline {
     }
     template <class E>
     void emit(const E& e) {
-      if constexpr (wants<E>()) p.proc_.value.on(e, p.tools_);
+      if constexpr (wants<E>()) {
+        p.activity_.template note<E>();
+        p.proc_.value.on(e, p.tools_);
+      }
     }
   };
 
@@ -244,6 +276,7 @@ class Pipeline {
   std::mutex mutex_;
   Slot<0, Proc> proc_;
   ToolsType tools_;
+  Activity activity_;  // guarded by mutex_
   std::atomic<std::uint64_t> reentrant_{0};
   std::atomic<std::uint64_t> failures_{0};
 };

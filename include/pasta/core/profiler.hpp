@@ -5,14 +5,18 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include <unistd.h>
+
 #include <pasta/core/detail/exit_guard.hpp>
 #include <pasta/core/detail/fmt.hpp>
+#include <pasta/core/detail/process_registry.hpp>
 
 #include <pasta/core/concepts.hpp>
 #include <pasta/core/config.hpp>
@@ -20,6 +24,7 @@
 #include <pasta/core/handlers.hpp>
 #include <pasta/core/log.hpp>
 #include <pasta/core/pipeline.hpp>
+#include <pasta/core/process.hpp>
 #include <pasta/core/report_writer.hpp>
 #include <pasta/core/scope.hpp>
 
@@ -81,7 +86,9 @@ concept HasReport = requires(const T& t, Report& r) {
 inline constexpr std::string_view other_known_variables[] = {
     "PASTA_HANDLER", "PASTA_CUPTI_SKIP",
     // read by the pasta launcher (bin/pasta)
-    "PASTA_BUILD_DIR", "PASTA_INJECT_LIB", "PASTA_TRACE_TOOL"};
+    "PASTA_BUILD_DIR", "PASTA_INJECT_LIB", "PASTA_TRACE_TOOL",
+    // set by the launcher for the processes it starts (core/process.hpp)
+    "PASTA_RUN_ID", "PASTA_LAUNCHER_PID"};
 
 // PASTA_* variables in `env` that nothing reads: most likely typos.
 inline std::vector<std::string> unknown_variables(char** env) {
@@ -96,6 +103,36 @@ inline std::vector<std::string> unknown_variables(char** env) {
     if (!known) unknown.emplace_back(key);
   }
   return unknown;
+}
+
+// Profilers of this process that joined a job so far: each has its own entry.
+inline std::atomic<unsigned>& job_profilers() {
+  static std::atomic<unsigned> n{0};
+  return n;
+}
+
+inline std::string host_name() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) return "localhost";
+  return host;
+}
+
+// Who this process is, and its own output directory (core/process.hpp);
+// placeholders in the trace and stall-sample paths are expanded too.
+// Returns the job's directory, which holds every process's.
+inline std::string place_process(Config& cfg) {
+  std::string job = job_dir(cfg.output_dir);
+  auto getenv = [&](const char* name) -> const char* {
+    return cfg.read_env ? std::getenv(name) : nullptr;
+  };
+  std::vector<std::string> errors;
+  cfg.process = identify(getenv, static_cast<std::uint64_t>(::getpid()),
+                         static_cast<std::uint64_t>(::getppid()), host_name(), errors);
+  cfg.output_dir = process_output_dir(cfg.output_dir, cfg.process, getenv, errors);
+  for (std::string* path : {&cfg.trace_file, &cfg.stall_samples})
+    if (has_placeholder(*path)) *path = expand_placeholders(*path, cfg.process, getenv, errors);
+  for (const auto& line : errors) log_once("process:" + line, line);
+  return job;
 }
 
 inline Config configure(Config cfg) {
@@ -161,6 +198,8 @@ class Profiler {
       : config_(detail::select_tools(detail::configure(std::move(cfg)), tool_names)) {
     names();  // constructed before us, so destroyed after our reports
     try {
+      const std::string job = detail::place_process(config_);
+      if (config_.process.in_job()) join_job(job);
       pipeline_.emplace(config_);
       // The handler exists before the first scope: constructing it may set
       // what NVTX reads when the scope registry initialises it.
@@ -217,7 +256,7 @@ class Profiler {
       detail::log(fmt::format("stopping the profiler failed: {}", e.what()));
     } catch (...) {
     }
-    write_reports(config_.print != PrintTo::none);
+    write_reports(config_.print != PrintTo::none, true);
   }
 
   // Events the program gives directly (tests, device annotations, its own
@@ -248,8 +287,27 @@ class Profiler {
   bool active() const { return pipeline_.has_value() && handler_.has_value(); }
   // Files written by the last flush() or stop().
   const std::vector<std::string>& files() const { return files_; }
+  // In a job: this process's entry in the job's list (else empty).
+  std::string job_entry() const { return registry_ ? registry_->path() : std::string(); }
 
  private:
+  // Enters this process in the job's list, and says so when another process
+  // of the same run already holds its rank.
+  void join_job(const std::string& job) {
+    registry_.emplace(config_.process, job, config_.output_dir,
+                      detail::job_profilers().fetch_add(1));
+    if (config_.process.rank)
+      for (const auto& other : registry_->others())
+        if (other.value("rank", nlohmann::json()) == *config_.process.rank &&
+            other.value("pid", 0ull) != config_.process.pid)
+          detail::log(fmt::format(
+              "rank {} ({}) is also claimed by pid {} on {}; the reports in {} are this "
+              "process's and may mix with that one's",
+              *config_.process.rank, config_.process.rank_variable, other.value("pid", 0ull),
+              other.value("host", std::string("?")), config_.output_dir));
+    registry_->started();
+  }
+
   template <class E>
   static void scope_trampoline(void* self, const E& e) {
     static_cast<Profiler*>(self)->emit(e);
@@ -265,9 +323,17 @@ class Profiler {
     });
   }
 
-  void write_reports(bool announce) noexcept {
+  void write_reports(bool announce, bool final = false) noexcept {
     if (!pipeline_) return;
     try {
+      // A job's process that did no GPU work (torchrun's own process, a
+      // launcher script) writes no reports: only its entry in the job's list.
+      const detail::Activity activity = pipeline_->activity();
+      if (registry_ && !activity.gpu_work()) {
+        if (final) registry_->finished(outcome(activity, {}), stopped_by_);
+        files_.clear();
+        return;
+      }
       Config cfg = config_;
       if (!announce) cfg.print = PrintTo::none;
       std::string partial;
@@ -293,6 +359,7 @@ class Profiler {
       if (announce && !files.empty())
         detail::log(fmt::format("{} report files in {}/ (stopping took {:.1f} ms)", files.size(),
                                 config_.output_dir, (detail::steady_ns() - stop_began_ns_) / 1e6));
+      if (final && registry_) registry_->finished(outcome(activity, partial), stopped_by_);
       files_ = std::move(files);
     } catch (const std::exception& e) {
       detail::log(fmt::format("writing reports failed: {}", e.what()));
@@ -301,7 +368,25 @@ class Profiler {
     }
   }
 
+  // What the job's list says this process did: its report files are the
+  // plain files in its directory (with one process per directory).
+  detail::ProcessOutcome outcome(const detail::Activity& a, const std::string& partial) const {
+    detail::ProcessOutcome o{.launches = a.kernels(),
+                             .events = a.events,
+                             .gpu_work = a.gpu_work(),
+                             .reports = {},
+                             .partial = partial};
+    if (o.gpu_work)
+      for (auto& name : detail::list_dir(config_.output_dir))
+        if (!name.ends_with(".tmp") &&
+            !detail::is_directory(detail::join_path(config_.output_dir, name)))
+          o.reports.push_back(std::move(name));
+    std::sort(o.reports.begin(), o.reports.end());
+    return o;
+  }
+
   Config config_;
+  std::optional<detail::ProcessRegistry> registry_;  // in a job: its list of processes
   std::optional<Pipeline> pipeline_;
   std::optional<HandlerSpec> handler_;
   bool scopes_registered_ = false;

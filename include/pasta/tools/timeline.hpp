@@ -1,15 +1,20 @@
 // Kernels, copies, memsets and synchronisations per device and stream, and
-// scopes and framework operators per host thread, as a Chrome/Perfetto trace (JSON array format,
-// <output_dir>/timeline.trace.json) that opens in ui.perfetto.dev. Written as
+// scopes and framework operators per host thread, as a Chrome/Perfetto trace
+// (<output_dir>/timeline.trace.json) that opens in ui.perfetto.dev. Written as
 // events arrive, so memory stays flat and a run cut short still leaves a
-// readable file. Names are escaped by nlohmann/json once each and cached;
-// each line is then one fmt call (about 0.3 us an event).
+// readable file; the file is created at the first event, so a process that
+// does no GPU work leaves none. Its header says which process of a job it is
+// ("distributedInfo", as Kineto writes it, for Holistic Trace Analysis) and
+// how its clock maps to the wall clock ("pasta"), so `pasta report` can lay
+// the processes of a job side by side. Names are escaped by nlohmann/json
+// once each and cached; each line is then one fmt call (about 0.3 us an event).
 #pragma once
 
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <iterator>
 #include <string>
 #include <utility>
@@ -22,6 +27,7 @@
 #include <pasta/core/detail/demangle.hpp>
 #include <pasta/core/detail/files.hpp>
 #include <pasta/core/events.hpp>
+#include <pasta/core/detail/thread.hpp>
 #include <pasta/core/log.hpp>
 #include <pasta/core/report.hpp>
 
@@ -33,22 +39,9 @@ class Timeline {
   static constexpr int host_pid = 0;  // GPU d is process d + 1
 
   explicit Timeline(const Config& cfg)
-      : path_(detail::join_path(cfg.output_dir, "timeline.trace.json")) {
-    if (const auto why = detail::make_dirs(cfg.output_dir); !why.empty()) {
-      fail(why);
-      return;
-    }
-    file_ = std::fopen(path_.c_str(), "w");
-    if (!file_) {
-      fail(std::strerror(errno));
-      return;
-    }
-    // Large writes: a system call per 4 KiB costs the traced program time
-    // on virtual machines; one per MiB does not.
-    std::setvbuf(file_, nullptr, _IOFBF, 1u << 20);
-    std::fputs("[\n", file_);
-    meta(host_pid, 0, "process_name", "Host");
-  }
+      : path_(detail::join_path(cfg.output_dir, "timeline.trace.json")),
+        dir_(cfg.output_dir),
+        process_(cfg.process) {}
   ~Timeline() { finish(); }
   Timeline(const Timeline&) = delete;
   Timeline& operator=(const Timeline&) = delete;
@@ -60,10 +53,11 @@ class Timeline {
     if (!e.start_ns || e.end_ns < e.start_ns) return;
     line(
         R"j({{"name":{},"cat":"kernel","ph":"X","pid":{},"tid":{},"ts":{:.3f},"dur":{:.3f},)j"
-        R"j("args":{{"correlation":{},"grid":"({},{},{})","block":"({},{},{})","shared_mem_bytes":{}}}}})j",
+        R"j("args":{{"correlation":{},"device":{},"stream":{},"grid":"({},{},{})","block":"({},{},{})",)j"
+        R"j("shared_mem_bytes":{}}}}})j",
         quoted(e.name, true), pid(e.device), e.stream, us(e.start_ns),
-        (e.end_ns - e.start_ns) / 1e3, e.correlation, e.grid.x, e.grid.y, e.grid.z, e.block.x,
-        e.block.y, e.block.z, e.shared_mem_bytes);
+        (e.end_ns - e.start_ns) / 1e3, e.correlation, e.device, e.stream, e.grid.x, e.grid.y,
+        e.grid.z, e.block.x, e.block.y, e.block.z, e.shared_mem_bytes);
     ++kernels_;
   }
   void on(const Memcpy& e) {
@@ -96,10 +90,10 @@ class Timeline {
   void flush() {
     if (file_) std::fflush(file_);
   }
-  // Closes the array; a trace without the closing bracket still loads.
+  // Closes the file; pasta's readers also take one cut short (no closing brackets).
   void finish() {
     if (!file_) return;
-    std::fputs("{}]\n", file_);
+    std::fputs("{}]}\n", file_);
     if (std::fclose(file_) != 0) fail("close failed");
     file_ = nullptr;
   }
@@ -109,7 +103,7 @@ class Timeline {
     out.summary("events", events_);
     out.summary("kernels", kernels_);
     if (!error_.empty()) out.summary("error", error_);
-    if (error_.empty()) {
+    if (error_.empty() && opened_) {
       out.attach(path_);
       out.note("open it in https://ui.perfetto.dev (Open trace file) or chrome://tracing");
     }
@@ -139,7 +133,7 @@ class Timeline {
 
   // Microseconds since the first event, keeping nanoseconds exact in a double.
   double us(std::uint64_t ns) {
-    if (!base_ns_) base_ns_ = ns;
+    if (!base_ns_) base_ns_ = ns;  // line() then writes this origin once
     return static_cast<double>(static_cast<std::int64_t>(ns - base_ns_)) / 1e3;
   }
 
@@ -152,12 +146,57 @@ class Timeline {
     line(R"j({{"name":"{}","ph":"M","pid":{},"tid":{},"args":{{"name":{}}}}})j", what, pid, tid,
          nlohmann::json(value).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   }
+  // Creates the file at the first event: the header, then the events.
+  bool open() {
+    opened_ = true;
+    if (const auto why = detail::make_dirs(dir_); !why.empty()) {
+      fail(why);
+      return false;
+    }
+    file_ = std::fopen(path_.c_str(), "w");
+    if (!file_) {
+      fail(std::strerror(errno));
+      return false;
+    }
+    // Large writes: a system call per 4 KiB costs the traced program time
+    // on virtual machines; one per MiB does not.
+    std::setvbuf(file_, nullptr, _IOFBF, 1u << 20);
+    std::fputs(header().c_str(), file_);
+    meta(host_pid, 0, "process_name", "Host");
+    return true;
+  }
+  // The trace's clock at ts = 0 is set by the first event; the header keeps
+  // one reading of that clock and of the wall clock taken together, which is
+  // how processes of a job on different hosts are lined up.
+  std::string header() const {
+    timespec wall{};
+    ::clock_gettime(CLOCK_REALTIME, &wall);
+    nlohmann::json pasta = {
+        {"clock_ns", detail::now_ns()},
+        {"wall_ns", static_cast<std::uint64_t>(wall.tv_sec) * 1000000000ull + wall.tv_nsec},
+        {"pid", process_.pid},
+        {"host", process_.host}};
+    if (process_.rank) pasta["rank"] = *process_.rank;
+    std::string h = "{\"schemaVersion\":1,\"displayTimeUnit\":\"ms\",";
+    if (process_.rank)
+      h += fmt::format(R"j("distributedInfo":{{"backend":"","rank":{},"world_size":{}}},)j",
+                       *process_.rank, process_.world_size.value_or(0));
+    return h + "\"pasta\":" + pasta.dump() + ",\"traceEvents\":[\n";
+  }
   template <class... A>
   void line(fmt::format_string<A...> f, A&&... args) {
-    if (!file_) return;
+    if (!file_ && (opened_ || !open())) return;
     buffer_.clear();
     fmt::format_to(std::back_inserter(buffer_), f, std::forward<A>(args)...);
     buffer_ += ",\n";
+    if (base_ns_ && !origin_written_) {
+      // The clock reading at ts = 0, for lining up the processes of a job.
+      fmt::format_to(std::back_inserter(buffer_),
+                     R"j({{"name":"pasta_origin","ph":"M","pid":{},"tid":0,"args":{{"clock_ns":{}}}}},)j"
+                     "\n",
+                     host_pid, base_ns_);
+      origin_written_ = true;
+    }
     if (std::fwrite(buffer_.data(), 1, buffer_.size(), file_) != buffer_.size()) {
       fail(std::strerror(errno));
       std::fclose(file_);
@@ -171,8 +210,11 @@ class Timeline {
     detail::log_once("timeline:" + path_, error_);
   }
 
-  std::string path_, error_;
+  std::string path_, dir_, error_;
+  ProcessIdentity process_;
   std::FILE* file_ = nullptr;
+  bool opened_ = false;  // the file was created (or creating it failed)
+  bool origin_written_ = false;
   std::uint64_t base_ns_ = 0, events_ = 0, kernels_ = 0;
   std::vector<std::string> quoted_;  // JSON-escaped names, by NameId
   std::string buffer_;

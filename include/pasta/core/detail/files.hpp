@@ -1,7 +1,8 @@
 // File-system helpers on POSIX calls (cheaper to compile than
-// <filesystem>): create a directory tree, replace a file atomically.
+// <filesystem>): create a directory tree, list one, replace a file atomically.
 #pragma once
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace pasta::detail {
 
@@ -74,6 +76,19 @@ inline std::string write_file(const std::string& path, std::string_view content)
     return "cannot rename " + tmp + " to " + path + ": " + why;
   }
   return {};
+}
+
+// The names in a directory, "." and ".." left out; empty if it cannot be read.
+inline std::vector<std::string> list_dir(const std::string& path) {
+  std::vector<std::string> names;
+  DIR* d = ::opendir(path.c_str());
+  if (!d) return names;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string_view name(e->d_name);
+    if (name != "." && name != "..") names.emplace_back(name);
+  }
+  ::closedir(d);
+  return names;
 }
 
 // The whole file, or an empty string if it cannot be read.
