@@ -12,7 +12,7 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/nu
 if nvidia-smi -L >/dev/null 2>&1 && command -v nvcc >/dev/null; then
   cmake --build "$build" --parallel "$(nproc)" --target pasta-trace pasta_inject launches
   echo "demo: GPU found: profiling examples/cuda/launches.cu with pasta run" >&2
-  PASTA_PRINT=stdout "$build/bin/pasta" run -o "$out" -- "$build/examples/launches" --threads 4
+  PASTA_PRINT=stdout "$build/bin/pasta" run -f -o "$out" -- "$build/examples/launches" --threads 4
 else
   cmake --build "$build" --parallel "$(nproc)" --target pasta-trace
   trace=$root/tests/data/resnet18_step_h100.pasta

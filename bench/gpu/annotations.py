@@ -46,7 +46,7 @@ def main(argv):
     workload = ["--vecadd", floats, launches]
     native = per_launch_ms([f"{build}/examples/annotated", *workload], f"{out}/native")
     annotated = per_launch_ms([f"{build}/examples/annotated_pasta", *workload], f"{out}/annotations")
-    sanitizer = per_launch_ms([f"{build}/bin/pasta", "run", "--memory", "-o",
+    sanitizer = per_launch_ms([f"{build}/bin/pasta", "run", "-f", "--memory", "-o",
                                f"{out}/sanitizer", "--", f"{build}/examples/annotated", *workload],
                               f"{out}/sanitizer")
     rows = [("native", native), ("annotations", annotated), ("sanitizer", sanitizer)]

@@ -367,7 +367,7 @@ def main(argv):
 
     native, t_native = timed(script, timeout=300)
     print(f"native: {t_native:.1f} s", flush=True)
-    pasta, t_pasta = timed([f"{build}/bin/pasta", "run", "--torch", "--counters", "-o",
+    pasta, t_pasta = timed([f"{build}/bin/pasta", "run", "-f", "--torch", "--counters", "-o",
                             f"{out}/pasta", "--", *script],
                            {"PASTA_PRINT": "none", "PASTA_VERBOSE": "1",
                             "PASTA_COUNTER_CACHE": "all" if cache == "all" else "none",

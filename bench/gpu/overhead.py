@@ -61,7 +61,7 @@ def main(argv):
     kt = lib("pasta_bench_kernel_freq_timeline")
     script = [sys.executable, os.path.join(ROOT, "examples", "pytorch", "resnet18_step.py"),
               "--warmup", "10", "--steps", "100"]
-    pasta = lambda extra=(): [f"{build}/bin/pasta", "run", *extra, "-o", f"{out}/run", "--"]
+    pasta = lambda extra=(): [f"{build}/bin/pasta", "run", "-f", *extra, "-o", f"{out}/run", "--"]
     resnet = [
         ("native", script, {}),
         ("torch.profiler (CPU+CUDA)", script + ["--torch-profiler"], {}),
@@ -71,7 +71,7 @@ def main(argv):
          {"PASTA_INJECT_LIB": kt, "PASTA_CUPTI_SKIP": "sync"}),
         ("  same, kernel records only", pasta() + script,
          {"PASTA_INJECT_LIB": kt, "PASTA_CUPTI_SKIP": "memcpy,memset,sync,memory,nvtx,device"}),
-        ("  same, reports on tmpfs", [f"{build}/bin/pasta", "run", "-o", "/dev/shm/pasta-bench",
+        ("  same, reports on tmpfs", [f"{build}/bin/pasta", "run", "-f", "-o", "/dev/shm/pasta-bench",
                                       "--"] + script, {"PASTA_INJECT_LIB": kt}),
         ("pasta run (default pipeline)", pasta() + script, {}),
     ]

@@ -1,7 +1,7 @@
 """pasta report: one self-contained HTML page for a directory of pasta reports.
 
 Reads every <tool>.json that pasta wrote (and run.json, which `pasta run`
-writes), keeps each table's column order from its CSV, inlines the memory
+writes, and job.json, the processes of a job side by side: share/pasta/job.py), keeps each table's column order from its CSV, inlines the memory
 heatmap SVG, and renders share/pasta/report.html.j2 with Jinja2: the page
 escapes every value by default, and its layout lives in the template, not in
 string concatenation. The page needs no network: styles and the table-sorting
@@ -74,9 +74,21 @@ def collect(out_dir):
                 svg = f.read()
         tools.append({"name": name, "summary": list(report.get("summary", {}).items()),
                       "partial": report.get("partial"), "tables": tables, "svg": svg})
-    timeline = next((f for f in files if f.endswith(".trace.json")), None)
+    timeline = next((f for f in files if f.endswith(".trace.json") and f != "job.trace.json"),
+                    None)
+    job = None
+    if "job.json" in files:
+        try:
+            with open(os.path.join(out_dir, "job.json")) as f:
+                job = json.load(f)
+            for row in job.get("processes", []):
+                page = os.path.join(out_dir, row["dir"], "report.html") if row.get("dir") else None
+                row["page"] = (os.path.relpath(page, out_dir)
+                               if page and os.path.exists(page) and row["dir"] != "." else None)
+        except (OSError, ValueError) as e:
+            problems.append(f"job.json could not be read: {e}")
     return {"dir": os.path.abspath(out_dir), "run": run, "tools": tools, "files": files,
-            "timeline": timeline, "problems": problems, "rows_shown": ROWS}
+            "timeline": timeline, "problems": problems, "rows_shown": ROWS, "job": job}
 
 
 def _numeric(v):

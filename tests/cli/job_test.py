@@ -1,0 +1,271 @@
+#!/usr/bin/env python3
+"""Jobs of several processes, end to end on the CPU: `pasta run` over a shell
+that starts ranks (tests/cli/job_child.cpp: an in-binary profiler that sees
+known kernels), then what the launcher lists and merges; stale directories;
+a rank killed mid-run; two processes claiming one rank; several hosts'
+directories merged by `pasta report`; per-rank traces merged by `pasta
+replay`, on the CPU and on the two ranks' traces of a DDP job recorded on
+the H100; and 64 synthetic ranks, for the size and time of the merge.
+
+    job_test.py BUILD_DIR JOB_CHILD
+
+Exact expected values come from job_child.cpp: kernel i of a rank runs 50 us
+every 100 us from t = 1 ms, then one 10 us all-reduce.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+BUILD, CHILD = (os.path.abspath(a) for a in sys.argv[1:3])
+PASTA = [sys.executable, os.path.join(BUILD, "bin", "pasta")]
+failures = 0
+
+
+def expect(what, got, want):
+    global failures
+    ok = got == want
+    failures += not ok
+    print(f"{'ok  ' if ok else 'FAIL'} {what}: {got!r}" + ("" if ok else f" (expected {want!r})"))
+    return ok
+
+
+def near(what, got, want, tol=1e-6):
+    global failures
+    ok = isinstance(got, (int, float)) and abs(got - want) <= tol
+    failures += not ok
+    print(f"{'ok  ' if ok else 'FAIL'} {what}: {got!r}" + ("" if ok else f" (expected {want!r})"))
+    return ok
+
+
+def pasta(*args, env=None, check_code=None):
+    e = {k: v for k, v in os.environ.items() if not k.startswith("PASTA_") and
+         k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK")}
+    e["PASTA_BUILD_DIR"] = BUILD
+    # No GPU here: the injected library is never loaded (the children make no
+    # CUDA call); any existing file satisfies the launcher's lookup.
+    e["PASTA_INJECT_LIB"] = CHILD
+    e.update(env or {})
+    p = subprocess.run(PASTA + list(args), capture_output=True, text=True, env=e, timeout=120,
+                       check=False)
+    if check_code is not None and p.returncode != check_code:
+        print(f"FAIL exit {p.returncode} (expected {check_code}): pasta {' '.join(args)}\n"
+              f"{p.stdout}\n{p.stderr}")
+        global failures
+        failures += 1
+    return p
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def by_rank(doc):
+    return {r["rank"]: r for r in doc["processes"] if r["rank"] is not None}
+
+
+def job_run(tmp):
+    """Two ranks and a process with no GPU work under one `pasta run`."""
+    out = os.path.join(tmp, "job")
+    script = (f"RANK=0 WORLD_SIZE=2 {CHILD} 3 & RANK=1 WORLD_SIZE=2 {CHILD} 5 & {CHILD} 0 & wait")
+    p = pasta("run", "-o", out, "--", "sh", "-c", script, check_code=0)
+    print(p.stderr)
+    doc = load(os.path.join(out, "job.json"))
+    expect("processes listed", len(doc["processes"]), 3)
+    expect("counts", doc["counts"], {"finished": 2, "no GPU work": 1, "running": 0})
+    ranks = by_rank(doc)
+    expect("rank 0: launches", ranks[0]["launches"], 4)
+    expect("rank 1: launches", ranks[1]["launches"], 6)
+    expect("rank 0: its directory", ranks[0]["dir"], "rank0")
+    near("rank 0: device time (ms)", ranks[0]["device_ms"], 0.16)
+    near("rank 1: device time (ms)", ranks[1]["device_ms"], 0.26)
+    near("rank 0: GPU busy (%)", ranks[0]["busy_pct"], 100 * 160 / 310)
+    near("rank 1: GPU busy (%)", ranks[1]["busy_pct"], 100 * 260 / 510)
+    expect("rank 0: top kernel", ranks[0]["top_kernel"], "gemm")
+    idle = [r for r in doc["processes"] if r["rank"] is None][0]
+    expect("the process with no GPU work", (idle["status"], idle["dir"]), ("no GPU work", None))
+    expect("it wrote no directory", os.path.exists(os.path.join(out, f"pid{idle['pid']}")), False)
+    s = doc["straggler"]
+    expect("straggler", s["process"], "rank 1")
+    near("straggler's excess over the others (%)", s["excess_pct"], 100 * (0.25 - 0.15) / 0.15)
+    gemm = next(k for k in doc["kernels"] if k["name"] == "gemm")
+    near("gemm: min over ranks (ms)", gemm["min"], 0.15)
+    near("gemm: max over ranks (ms)", gemm["max"], 0.25)
+    expect("gemm: slowest", gemm["slowest"], "rank 1")
+    trace = load(os.path.join(out, "job.trace.json"))
+    kernels = [e for e in trace["traceEvents"] if e.get("cat") == "kernel"]
+    expect("merged timeline: kernels of both ranks", len(kernels), 10)
+    expect("merged timeline: one GPU track per rank",
+           sorted({e["pid"] for e in kernels}), [101, 201])
+    starts = sorted(e["ts"] for e in kernels if e["pid"] == 101)
+    expect("merged timeline: a host's processes share its clock (same start)",
+           starts[0], min(e["ts"] for e in kernels if e["pid"] == 201))
+    names = [e["args"]["name"] for e in trace["traceEvents"]
+             if e.get("ph") == "M" and e.get("name") == "process_name"]
+    expect("merged timeline names each rank's tracks",
+           any(n.startswith("rank 1 (") for n in names), True)
+    rank0 = load(os.path.join(out, "rank0", "timeline.trace.json"))
+    expect("a rank's own timeline carries Kineto's distributedInfo",
+           rank0["distributedInfo"], {"backend": "", "rank": 0, "world_size": 2})
+    expect("the launcher lists every process", "no GPU work: no reports" in p.stderr, True)
+    expect("the job page", os.path.exists(os.path.join(out, "report.html")) or
+           "jinja2" in p.stderr, True)
+    return out
+
+
+def stale(tmp, out):
+    p = pasta("run", "-o", out, "--", "true", check_code=2)
+    expect("an earlier run is refused", "holds the reports of an earlier run" in p.stderr, True)
+    p = pasta("run", "-f", "-o", out, "--", "sh", "-c", f"RANK=0 {CHILD} 2", check_code=0)
+    expect("-f replaces it: the earlier run's rank 1 is gone",
+           os.path.exists(os.path.join(out, "rank1")), False)
+    expect("-f: one process listed", len(os.listdir(os.path.join(out, "processes"))), 1)
+    other = os.path.join(tmp, "notes")
+    os.makedirs(other)
+    open(os.path.join(other, "notes.txt"), "w").close()
+    p = pasta("run", "-f", "-o", other, "--", "true", check_code=2)
+    expect("a directory of other files is refused, even with -f",
+           "is not empty and holds no pasta reports" in p.stderr, True)
+
+
+def killed_and_duplicate(tmp):
+    out = os.path.join(tmp, "killed")
+    script = (f"RANK=0 {CHILD} 2 & RANK=1 {CHILD} 2 gemm 30 & victim=$!; sleep 2; kill -9 $victim; "
+              "wait")
+    p = pasta("run", "-o", out, "--", "sh", "-c", script)
+    print(p.stderr)
+    doc = load(os.path.join(out, "job.json"))
+    ranks = by_rank(doc)
+    expect("a killed rank is listed as not finished", ranks[1]["status"], "running")
+    expect("the others keep their reports", ranks[0]["launches"], 3)
+    expect("the launcher says so", "did not finish" in p.stderr, True)
+    out = os.path.join(tmp, "dup")
+    p = pasta("run", "-o", out, "--", "sh", "-c", f"RANK=0 {CHILD} 2 & sleep 1; RANK=0 {CHILD} 3")
+    doc = load(os.path.join(out, "job.json"))
+    expect("two processes claiming one rank: named in the job",
+           any("rank 0 is claimed by 2 processes" in x for x in doc["problems"]), True)
+    expect("and by the second process itself", "rank 0 (RANK) is also claimed by pid" in p.stderr,
+           True)
+
+
+def synthetic_rank(job, rank, host, n, wall_offset_ns, run_id="synthetic", step_us=100.0):
+    """A rank's directory as pasta writes it: its entry, kernel_freq.json and timeline."""
+    d = os.path.join(job, f"rank{rank}")
+    os.makedirs(d, exist_ok=True)
+    os.makedirs(os.path.join(job, "processes"), exist_ok=True)
+    entry = {"pasta_process": 1, "pid": 1000 + rank, "host": host, "rank": rank,
+             "rank_variable": "RANK", "world_size": None, "run_id": run_id, "dir": f"rank{rank}",
+             "status": "finished", "launches": n, "reports": ["kernel_freq.json"]}
+    with open(os.path.join(job, "processes", f"{host}-{1000 + rank}.json"), "w") as f:
+        json.dump(entry, f)
+    total = n * 0.05 * (1 + rank / 100)
+    kf = {"tool": "kernel_freq", "summary": {"launches": n, "device time (ms)": total},
+          "tables": {"kernels": [{"kernel": "gemm", "launches": n, "total_ms": total}]}}
+    with open(os.path.join(d, "kernel_freq.json"), "w") as f:
+        json.dump(kf, f)
+    clock0 = 5_000_000_000
+    events = [{"name": "process_name", "ph": "M", "pid": 1, "tid": 0, "args": {"name": "GPU 0"}},
+              {"name": "pasta_origin", "ph": "M", "pid": 0, "tid": 0,
+               "args": {"clock_ns": clock0}}]
+    events += [{"name": "gemm", "cat": "kernel", "ph": "X", "pid": 1, "tid": 7,
+                "ts": i * step_us, "dur": 50.0} for i in range(n)]
+    doc = {"pasta": {"clock_ns": clock0, "wall_ns": clock0 + wall_offset_ns, "pid": 1000 + rank,
+                     "host": host, "rank": rank}, "traceEvents": events}
+    with open(os.path.join(d, "timeline.trace.json"), "w") as f:
+        json.dump(doc, f)
+
+
+def hosts(tmp):
+    """Two hosts' directories, gathered afterwards: merged, lined up by wall clock."""
+    a, b = os.path.join(tmp, "node-a"), os.path.join(tmp, "node-b")
+    synthetic_rank(a, 0, "node-a", 4, 1_000_000_000_000)
+    synthetic_rank(b, 1, "node-b", 4, 1_000_000_250_000)  # its wall clock reads 250 us later
+    merged = os.path.join(tmp, "merged")
+    os.makedirs(merged)
+    p = pasta("report", a, b, "-o", os.path.join(merged, "report.html"))
+    print(p.stderr)
+    trace = load(os.path.join(merged, "job.trace.json"))
+    first = {pid: min(e["ts"] for e in trace["traceEvents"]
+                      if e.get("cat") == "kernel" and e["pid"] == pid) for pid in (101, 201)}
+    expect("hosts lined up through their wall clocks (us)", first[201] - first[101], 250.0)
+    expect("the alignment is stated", trace["pasta"]["alignment"].startswith("2 hosts"), True)
+    expect("both hosts' ranks", [r["rank"] for r in load(os.path.join(merged, "job.json"))
+                                 ["processes"]], [0, 1])
+
+
+def replayed(tmp, out):
+    """Per-rank traces (recorded by each rank into its directory) merged by pasta replay."""
+    traces = [os.path.join(out, f"rank{r}", "trace.pasta") for r in (0, 1)]
+    target = os.path.join(tmp, "replayed")
+    p = pasta("replay", *traces, "-o", target, check_code=0)
+    print(p.stderr)
+    doc = load(os.path.join(target, "job.json"))
+    ranks = by_rank(doc)
+    expect("replayed traces: one directory per rank", sorted(ranks), [0, 1])
+    expect("replayed rank 1: launches", ranks[1]["launches"], 6)
+    near("replayed rank 1: device time (ms)", ranks[1]["device_ms"], 0.26)
+
+
+def recorded(tmp):
+    """The two ranks' traces of a DDP job recorded on the H100 (tests/data/README.md),
+    replayed and merged: every value read from the traces themselves."""
+    data = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
+    traces = [os.path.join(data, f"ddp_rank{r}_h100.pasta") for r in (0, 1)]
+    target = os.path.join(tmp, "ddp")
+    pasta("replay", *traces, "-o", target, check_code=0)
+    doc = load(os.path.join(target, "job.json"))
+    ranks = by_rank(doc)
+    expect("H100 DDP ranks: launches", {r: ranks[r]["launches"] for r in ranks}, {0: 820, 1: 820})
+    expect("H100 DDP ranks: hosts and pids", {r: (ranks[r]["host"], ranks[r]["pid"])
+                                             for r in ranks}, {0: ("vm", 3108), 1: ("vm", 3109)})
+    near("H100 DDP rank 0: device time (ms)", ranks[0]["device_ms"], 2.548082)
+    near("H100 DDP rank 1: device time (ms)", ranks[1]["device_ms"], 2.543039)
+    expect("H100 DDP: kernels over ranks", len(doc["kernels"]), 56)
+    gemm = next(k for k in doc["kernels"] if k["name"].startswith(
+        "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize64x64x8"))
+    near("H100 DDP: a cuBLAS GEMM's min over ranks (ms)", gemm["min"], 0.194883)
+    near("H100 DDP: its max (ms)", gemm["max"], 0.195169)
+    expect("H100 DDP: its slowest rank", gemm["slowest"], "rank 1")
+    expect("H100 DDP: straggler", doc["straggler"]["process"], "rank 0")
+
+
+def many(tmp, n=64, kernels=1000):
+    job = os.path.join(tmp, "many")
+    for r in range(n):
+        synthetic_rank(job, r, "node", kernels, 0)
+    t0 = time.perf_counter()
+    pasta("report", job, check_code=0)
+    seconds = time.perf_counter() - t0
+    doc = load(os.path.join(job, "job.json"))
+    trace = os.path.join(job, "job.trace.json")
+    events = sum(1 for e in load(trace)["traceEvents"] if e.get("cat") == "kernel")
+    expect(f"{n} synthetic ranks merged", len(doc["processes"]), n)
+    expect("every kernel on the merged timeline", events, n * kernels)
+    expect("straggler of the synthetic ranks", doc["straggler"]["process"], f"rank {n - 1}")
+    print(f"merge of {n} ranks x {kernels} kernels: {seconds:.2f} s (pasta report, the HTML page "
+          f"included), job.trace.json {os.path.getsize(trace) / 1e6:.1f} MB, "
+          f"job.json {os.path.getsize(os.path.join(job, 'job.json')) / 1e3:.1f} kB")
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="pasta-job-")
+    try:
+        out = job_run(tmp)
+        replayed(tmp, out)
+        recorded(tmp)
+        stale(tmp, out)
+        killed_and_duplicate(tmp)
+        hosts(tmp)
+        many(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("jobs: every check exact" if failures == 0 else f"{failures} checks failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
