@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 SKIP = 77
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -55,9 +56,11 @@ def kernel_counts(out_dir):
     return {r["kernel"].split("(")[0].replace("void ", ""): r["launches"] for r in rows}
 
 
-def timeline(out_dir):
-    with open(os.path.join(out_dir, "timeline.trace.json")) as f:
-        return [e for e in json.load(f) if e]
+def timeline(out_dir, name="timeline.trace.json"):
+    """The events of a timeline (share/pasta/job.py reads one cut short too)."""
+    sys.path.insert(0, os.path.join(ROOT, "share", "pasta"))
+    import job
+    return job.timeline_events(job.load_json_tolerant(os.path.join(out_dir, name)))
 
 
 def last_json(text):
@@ -126,7 +129,7 @@ def case_outputs_unchanged(build, out):
             continue
         a = run([f"{build}/examples/{plain}"] + args).stdout
         b = run([f"{build}/examples/{profiled}"] + args, profiled_env(out)).stdout
-        c = run([f"{build}/bin/pasta", "run", "-o", out + "/inj", "--",
+        c = run([f"{build}/bin/pasta", "run", "-o", out + "/inj-" + plain, "--",
                  f"{build}/examples/{plain}"] + args).stdout
         d = counters_run(build, out + "/counters-" + plain, [f"{build}/examples/{plain}"] + args)
         ok &= expect(f"{plain}: output with the in-binary profiler", b, a)
@@ -1033,6 +1036,195 @@ def case_pipelines_table(build, out):
                 "--all"], check=False)
     print(proc.stdout)
     return expect("pipelines_test.py --all", proc.returncode, 0)
+
+
+# --- a user's CUDA program, built the way the user guide says (issue: in-binary) ------------
+def consumer_truth(stdout):
+    """What tests/consumer/app.cu says it did: buffers, launches, accesses, checksum."""
+    lines = stdout.splitlines()
+    buffers = buffers_of(stdout)
+    launch = next(l for l in lines if l.startswith("launches ")).split()[1:]
+    launches = {launch[i]: int(launch[i + 1]) for i in range(0, len(launch), 2)}
+    accesses = {}
+    for l in lines:
+        if l.startswith("accesses "):
+            w = l.split()
+            accesses[w[1]] = (int(w[3]), int(w[5]))
+    return buffers, launches, accesses, checksums(stdout)
+
+
+def case_consumer(build, out):
+    """tests/consumer/app.cu built by a project of its own through FetchContent with CMake's
+    default CUDA architectures (PTX the driver compiles) and no flag added by hand, once per
+    composition the user guide shows; two non-blocking streams, managed memory, a scope.
+    Exact launches (CUPTI) and accesses per buffer (Sanitizer with GpuBucketing or the host
+    processor, device annotations, `pasta run --memory`), the checksum unchanged, no hang;
+    the Sanitizer composition again with each factor changed alone."""
+    cons = os.path.join(out, "build")
+    cons90 = os.path.join(out, "build-sm90")
+    configure = ["cmake", "-S", os.path.join(ROOT, "tests", "consumer"), "-G", "Ninja",
+                 "-DPASTA_CONSUMER_MODE=fetchcontent", f"-DFETCHCONTENT_SOURCE_DIR_PASTA={ROOT}",
+                 "-DPASTA_CONSUMER_REQUIRE_HANDLERS=ON"]
+    jobs = str(os.cpu_count() or 4)
+    run(configure + ["-B", cons])
+    run(["cmake", "--build", cons, "--parallel", jobs])
+    run(configure + ["-B", cons90, "-DCMAKE_CUDA_ARCHITECTURES=90"])
+    run(["cmake", "--build", cons90, "--parallel", jobs, "--target", "app_sanitizer", "app_plain"])
+    with open(os.path.join(cons, "CMakeCache.txt")) as f:
+        archs = next((l.split("=", 1)[1].strip() for l in f
+                      if l.startswith("CMAKE_CUDA_ARCHITECTURES:")), "?")
+    rows, ok = [], True
+
+    def one(label, argv, d, env=None, kind="accesses", app_args=()):
+        nonlocal ok
+        t0 = time.perf_counter()
+        proc = run(argv + list(app_args), {**profiled_env(d), **(env or {})}, check=False,
+                   timeout=180)
+        seconds = time.perf_counter() - t0
+        if proc.returncode != 0:
+            print(f"FAIL {label}: exit {proc.returncode}" +
+                  (" (killed after 180 s: a hang)" if proc.returncode == 124 else "") +
+                  f"\n{proc.stderr[-2000:]}")
+            rows.append((label, "FAILED", "", "", f"{seconds:.1f}"))
+            ok = False
+            return
+        buffers, launches, accesses, sums = consumer_truth(proc.stdout)
+        good = expect(f"{label}: checksum", sums, plain_sums[tuple(app_args)])
+        if kind == "launches":
+            good &= expect(f"{label}: launches per kernel", kernel_counts(d), launches)
+            what = f"{sum(launches.values())} launches"
+        else:
+            truth = {name: accesses[name] for name in buffers}
+            good &= expect_access_counts(d, buffers, truth)
+            what = f"{sum(r + w for r, w in truth.values())} accesses"
+        ok &= good
+        rows.append((label, "ok" if good else "WRONG", what, "same" if sums else "-",
+                     f"{seconds:.1f}"))
+
+    plain_sums = {}
+    for args in [(), ("--streams", "default"), ("--managed", "0")]:
+        plain_sums[args] = checksums(run([f"{cons}/app_plain", *args]).stdout)
+    one("nv::Cupti + KernelFreq, Timeline", [f"{cons}/app_cupti"], out + "/cupti",
+        kind="launches")
+    one("nv::Sanitizer + GpuBucketing", [f"{cons}/app_sanitizer"], out + "/sanitizer")
+    one("nv::Sanitizer + proc::Cpu", [f"{cons}/app_sanitizer_cpu"], out + "/sanitizer_cpu")
+    one("device::Annotations + GpuBucketing", [f"{cons}/app_annotations"], out + "/annotations")
+    one("pasta run (injected)", [f"{build}/bin/pasta", "run", "-o", out + "/inj", "--",
+                                 f"{cons}/app_plain"], out + "/inj", kind="launches")
+    one("pasta run --memory (injected)", [f"{build}/bin/pasta", "run", "--memory", "-o",
+                                          out + "/inj-memory", "--", f"{cons}/app_plain"],
+        out + "/inj-memory")
+    one("Sanitizer, default stream", [f"{cons}/app_sanitizer"], out + "/s-default-stream",
+        app_args=("--streams", "default"))
+    one("Sanitizer, no managed memory", [f"{cons}/app_sanitizer"], out + "/s-no-managed",
+        app_args=("--managed", "0"))
+    one("Sanitizer, eager module loading", [f"{cons}/app_sanitizer"], out + "/s-eager",
+        env={"CUDA_MODULE_LOADING": "EAGER"})
+    one("Sanitizer, built for sm_90 (no PTX JIT)", [f"{cons90}/app_sanitizer"], out + "/s-sm90")
+    print(f"\n| composition (consumer built for {archs}) | result | exact | checksum | s |")
+    print("|---|---|---|---|---:|")
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
+    return ok
+
+
+# --- a job of several processes: torchrun DDP, per-rank reports (issue: multi-process) ------
+def ddp_ranks(results):
+    """{rank: what it wrote} from a torchrun job of ddp_train.py --results RESULTS."""
+    out = {}
+    for name in sorted(os.listdir(results)) if os.path.isdir(results) else []:
+        with open(os.path.join(results, name)) as f:
+            d = json.load(f)
+        out[d["rank"]] = d
+    return out
+
+
+def case_ddp(build, out):
+    """`pasta run -- torchrun --nproc_per_node=2` over a DDP job (a transformers GPT-2 built
+    from a config, gloo backend, both ranks sharing GPU 0), with the default pipeline, --torch,
+    --record and --memory: one report directory per rank, each rank's launches equal to what
+    torch.profiler counts inside that rank (a run of its own), the torchrun process listed, one
+    merged timeline with both ranks, training results unchanged."""
+    script = os.path.join(ROOT, "tests", "gpu", "ddp_train.py")
+    nproc = int(os.environ.get("PASTA_DDP_RANKS", "2"))
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+                f"--nproc_per_node={nproc}", script, "--steps", "2"]
+    env = {"PASTA_PRINT": "none", "NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+           "NVSHMEM_DISABLE_NVLS": "1", "OMP_NUM_THREADS": "2"}
+    results = os.path.join(out, "results")
+    run(torchrun + ["--count-kernels", "--results", f"{results}/counted"], env)
+    counted = ddp_ranks(f"{results}/counted")
+    run(torchrun + ["--results", f"{results}/native"], env)
+    native = ddp_ranks(f"{results}/native")
+    ok = expect("ranks that ran", sorted(counted), list(range(nproc)))
+    same = all(counted[r]["checksum"] == native[r]["checksum"] for r in native)
+    print(f"  native runs agree with each other (checksums): {same}")
+    rows = []
+    for label, options in [("default", []), ("--torch", ["--torch"]),
+                           ("--record", ["--record"]),
+                           ("--memory, filtered", ["--memory", "--kernel-filter",
+                                                   "elementwise|vectorized"])]:
+        d = os.path.join(out, label.split(",")[0].strip("-") or "default")
+        t0 = time.perf_counter()
+        mine = f"{results}/{os.path.basename(d)}"
+        proc = run([f"{build}/bin/pasta", "run", *options, "-o", d, "--"] + torchrun +
+                   ["--results", mine], env, check=False, timeout=600)
+        seconds = time.perf_counter() - t0
+        print("\n".join(l for l in proc.stderr.splitlines() if l.startswith("  "))[-3000:])
+        ranks = ddp_ranks(mine)
+        good = expect(f"{label}: exit code", proc.returncode, 0)
+        try:
+            with open(os.path.join(d, "job.json")) as f:
+                job = json.load(f)
+        except OSError:
+            job = {"processes": []}
+        by_rank = {r["rank"]: r for r in job["processes"] if r["rank"] is not None}
+        others = [r for r in job["processes"] if r["rank"] is None]
+        good &= expect(f"{label}: a report directory per rank",
+                       sorted(r for r in by_rank if by_rank[r]["status"] == "finished"),
+                       list(range(nproc)))
+        launches = {r: by_rank.get(r, {}).get("launches") for r in range(nproc)}
+        if label in ("default", "--torch"):
+            good &= expect(f"{label}: launches per rank, pasta vs torch.profiler in the rank",
+                           launches, {r: counted[r]["kernels"] for r in range(nproc)})
+        good &= expect(f"{label}: training results unchanged (checksum per rank)",
+                       {r: ranks.get(r, {}).get("checksum") for r in range(nproc)},
+                       {r: native[r]["checksum"] for r in range(nproc)}) if same else True
+        print(f"  {label}: other processes listed: " +
+              ", ".join(f"pid {r['pid']} ({r['status']})" for r in others))
+        if label == "default":
+            events = timeline(d, "job.trace.json")
+            per_track = {}
+            for e in events:
+                if e.get("cat") == "kernel":
+                    per_track[e["pid"] // 100] = per_track.get(e["pid"] // 100, 0) + 1
+            good &= expect("default: merged timeline, kernels per rank's track",
+                           sorted(per_track.values()), sorted(launches.values()))
+        if label == "--torch":
+            for r in range(nproc):
+                good &= expect_attributed(os.path.join(d, f"rank{r}"))
+        if label == "--record":
+            for r in range(nproc):
+                trace = os.path.join(d, f"rank{r}", "trace.pasta")
+                good &= expect(f"--record: rank {r}'s own trace", os.path.exists(trace), True)
+                if os.environ.get("OUT") and os.path.exists(trace):
+                    shutil.copy(trace, os.path.join(os.environ["OUT"], f"ddp_rank{r}_h100.pasta"))
+        if label.startswith("--memory"):
+            for r in range(nproc):
+                good &= expect(f"--memory: rank {r}'s hotness report",
+                               os.path.exists(os.path.join(d, f"rank{r}", "mem_hotness.json")),
+                               True)
+        ok &= good
+        rows.append((label, "ok" if good else "FAILED",
+                     ", ".join(f"{launches[r]}" for r in range(nproc)),
+                     ", ".join(str(counted[r]["kernels"]) for r in range(nproc)),
+                     str(len(others)), f"{seconds:.1f}"))
+    print("\n| pasta run ... -- torchrun (2 ranks, GPT-2, gloo) | result | launches per rank "
+          "| torch.profiler per rank | other processes | s |")
+    print("|---|---|---|---|---:|---:|")
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
+    return ok
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}

@@ -2,8 +2,11 @@
 # The one script for the GPU machine: builds from a clean tree, runs the GPU
 # tests (ctest -L gpu), the overhead benchmark, records the traces that
 # tests/data keeps, and prints a short table. Logs go to $OUT (or ./gpu-out).
-#   tests/gpu/run.sh [tests|bench|record|all|multi|memory|annotations|counters|stalls|torch|reliability]
+#   tests/gpu/run.sh [tests|bench|record|all|multi|memory|annotations|counters|stalls|torch|reliability|jobs]
 #   (default all)
+# `jobs`: a user's CUDA program built through FetchContent once per documented composition
+# (gpu: consumer), `pasta run -- torchrun` over a 2-rank DDP job (gpu: ddp), and the GPU tests
+# of the paths those changed (JOBS_TESTS, a regex of case names, replaces that list).
 # `multi` builds only the CUDA example and runs the tests that need it (the
 # several-GPU test among them), for a machine with two GPUs. `reliability`
 # takes RELIABILITY_TESTS (a ctest regex of case names) and MATRIX_SKIP
@@ -44,6 +47,9 @@ targets=()
 [ "$what" = stalls ] && targets=(--target stalls pasta_stall_sample pasta_stall_access
   inject_torch_stall_sample inject_torch_stall_access pasta_nv_tests)
 [ "$what" = annotations ] && targets=(--target access_pattern annotated annotated_pasta pasta_memory)
+[ "$what" = jobs ] && targets=(--target launches launches_pasta conv conv_pasta pasta_inject
+  pasta_record pasta_memory pasta_counters inject_torch pasta-trace access_pattern
+  access_pattern_pasta)
 [ "$what" = memory ] && targets=(--target access_pattern access_pattern_pasta access_pattern_cpu
   annotated annotated_pasta
   pasta_memory pasta_memory_cpu pasta_memory_record memory_workloads uvm_advice uvm_advice_pasta)
@@ -74,6 +80,11 @@ if [ "$what" = memory ]; then
   python3 bench/gpu/memory.py "$build" "$work/memory" ${MEMORY_BENCH_ONLY:+--only $MEMORY_BENCH_ONLY} \
     2>&1 | tee "$out/memory-bench.log"
   cp "$work/memory/memory.csv" "$out/memory.csv" 2>/dev/null
+fi
+if [ "$what" = jobs ]; then
+  echo "== jobs: a user's CUDA program per composition; torchrun DDP under pasta run"
+  gpu_tests jobs "gpu: (${JOBS_TESTS:-consumer|ddp|in_binary|threads|outputs_unchanged|injection|graph|pytorch|record|access_exact|access_injection})"
+  grep -E "^([0-9]+: )?\|" "$out/gpu-tests-jobs.log" | sed -E "s/^[0-9]+: //"
 fi
 if [ "$what" = annotations ]; then
   echo "== device-annotation GPU tests"

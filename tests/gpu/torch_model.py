@@ -9,12 +9,9 @@ the final parameters, torch.cuda.max_memory_allocated(), and the steps.
 import argparse
 import contextlib
 import json
-import os
 import re
 
-os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # reproducible cuBLAS
-
-import torch  # noqa: E402
+from torch_setup import deterministic, torch  # first: sets what cuBLAS reads
 
 
 def resnet(batch):
@@ -33,11 +30,7 @@ def main():
     p.add_argument("--op-counts", help="write torch.profiler's calls per operator here")
     args = p.parse_args()
 
-    torch.cuda.init()
-    torch.manual_seed(0)
-    torch.backends.cudnn.benchmark = False
-    torch.backends.cudnn.deterministic = True
-    torch.use_deterministic_algorithms(True, warn_only=True)
+    deterministic()
     prof = None
     if args.op_counts:
         from torch.profiler import ProfilerActivity, profile
