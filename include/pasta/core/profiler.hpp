@@ -84,7 +84,7 @@ concept HasReport = requires(const T& t, Report& r) {
 // Variables that some part of pasta reads; the unknown-variable warning
 // leaves these alone. Handlers and launchers add theirs here.
 inline constexpr std::string_view other_known_variables[] = {
-    "PASTA_HANDLER", "PASTA_CUPTI_SKIP",
+    "PASTA_HANDLER", "PASTA_CUPTI_SKIP", "PASTA_SANITIZER_LIB",
     // read by the pasta launcher (bin/pasta)
     "PASTA_BUILD_DIR", "PASTA_INJECT_LIB", "PASTA_TRACE_TOOL",
     // set by the launcher for the processes it starts (core/process.hpp)

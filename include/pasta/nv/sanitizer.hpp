@@ -120,6 +120,8 @@ class Sanitizer {
     Dim3 grid{}, block{};
     detail::ContextState* ctx = nullptr;  // set when instrumented
   };
+  // The Sanitizer API's functions, loaded at the first start() (detail/sanitizer_api.hpp).
+  static const detail::SanitizerApi& api() { return detail::sanitizer_api(); }
   static Launch& this_launch() {
     thread_local Launch l;
     return l;
@@ -268,7 +270,16 @@ void Sanitizer::start(Sink& sink) {
     cfg_.access_patch = AccessPatch::automatic;
   }
   sink_ = &sink;
-  const SanitizerResult r = sanitizerSubscribe(
+  if (!api().loaded()) {
+    error_ = api().error;
+    pasta::detail::log(error_);
+    return;
+  }
+  if (!api().warning.empty()) pasta::detail::log(api().warning);
+  if (cfg_.verbose)
+    pasta::detail::log(
+        fmt::format("sanitizer handler: the Compute Sanitizer API from {}", api().library));
+  const SanitizerResult r = api().sanitizerSubscribe(
       &subscriber_, reinterpret_cast<Sanitizer_CallbackFunc>(&on_callback<Sink>), this);
   if (r != SANITIZER_SUCCESS) {
     error_ = fmt::format(
@@ -279,7 +290,7 @@ void Sanitizer::start(Sink& sink) {
     return;
   }
   auto enable = [&](Sanitizer_CallbackDomain d, std::string_view what) {
-    if (const auto e = sanitizerEnableDomain(1, subscriber_, d); e != SANITIZER_SUCCESS)
+    if (const auto e = api().sanitizerEnableDomain(1, subscriber_, d); e != SANITIZER_SUCCESS)
       pasta::detail::log(fmt::format("sanitizer: enabling {} callbacks failed: {}", what,
                                      detail::sanitizer_error(e)));
   };
@@ -301,7 +312,7 @@ void Sanitizer::start(Sink& sink) {
 inline void Sanitizer::stop() {
   if (!active_) return;
   active_ = false;
-  sanitizerUnsubscribe(subscriber_);
+  api().sanitizerUnsubscribe(subscriber_);
   subscriber_ = nullptr;
   if (cfg_.verbose)
     pasta::detail::log(fmt::format(
@@ -343,8 +354,8 @@ void SANITIZERAPI Sanitizer::on_callback(void* user, Sanitizer_CallbackDomain do
         if (cbid == SANITIZER_CBID_GRAPHS_NODE_LAUNCH_BEGIN) {
           const auto& g = *static_cast<const Sanitizer_GraphNodeLaunchData*>(data);
           if (g.nodeType == CU_GRAPH_NODE_TYPE_KERNEL) {
-            sanitizerSetLaunchCallbackData(g.launchData.hLaunch, g.launchData.function,
-                                           g.launchData.hStream, nullptr);
+            api().sanitizerSetLaunchCallbackData(g.launchData.hLaunch, g.launchData.function,
+                                                 g.launchData.hStream, nullptr);
             if (!g.isGraphUpload)
               self->stats_.graph_kernels.fetch_add(1, std::memory_order_relaxed);
           }
@@ -516,7 +527,7 @@ inline void Sanitizer::patch_module(detail::ContextState& c, CUmodule module) {
   if (patched_.count(module)) return;
   const auto t0 = pasta::detail::steady_ns();
   if (!c.patches_added) {
-    detail::check(sanitizerAddPatches(generated::access_patches, c.ctx),
+    detail::check(api().sanitizerAddPatches(generated::access_patches, c.ctx),
                   "adding pasta's device patches");
     c.patches_added = true;
   }
@@ -534,10 +545,10 @@ inline void Sanitizer::patch_module(detail::ContextState& c, CUmodule module) {
                         Space{space::local, SANITIZER_INSTRUCTION_LOCAL_MEMORY_ACCESS, "local"}}) {
     if (!(cfg_.access_spaces & s.bit)) continue;
     const std::string patch = fmt::format("pasta_{}_{}", family, s.suffix);
-    detail::check(sanitizerPatchInstructions(s.id, module, patch.c_str()),
+    detail::check(api().sanitizerPatchInstructions(s.id, module, patch.c_str()),
                   fmt::format("patching {} memory accesses with {}", s.suffix, patch));
   }
-  detail::check(sanitizerPatchModule(module), "patching a module");
+  detail::check(api().sanitizerPatchModule(module), "patching a module");
   patched_.insert(module);
   stats_.modules_patched.fetch_add(1, std::memory_order_relaxed);
   stats_.patch_ns.fetch_add(pasta::detail::steady_ns() - t0, std::memory_order_relaxed);
@@ -570,10 +581,10 @@ inline void Sanitizer::prepare_launch(detail::ContextState& c, const Sanitizer_L
     try {
       c.ranges.reserve(ctx, c.host_ranges.size() * sizeof(AllocRange), "the allocation table");
       if (!c.host_ranges.empty())
-        detail::check(
-            sanitizerMemcpyHostToDeviceAsync(c.ranges.get(), c.host_ranges.data(),
-                                             c.host_ranges.size() * sizeof(AllocRange), d.hStream),
-            "copying the allocation table");
+        detail::check(api().sanitizerMemcpyHostToDeviceAsync(
+                          c.ranges.get(), c.host_ranges.data(),
+                          c.host_ranges.size() * sizeof(AllocRange), d.hStream),
+                      "copying the allocation table");
     } catch (...) {
       c.table_version = ~0ull;  // the device does not hold it
       throw;
@@ -586,14 +597,14 @@ inline void Sanitizer::prepare_launch(detail::ContextState& c, const Sanitizer_L
   if (mode_ == Mode::histogram) {
     const std::size_t bytes = c.slot_count * sizeof(device::Slot);
     if (c.slots.reserve(ctx, bytes, "page counters"))
-      detail::check(sanitizerMemset(c.slots.get(), 0, c.slots.bytes(), d.hStream),
+      detail::check(api().sanitizerMemset(c.slots.get(), 0, c.slots.bytes(), d.hStream),
                     "clearing page counters");
     c.bins.reserve(ctx, c.slot_count * sizeof(device::Bin), "compacted counters");
     p.slots = c.slots.get<device::Slot>();
     p.slot_count = c.slot_count;
   }
   if (c.counters.reserve(ctx, 2 * sizeof(unsigned long long), "counters"))
-    detail::check(sanitizerMemset(c.counters.get(), 0, c.counters.bytes(), d.hStream),
+    detail::check(api().sanitizerMemset(c.counters.get(), 0, c.counters.bytes(), d.hStream),
                   "clearing counters");
   if (mode_ == Mode::trace) {
     c.records.reserve(ctx, cfg_.trace_buffer_bytes, "the access trace buffer");
@@ -602,14 +613,15 @@ inline void Sanitizer::prepare_launch(detail::ContextState& c, const Sanitizer_L
     p.record_count = c.counters.get<unsigned long long>();
   }
   std::uint64_t pc = 0, size = 0;
-  if (d.functionName &&
-      sanitizerGetFunctionPcAndSize(d.module, d.functionName, &pc, &size) == SANITIZER_SUCCESS)
+  if (d.functionName && api().sanitizerGetFunctionPcAndSize(d.module, d.functionName, &pc, &size) ==
+                            SANITIZER_SUCCESS)
     p.function_pc = pc;
   c.params.reserve(ctx, sizeof(device::Params), "launch parameters");
-  detail::check(sanitizerMemcpyHostToDeviceAsync(c.params.get(), &p, sizeof(p), d.hStream),
+  detail::check(api().sanitizerMemcpyHostToDeviceAsync(c.params.get(), &p, sizeof(p), d.hStream),
                 "copying launch parameters");
-  detail::check(sanitizerSetLaunchCallbackData(d.hLaunch, d.function, d.hStream, c.params.get()),
-                "setting the launch's callback data");
+  detail::check(
+      api().sanitizerSetLaunchCallbackData(d.hLaunch, d.function, d.hStream, c.params.get()),
+      "setting the launch's callback data");
 }
 
 template <class Sink>
@@ -648,7 +660,7 @@ void Sanitizer::launch_begin(Sink& sink, const Sanitizer_LaunchData& d) {
   }
   if (!selected) {
     // A patched module runs its patches on every launch: tell them to do nothing.
-    if (patched) sanitizerSetLaunchCallbackData(d.hLaunch, d.function, d.hStream, nullptr);
+    if (patched) api().sanitizerSetLaunchCallbackData(d.hLaunch, d.function, d.hStream, nullptr);
     return;
   }
   launch_mutex_.lock();  // released in launch_end
@@ -659,7 +671,7 @@ void Sanitizer::launch_begin(Sink& sink, const Sanitizer_LaunchData& d) {
     l.ctx = &c;
     stats_.instrumented.fetch_add(1, std::memory_order_relaxed);
   } catch (...) {
-    sanitizerSetLaunchCallbackData(d.hLaunch, d.function, d.hStream, nullptr);
+    api().sanitizerSetLaunchCallbackData(d.hLaunch, d.function, d.hStream, nullptr);
     launch_mutex_.unlock();
     throw;
   }
@@ -678,7 +690,7 @@ void Sanitizer::launch_end(Sink& sink, const Sanitizer_LaunchData& d) {
       else if (mode_ == Mode::trace && cfg_.access_patch != AccessPatch::noop)
         collect_trace(sink, d, l);
       else
-        detail::check(sanitizerStreamSynchronize(d.hStream), "waiting for the kernel");
+        detail::check(api().sanitizerStreamSynchronize(d.hStream), "waiting for the kernel");
     } catch (...) {
       stats_.post_ns.fetch_add(pasta::detail::steady_ns() - t0, std::memory_order_relaxed);
       throw;
@@ -723,7 +735,7 @@ void Sanitizer::collect_histogram(Sink& sink, const Sanitizer_LaunchData& d, con
       void* publish_args[] = {&out_count, &host_count};
       detail::check(cuLaunchKernel(c.publish, 1, 1, 1, 1, 1, 1, 0, d.stream, publish_args, nullptr),
                     "launching the post-pass's count copy");
-      detail::check(sanitizerStreamSynchronize(d.hStream), "waiting for the post-pass");
+      detail::check(api().sanitizerStreamSynchronize(d.hStream), "waiting for the post-pass");
     } catch (...) {
       cuCtxPopCurrent(&previous);
       throw;
@@ -773,8 +785,8 @@ void Sanitizer::collect_trace(Sink& sink, const Sanitizer_LaunchData& d, const L
   detail::ContextState& c = *l.ctx;
   auto* counter = c.counters.get<unsigned long long>();
   unsigned long long written = 0;
-  detail::check(sanitizerStreamSynchronize(d.hStream), "waiting for the kernel");
-  detail::check(sanitizerMemcpyDeviceToHost(&written, counter, sizeof(written), d.hStream),
+  detail::check(api().sanitizerStreamSynchronize(d.hStream), "waiting for the kernel");
+  detail::check(api().sanitizerMemcpyDeviceToHost(&written, counter, sizeof(written), d.hStream),
                 "reading the number of access records");
   const std::uint64_t capacity = c.records.bytes() / sizeof(device::TraceRecord);
   const std::uint64_t n = std::min<std::uint64_t>(written, capacity);
@@ -787,9 +799,9 @@ void Sanitizer::collect_trace(Sink& sink, const Sanitizer_LaunchData& d, const L
   for (std::uint64_t first = 0; first < n; first += chunk) {
     const std::uint64_t m = std::min(chunk, n - first);
     host_records_.resize(m);
-    detail::check(sanitizerMemcpyDeviceToHost(host_records_.data(),
-                                              c.records.get<device::TraceRecord>() + first,
-                                              m * sizeof(device::TraceRecord), d.hStream),
+    detail::check(api().sanitizerMemcpyDeviceToHost(host_records_.data(),
+                                                    c.records.get<device::TraceRecord>() + first,
+                                                    m * sizeof(device::TraceRecord), d.hStream),
                   "copying access records");
     stats_.copy_bytes.fetch_add(m * sizeof(device::TraceRecord), std::memory_order_relaxed);
     if constexpr (Sink::template wants<MemAccess>()) {
@@ -805,7 +817,7 @@ void Sanitizer::collect_trace(Sink& sink, const Sanitizer_LaunchData& d, const L
       });
     }
   }
-  detail::check(sanitizerMemset(counter, 0, sizeof(written), d.hStream),
+  detail::check(api().sanitizerMemset(counter, 0, sizeof(written), d.hStream),
                 "clearing the record count");
 }
 

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cuda.h>
-#include <sanitizer.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -16,13 +15,14 @@
 #include <pasta/core/detail/fmt.hpp>
 
 #include <pasta/nv/detail/access_layout.hpp>
+#include <pasta/nv/detail/sanitizer_api.hpp>
 #include <pasta/nv/generated/access_kernels.hpp>
 
 namespace pasta::nv::detail {
 
 inline std::string sanitizer_error(SanitizerResult r) {
   const char* s = nullptr;
-  sanitizerGetResultString(r, &s);
+  sanitizer_api().sanitizerGetResultString(r, &s);
   return fmt::format("{} ({})", s ? s : "unknown error", static_cast<int>(r));
 }
 
@@ -63,7 +63,8 @@ class DeviceBuffer {
     release();
     const std::size_t want = std::max<std::size_t>(bytes, 256);
     const bool host = memory_ == Memory::pinned_host;
-    check(host ? sanitizerAllocHost(ctx, &ptr_, want) : sanitizerAlloc(ctx, &ptr_, want),
+    const SanitizerApi& api = sanitizer_api();
+    check(host ? api.sanitizerAllocHost(ctx, &ptr_, want) : api.sanitizerAlloc(ctx, &ptr_, want),
           fmt::format("allocating {} bytes of {} memory for {}", want,
                       host ? "pinned host" : "device", what));
     ctx_ = ctx;
@@ -71,8 +72,11 @@ class DeviceBuffer {
     return true;
   }
   void release() {
-    if (ptr_)
-      memory_ == Memory::pinned_host ? sanitizerFreeHost(ctx_, ptr_) : sanitizerFree(ctx_, ptr_);
+    if (ptr_) {
+      const SanitizerApi& api = sanitizer_api();
+      memory_ == Memory::pinned_host ? api.sanitizerFreeHost(ctx_, ptr_)
+                                     : api.sanitizerFree(ctx_, ptr_);
+    }
     ptr_ = nullptr;
     bytes_ = 0;
   }
