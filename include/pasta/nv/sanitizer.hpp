@@ -171,15 +171,16 @@ class Sanitizer {
     std::lock_guard lock(patch_mutex_);
     if (c.compact) return;
     OwnWork own;
+    const detail::Driver& driver = detail::loaded_driver();
     CUcontext previous = nullptr;
-    detail::check(cuCtxPushCurrent(c.ctx), "entering a new context");
+    detail::check(driver.push(c.ctx), "entering a new context");
     try {
       detail::load_post_pass(c);
     } catch (...) {
-      cuCtxPopCurrent(&previous);
+      driver.pop(&previous);
       throw;
     }
-    cuCtxPopCurrent(&previous);
+    driver.pop(&previous);
   }
   detail::ContextState& context(CUcontext ctx) {
     std::lock_guard lock(contexts_mutex_);
@@ -650,7 +651,8 @@ void Sanitizer::launch_begin(Sink& sink, const Sanitizer_LaunchData& d) {
     selected = selector_.select(l.name);
   }
   CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-  if (selected && d.stream && cuStreamIsCapturing(d.stream, &capture) == CUDA_SUCCESS &&
+  if (selected && d.stream &&
+      detail::loaded_driver().stream_is_capturing(d.stream, &capture) == CUDA_SUCCESS &&
       capture != CU_STREAM_CAPTURE_STATUS_NONE)
     selected = false;  // captured into a graph, not run: nothing to count now
   bool patched;
@@ -715,8 +717,9 @@ void Sanitizer::collect_histogram(Sink& sink, const Sanitizer_LaunchData& d, con
   unsigned long long* out_count = c.counters.get<unsigned long long>() + 1;
   {
     OwnWork own;
+    const detail::Driver& driver = detail::loaded_driver();
     CUcontext previous = nullptr;
-    detail::check(cuCtxPushCurrent(c.ctx), "entering the launch's context");
+    detail::check(driver.push(c.ctx), "entering the launch's context");
     try {
       // Loaded at context creation or with the first patched module: here,
       // inside the launch, loading it can wait forever (see above).
@@ -729,18 +732,18 @@ void Sanitizer::collect_histogram(Sink& sink, const Sanitizer_LaunchData& d, con
       void* args[] = {&slots, &n, &bins, &out_count};
       const std::uint64_t tiles = (n + device::compact_block - 1) / device::compact_block;
       const unsigned grid = static_cast<unsigned>(std::min<std::uint64_t>(tiles, 1024));
-      detail::check(cuLaunchKernel(c.compact, grid, 1, 1, device::compact_block, 1, 1, 0, d.stream,
-                                   args, nullptr),
+      detail::check(driver.launch(c.compact, grid, 1, 1, device::compact_block, 1, 1, 0, d.stream,
+                                  args, nullptr),
                     "launching the post-pass");
       void* publish_args[] = {&out_count, &host_count};
-      detail::check(cuLaunchKernel(c.publish, 1, 1, 1, 1, 1, 1, 0, d.stream, publish_args, nullptr),
+      detail::check(driver.launch(c.publish, 1, 1, 1, 1, 1, 1, 0, d.stream, publish_args, nullptr),
                     "launching the post-pass's count copy");
       detail::check(api().sanitizerStreamSynchronize(d.hStream), "waiting for the post-pass");
     } catch (...) {
-      cuCtxPopCurrent(&previous);
+      driver.pop(&previous);
       throw;
     }
-    cuCtxPopCurrent(&previous);
+    driver.pop(&previous);
   }
   // The bins and their count are in pinned host memory, written by the
   // post-pass: no copy call here (a Sanitizer copy after a launch made inside

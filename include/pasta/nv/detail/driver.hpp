@@ -1,7 +1,7 @@
 // The CUDA driver entry points pasta's own device work calls (the L2 flush,
-// saving and restoring memory around a replayed launch, the replay itself),
-// looked up in the libcuda the process already loaded, so nothing links
-// against libcuda.
+// saving and restoring memory around a replayed launch, the replay itself,
+// nv::Sanitizer's post-pass), looked up in the libcuda the process already
+// loaded, so nothing links against libcuda.
 #pragma once
 
 #include <cuda.h>
@@ -36,6 +36,7 @@ struct Driver {
   CUresult (*push)(CUcontext) = nullptr;
   CUresult (*pop)(CUcontext*) = nullptr;
   CUresult (*error_name)(CUresult, const char**) = nullptr;
+  CUresult (*error_string)(CUresult, const char**) = nullptr;
 
   bool bound() const { return error_name != nullptr; }
 
@@ -65,6 +66,7 @@ struct Driver {
       get(lib, push, "cuCtxPushCurrent_v2");
       get(lib, pop, "cuCtxPopCurrent_v2");
       get(lib, error_name, "cuGetErrorName");
+      get(lib, error_string, "cuGetErrorString");
     } catch (...) {
       dlclose(lib);
       error_name = nullptr;
@@ -106,5 +108,17 @@ struct Driver {
     if (!fn) throw std::runtime_error(fmt::format("libcuda has no {}", name));
   }
 };
+
+// The process's driver entry points, bound by the first call made once
+// libcuda is loaded (inside a CUDA callback it always is). Before that it
+// throws std::runtime_error, and the next call tries again.
+inline const Driver& loaded_driver() {
+  static const Driver driver = [] {
+    Driver d;
+    d.bind();
+    return d;
+  }();
+  return driver;
+}
 
 }  // namespace pasta::nv::detail

@@ -15,6 +15,7 @@
 #include <pasta/core/detail/fmt.hpp>
 
 #include <pasta/nv/detail/access_layout.hpp>
+#include <pasta/nv/detail/driver.hpp>
 #include <pasta/nv/detail/sanitizer_api.hpp>
 #include <pasta/nv/generated/access_kernels.hpp>
 
@@ -28,7 +29,7 @@ inline std::string sanitizer_error(SanitizerResult r) {
 
 inline std::string driver_error(CUresult r) {
   const char* s = nullptr;
-  cuGetErrorString(r, &s);
+  loaded_driver().error_string(r, &s);
   return fmt::format("{} ({})", s ? s : "unknown error", static_cast<int>(r));
 }
 
@@ -115,11 +116,12 @@ struct ContextState {
 // The post-pass kernel, loaded into the launch's context on first use.
 inline void load_post_pass(ContextState& c) {
   if (c.compact) return;
-  check(cuModuleLoadData(&c.post_module, generated::compact_kernel),
+  const Driver& driver = loaded_driver();
+  check(driver.module_load_data(&c.post_module, generated::compact_kernel),
         "loading pasta's post-pass kernel");
-  check(cuModuleGetFunction(&c.compact, c.post_module, "pasta_compact_slots"),
+  check(driver.module_function(&c.compact, c.post_module, "pasta_compact_slots"),
         "finding pasta_compact_slots");
-  check(cuModuleGetFunction(&c.publish, c.post_module, "pasta_publish_count"),
+  check(driver.module_function(&c.publish, c.post_module, "pasta_publish_count"),
         "finding pasta_publish_count");
 }
 
