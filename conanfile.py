@@ -50,7 +50,7 @@ class PastaConan(ConanFile):
         cmake = CMake(self)
         cmake.configure()
         cache = load(self, os.path.join(self.build_folder, "CMakeCache.txt"))
-        if re.search(r"^PASTA_SANITIZER_LIBRARY:FILEPATH=(?!.*NOTFOUND).+$", cache, re.M):
+        if re.search(r"^PASTA_SANITIZER_INCLUDE_DIR:PATH=(?!.*NOTFOUND).+$", cache, re.M):
             cmake.build(target="pasta_sanitizer_kernels")  # the embedded device patches
         cmake.install()
 

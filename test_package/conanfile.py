@@ -1,7 +1,6 @@
 from conan import ConanFile
 from conan.tools.build import can_run
 from conan.tools.cmake import CMake, cmake_layout
-import os
 
 
 class PastaTestConan(ConanFile):
@@ -21,4 +20,4 @@ class PastaTestConan(ConanFile):
 
     def test(self):
         if can_run(self):
-            self.run(os.path.join(self.cpp.build.bindir, "test_package"), env="conanrun")
+            CMake(self).test()  # tests/consumer's ctest: the CPU program (app*.cu need a GPU)
