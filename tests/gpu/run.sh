@@ -49,7 +49,7 @@ targets=()
 [ "$what" = annotations ] && targets=(--target access_pattern annotated annotated_pasta pasta_memory)
 [ "$what" = jobs ] && targets=(--target launches launches_pasta conv conv_pasta pasta_inject
   pasta_record pasta_memory pasta_counters inject_torch pasta-trace access_pattern
-  access_pattern_pasta)
+  access_pattern_pasta access_pattern_cpu)
 [ "$what" = memory ] && targets=(--target access_pattern access_pattern_pasta access_pattern_cpu
   annotated annotated_pasta
   pasta_memory pasta_memory_cpu pasta_memory_record memory_workloads uvm_advice uvm_advice_pasta)
