@@ -1128,6 +1128,27 @@ def case_consumer(build, out):
     return ok
 
 
+def case_docs_examples(build, out):
+    """The user guide's in-binary programs, as the page shows them (docs/examples/*.cu):
+    10 launches of `scale` over 2^20 floats, each reading and writing every float once."""
+    ok = True
+    n = 1 << 20
+    for example, check in [("in_binary_cupti", "launches"), ("in_binary_sanitizer", "accesses")]:
+        exe = os.path.join(build, "tests", f"docs_{example}")
+        if not os.path.exists(exe):
+            run(["cmake", "--build", build, "--target", f"docs_{example}"])
+        d = os.path.join(out, example)
+        run([exe], profiled_env(d), timeout=120)
+        if check == "launches":
+            ok &= expect(f"{example}: launches", kernel_counts(d), {"scale": 10})
+        else:
+            _, objects, _ = hotness(d)
+            rows = [(r["kind"], r["reads"], r["writes"]) for r in objects.values()]
+            ok &= expect(f"{example}: the managed buffer's reads and writes", rows,
+                         [("managed", 10 * n, 10 * n)])
+    return ok
+
+
 # --- a job of several processes: torchrun DDP, per-rank reports (issue: multi-process) ------
 def ddp_ranks(results):
     """{rank: what it wrote} from a torchrun job of ddp_train.py --results RESULTS."""

@@ -49,7 +49,7 @@ targets=()
 [ "$what" = annotations ] && targets=(--target access_pattern annotated annotated_pasta pasta_memory)
 [ "$what" = jobs ] && targets=(--target launches launches_pasta conv conv_pasta pasta_inject
   pasta_record pasta_memory pasta_counters inject_torch pasta-trace access_pattern
-  access_pattern_pasta access_pattern_cpu)
+  access_pattern_pasta access_pattern_cpu docs_in_binary_cupti docs_in_binary_sanitizer)
 [ "$what" = memory ] && targets=(--target access_pattern access_pattern_pasta access_pattern_cpu
   annotated annotated_pasta
   pasta_memory pasta_memory_cpu pasta_memory_record memory_workloads uvm_advice uvm_advice_pasta)
@@ -83,7 +83,7 @@ if [ "$what" = memory ]; then
 fi
 if [ "$what" = jobs ]; then
   echo "== jobs: a user's CUDA program per composition; torchrun DDP under pasta run"
-  gpu_tests jobs "gpu: (${JOBS_TESTS:-consumer|ddp|in_binary|threads|outputs_unchanged|injection|graph|pytorch|record|access_exact|access_injection})"
+  gpu_tests jobs "gpu: (${JOBS_TESTS:-consumer|ddp|docs_examples|in_binary|threads|outputs_unchanged|injection|graph|pytorch|record|access_exact|access_injection})"
   grep -E "^([0-9]+: )?\|" "$out/gpu-tests-jobs.log" | sed -E "s/^[0-9]+: //"
 fi
 if [ "$what" = annotations ]; then
