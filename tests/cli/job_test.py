@@ -20,25 +20,12 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import checks  # noqa: E402
+from checks import expect, near  # noqa: E402
+
 BUILD, CHILD = (os.path.abspath(a) for a in sys.argv[1:3])
 PASTA = [sys.executable, os.path.join(BUILD, "bin", "pasta")]
-failures = 0
-
-
-def expect(what, got, want):
-    global failures
-    ok = got == want
-    failures += not ok
-    print(f"{'ok  ' if ok else 'FAIL'} {what}: {got!r}" + ("" if ok else f" (expected {want!r})"))
-    return ok
-
-
-def near(what, got, want, tol=1e-6):
-    global failures
-    ok = isinstance(got, (int, float)) and abs(got - want) <= tol
-    failures += not ok
-    print(f"{'ok  ' if ok else 'FAIL'} {what}: {got!r}" + ("" if ok else f" (expected {want!r})"))
-    return ok
 
 
 def pasta(*args, env=None, check_code=None):
@@ -51,11 +38,9 @@ def pasta(*args, env=None, check_code=None):
     e.update(env or {})
     p = subprocess.run(PASTA + list(args), capture_output=True, text=True, env=e, timeout=120,
                        check=False)
-    if check_code is not None and p.returncode != check_code:
-        print(f"FAIL exit {p.returncode} (expected {check_code}): pasta {' '.join(args)}\n"
-              f"{p.stdout}\n{p.stderr}")
-        global failures
-        failures += 1
+    if check_code is not None and not expect(f"pasta {args[0]}: exit code", p.returncode,
+                                             check_code):
+        print(f"  pasta {' '.join(args)}\n{p.stdout}\n{p.stderr}")
     return p
 
 
@@ -263,8 +248,9 @@ def main():
         many(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print("jobs: every check exact" if failures == 0 else f"{failures} checks failed")
-    return 1 if failures else 0
+    print("jobs: every check exact" if checks.failures == 0 else
+          f"{checks.failures} checks failed")
+    return 1 if checks.failures else 0
 
 
 if __name__ == "__main__":

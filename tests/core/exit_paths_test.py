@@ -17,15 +17,11 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from checks import expect as check  # noqa: E402
+import checks  # noqa: E402
+
 binary, pasta_trace = sys.argv[1], sys.argv[2]
-failures = 0
-
-
-def check(what, got, want):
-    global failures
-    ok = got == want
-    failures += not ok
-    print(f"{'ok  ' if ok else 'FAIL'} {what}: {got!r}" + ("" if ok else f" (expected {want!r})"))
 
 
 cases = [  # how, exit status, partial reason (None: complete)
@@ -68,5 +64,5 @@ with tempfile.TemporaryDirectory() as out:
     check("kill: the reader says the recording was cut off",
           "cut off" in dump.stderr or "ends without its end marker" in dump.stderr, True)
 
-print("PASSED" if not failures else f"FAILED ({failures})")
-sys.exit(1 if failures else 0)
+print("PASSED" if not checks.failures else f"FAILED ({checks.failures})")
+sys.exit(1 if checks.failures else 0)
