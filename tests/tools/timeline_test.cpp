@@ -79,8 +79,8 @@ TEST_CASE("Timeline writes kernels, copies, scopes and operators as a Chrome tra
   CHECK(ops[1]["ts"] == 0.4);
   bool named_gpu = false;
   for (const auto& e : trace)
-    named_gpu |=
-        e.contains("ph") && e["ph"] == "M" && e["args"]["name"] == "GPU 0: NVIDIA H100 80GB HBM3";
+    named_gpu |= e.contains("ph") && e["ph"] == "M" &&
+                 e["args"].value("name", "") == "GPU 0: NVIDIA H100 80GB HBM3";
   CHECK(named_gpu);
 }
 
