@@ -1181,10 +1181,11 @@ def case_ddp(build, out):
     same = all(counted[r]["checksum"] == native[r]["checksum"] for r in native)
     print(f"  native runs agree with each other (checksums): {same}")
     rows = []
-    for label, options in [("default", []), ("--torch", ["--torch"]),
-                           ("--record", ["--record"]),
-                           ("--memory, filtered", ["--memory", "--kernel-filter",
-                                                   "elementwise|vectorized"])]:
+    pipelines = [("default", []), ("--torch", ["--torch"]), ("--record", ["--record"]),
+                 ("--memory, filtered", ["--memory", "--kernel-filter", "elementwise|vectorized"])]
+    # PASTA_DDP_PIPELINES=default,--memory: only these (a short run).
+    only = [p for p in os.environ.get("PASTA_DDP_PIPELINES", "").split(",") if p]
+    for label, options in [p for p in pipelines if not only or p[0].split(",")[0] in only]:
         d = os.path.join(out, label.split(",")[0].strip("-") or "default")
         t0 = time.perf_counter()
         mine = f"{results}/{os.path.basename(d)}"
