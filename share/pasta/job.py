@@ -55,6 +55,11 @@ def timeline_events(doc):
     return [e for e in events if isinstance(e, dict) and e]
 
 
+def label(rank, pid):
+    """How the job's tables name a process: by its rank, else its pid."""
+    return f"rank {rank}" if rank is not None else f"pid {pid}"
+
+
 class Process:
     """One process of a job, from its registry entry."""
 
@@ -72,9 +77,7 @@ class Process:
 
     @property
     def label(self):
-        if self.rank is not None:
-            return f"rank {self.rank}"
-        return f"pid {self.pid}"
+        return label(self.rank, self.pid)
 
     @property
     def has_reports(self):
@@ -217,8 +220,7 @@ def straggler(rows):
         return None
     slow = max(timed, key=lambda r: r["compute_ms"])
     others = statistics.median(r["compute_ms"] for r in timed if r is not slow)
-    label = f"rank {slow['rank']}" if slow["rank"] is not None else f"pid {slow['pid']}"
-    return {"process": label, "compute_ms": slow["compute_ms"], "others_median_ms": others,
+    return {"process": label(slow["rank"], slow["pid"]), "compute_ms": slow["compute_ms"], "others_median_ms": others,
             "excess_pct": 100.0 * (slow["compute_ms"] - others) / others if others else None}
 
 
@@ -334,9 +336,11 @@ def duplicates(rows):
     return {rank: pids for rank, pids in seen.items() if len(pids) > 1}
 
 
-def merge(dirs, out_dir, run_id=None):
-    """Writes the job files into out_dir; returns the job document (also job.json)."""
-    processes, problems = find_processes(dirs, run_id)
+def merge(dirs, out_dir, run_id=None, found=None):
+    """Writes the job files into out_dir; returns the job document (also job.json).
+    `found`: what find_processes(dirs, run_id) returned, where the caller has it."""
+    processes, problems = found or find_processes(dirs, run_id)
+    problems = list(problems)
     rows = [summarize(p) for p in processes]
     kernels = spread(processes, "kernel_freq", "kernels", "kernel", "total_ms")
     operators = spread(processes, "op_summary", "operators", "operator", "device_self_ms")

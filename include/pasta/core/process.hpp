@@ -23,16 +23,16 @@ namespace pasta {
 
 // Rank variables, first found wins: torchrun sets RANK in the workers it
 // starts; under srun, SLURM_PROCID counts tasks, not the workers a task
-// starts, so it comes last.
+// starts, so it comes last. bin/pasta keeps the same table (RANK_VARIABLES).
 struct RankVariables {
-  std::string_view rank, local_rank, world_size, launcher;
+  std::string_view rank, local_rank, world_size;
 };
 inline constexpr RankVariables rank_variables[] = {
-    {"RANK", "LOCAL_RANK", "WORLD_SIZE", "torchrun"},
-    {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE", "Open MPI"},
-    {"PMIX_RANK", "", "", "PMIx"},
-    {"PMI_RANK", "MPI_LOCALRANKID", "PMI_SIZE", "MPICH / Intel MPI"},
-    {"SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", "Slurm"},
+    {"RANK", "LOCAL_RANK", "WORLD_SIZE"},                                             // torchrun
+    {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE"},  // Open MPI
+    {"PMIX_RANK", "", ""},                                                            // PMIx
+    {"PMI_RANK", "MPI_LOCALRANKID", "PMI_SIZE"},  // MPICH, Intel MPI
+    {"SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS"},                                // Slurm
 };
 
 namespace detail {

@@ -17,6 +17,7 @@
 #include <pasta/core/detail/exit_guard.hpp>
 #include <pasta/core/detail/fmt.hpp>
 #include <pasta/core/detail/process_registry.hpp>
+#include <pasta/core/detail/this_process.hpp>
 
 #include <pasta/core/concepts.hpp>
 #include <pasta/core/config.hpp>
@@ -111,12 +112,6 @@ inline std::atomic<unsigned>& job_profilers() {
   return n;
 }
 
-inline std::string host_name() {
-  char host[256] = {};
-  if (::gethostname(host, sizeof host - 1) != 0) return "localhost";
-  return host;
-}
-
 // Who this process is, and its own output directory (core/process.hpp);
 // placeholders in the trace and stall-sample paths are expanded too.
 // Returns the job's directory, which holds every process's.
@@ -126,8 +121,10 @@ inline std::string place_process(Config& cfg) {
     return cfg.read_env ? std::getenv(name) : nullptr;
   };
   std::vector<std::string> errors;
+  std::string host = host_name();
   cfg.process = identify(getenv, static_cast<std::uint64_t>(::getpid()),
-                         static_cast<std::uint64_t>(::getppid()), host_name(), errors);
+                         static_cast<std::uint64_t>(::getppid()),
+                         host.empty() ? "localhost" : std::move(host), errors);
   cfg.output_dir = process_output_dir(cfg.output_dir, cfg.process, getenv, errors);
   for (std::string* path : {&cfg.trace_file, &cfg.stall_samples})
     if (has_placeholder(*path)) *path = expand_placeholders(*path, cfg.process, getenv, errors);

@@ -5,9 +5,7 @@
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdint>
-#include <ctime>
 #include <string>
 #include <system_error>
 
@@ -15,6 +13,7 @@
 
 #include <pasta/core/config.hpp>
 #include <pasta/core/detail/files.hpp>
+#include <pasta/core/detail/this_process.hpp>
 #include <pasta/core/events.hpp>
 #include <pasta/core/log.hpp>
 #include <pasta/core/report.hpp>
@@ -65,17 +64,9 @@ class Record {
   trace::Metadata metadata() const {
     trace::Metadata m;
     m.emplace_back("pasta_version", PASTA_VERSION_STRING);
-    std::string args = detail::read_file("/proc/self/cmdline");
-    std::replace(args.begin(), args.end(), '\0', ' ');
-    while (!args.empty() && args.back() == ' ') args.pop_back();
-    m.emplace_back("command", args);
-    char host[256] = {};
-    if (::gethostname(host, sizeof host - 1) == 0) m.emplace_back("host", host);
-    const std::time_t now = std::time(nullptr);
-    char when[32] = {};
-    std::tm tm{};
-    if (::gmtime_r(&now, &tm) && std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm))
-      m.emplace_back("recorded_at", when);
+    m.emplace_back("command", detail::command_line());
+    if (auto host = detail::host_name(); !host.empty()) m.emplace_back("host", host);
+    if (auto when = detail::utc_now(); !when.empty()) m.emplace_back("recorded_at", when);
     m.emplace_back("pid", std::to_string(::getpid()));
     if (process_.rank) m.emplace_back("rank", std::to_string(*process_.rank));
     if (process_.world_size) m.emplace_back("world_size", std::to_string(*process_.world_size));

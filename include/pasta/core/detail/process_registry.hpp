@@ -6,7 +6,6 @@
 // named in the job's report. Format: docs/user-guide.md, "Jobs".
 #pragma once
 
-#include <ctime>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,18 +14,11 @@
 #include <pasta/core/detail/fmt.hpp>
 
 #include <pasta/core/detail/files.hpp>
+#include <pasta/core/detail/this_process.hpp>
 #include <pasta/core/log.hpp>
 #include <pasta/core/process_identity.hpp>
 
 namespace pasta::detail {
-
-inline std::string utc_now() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  char when[32] = {};
-  if (::gmtime_r(&now, &tm)) std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return when;
-}
 
 // What a process did, as its registry entry says at the end.
 struct ProcessOutcome {
@@ -101,13 +93,6 @@ class ProcessRegistry {
     if (process_dir_ == job_dir_) return ".";
     const std::string prefix = job_dir_.ends_with('/') ? job_dir_ : job_dir_ + "/";
     return process_dir_.starts_with(prefix) ? process_dir_.substr(prefix.size()) : process_dir_;
-  }
-  static std::string command_line() {
-    std::string args = read_file("/proc/self/cmdline");
-    for (char& c : args)
-      if (c == '\0') c = ' ';
-    while (!args.empty() && args.back() == ' ') args.pop_back();
-    return args;
   }
   void write() {
     std::string why = make_dirs(parent_dir(path_));
