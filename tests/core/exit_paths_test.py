@@ -54,13 +54,17 @@ with tempfile.TemporaryDirectory() as out:
     check("kill: exit status", proc.returncode, -signal.SIGKILL)
     dump = subprocess.run([pasta_trace, "dump", trace], capture_output=True, text=True)
     lines = [l for l in dump.stdout.splitlines() if l.startswith("Kernel")]
-    launches = [l for l in lines if l.startswith("KernelLaunch")]
     print(f"  the cut trace holds {len(lines)} events; pasta-trace says: "
           f"{dump.stderr.strip().splitlines()[-1] if dump.stderr.strip() else ''}")
-    check("kill: events read back before the cut", len(lines) > 0, True)
-    in_order = sum(1 for i, l in enumerate(launches) if f"correlation={i + 1} " in l)
-    check(f"kill: the {len(launches)} launches read back are 1, 2, ... in order", in_order,
-          len(launches))
+    # Record writes a block when it fills, so the cut falls on a block boundary that depends
+    # on the record sizes: what is exact is that the events read back are the program's own
+    # first ones, launch 1, complete 1, launch 2, ..., with none missing and none invented.
+    want = [f"{kind} correlation={i // 2 + 1} "
+            for i, kind in enumerate(["KernelLaunch", "KernelComplete"] * 50000)][:len(lines)]
+    check("kill: events read back (some, and fewer than the 100000 emitted)",
+          0 < len(lines) < 100000, True)
+    check(f"kill: of the {len(lines)}, those not launch 1, complete 1, launch 2, ... in order",
+          [(i, l) for i, (l, w) in enumerate(zip(lines, want)) if not l.startswith(w)][:5], [])
     check("kill: the reader says the recording was cut off",
           "cut off" in dump.stderr or "ends without its end marker" in dump.stderr, True)
 

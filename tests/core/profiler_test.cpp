@@ -173,8 +173,12 @@ TEST_CASE("an event raised from inside dispatch is dropped and counted, not dead
   Profiler<Direct, proc::Cpu, LaunchCounter> target(test::quiet(dir));
   reentry_target = &target;
   Profiler<Direct, proc::Cpu, Reenter> outer(test::quiet(dir));
+  test::CapturedLog log;
   outer.emit(test::launch(1, "outer"));
+  outer.emit(test::launch(2, "outer"));
   CHECK(target.tool<LaunchCounter>().launches == 0);
+  target.flush();  // the count is written with the reports
+  CHECK(log.contains("2 events raised by pasta's own device work were not analysed"));
 }
 
 TEST_CASE("several handlers start in order and stop in reverse") {
