@@ -1,67 +1,75 @@
 #!/usr/bin/env python3
 """Memory hotness of your own kernel: device annotations against the
-sanitizer path, on the same kernel, in one run on one GPU.
+sanitizer path, on the same kernel, on one GPU, every variant a process of its
+own in interleaved rounds.
 
 The kernel is vector add (c = a + b, 3 accesses a thread) from
-examples/cuda/annotated.cu, timed per launch (cudaEvents around K launches):
+examples/cuda/annotated.cu, timed per launch (cudaEvents around K launches
+after one warm-up launch):
   native       the plain build: recorders compile to nothing
   annotations  device::Annotations (-DPASTA_DEVICE_ANNOTATIONS): warp-aggregated
                page counters (the warm-up launch taught the allocations),
-               post-pass + copy back, begin/end included
+               post-pass + copy back, begin/end included; its mem_hotness.json
+               must count accesses
   sanitizer    the plain build under `pasta run --memory` (nv::Sanitizer +
-               proc::GpuBucketing patching every global access)
+               proc::GpuBucketing patching every global access); its reports
+               must show the program's K + 1 launches
 
-    annotations.py BUILD_DIR [OUT_DIR] [--floats N] [--launches K]
-prints a table of ms per launch and ratios, and writes annotations.csv.
+    annotations.py BUILD_DIR [OUT_DIR] [--quick] [--rounds 5] [--floats N] [--launches K]
+prints median and min..max of ms per launch, the ratios, and writes annotations.csv.
+--quick: 2 rounds.
 """
-import csv
 import os
 import re
-import subprocess
+import statistics
 import sys
 
-
-def per_launch_ms(cmd, out_dir):
-    env = dict(os.environ, PASTA_OUTPUT_DIR=out_dir, PASTA_PRINT="none")
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300, check=False)
-    m = re.search(r"([0-9.]+) ms per launch", proc.stdout)
-    if proc.returncode != 0 or not m:
-        sys.exit(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr.strip()[-400:]}")
-    return float(m.group(1))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
 
 
-def main(argv):
-    args = [a for a in argv[1:] if not a.startswith("--")]
-    opts = dict(zip(argv[1::2], argv[2::2]))
-    if not args:
-        print(__doc__)
-        return 2
-    build = os.path.abspath(args[0])
-    out = os.path.abspath(args[1] if len(args) > 1 else "bench-annotations")
-    os.makedirs(out, exist_ok=True)
-    floats = opts.get("--floats", str(1 << 24))
-    launches = opts.get("--launches", "20")
-    gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
-                         capture_output=True, text=True).stdout.strip().splitlines()[0]
-    workload = ["--vecadd", floats, launches]
-    native = per_launch_ms([f"{build}/examples/annotated", *workload], f"{out}/native")
-    annotated = per_launch_ms([f"{build}/examples/annotated_pasta", *workload], f"{out}/annotations")
-    sanitizer = per_launch_ms([f"{build}/bin/pasta", "run", "-f", "--memory", "-o",
-                               f"{out}/sanitizer", "--", f"{build}/examples/annotated", *workload],
-                              f"{out}/sanitizer")
-    rows = [("native", native), ("annotations", annotated), ("sanitizer", sanitizer)]
-    print(f"vector add, {floats} floats, {launches} launches, {gpu}")
-    print(f"{'variant':<12} {'ms/launch':>10} {'x native':>9}")
-    for name, ms in rows:
-        print(f"{name:<12} {ms:>10.4f} {ms / native:>9.2f}")
-    print(f"sanitizer / annotations: {sanitizer / annotated:.2f}x")
-    with open(os.path.join(out, "annotations.csv"), "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["gpu", "variant", "ms_per_launch", "x_native"])
-        for name, ms in rows:
-            w.writerow([gpu, name, f"{ms:.5f}", f"{ms / native:.3f}"])
-    return 0
+def per_launch_ms(_result, stdout):
+    m = re.search(r"([0-9.]+) ms per launch", stdout)
+    return float(m.group(1)) if m else None
+
+
+def annotations_counted(d, _result):
+    """The in-binary profiler wrote its report into d, and it counted accesses."""
+    found = [os.path.join(root, "mem_hotness.json") for root, _, files in os.walk(d)
+             if "mem_hotness.json" in files]
+    if len(found) != 1:
+        return f"{len(found)} mem_hotness.json under {d}, expected 1"
+    report = harness.read_json(found[0]) or {}
+    if report.get("partial"):
+        return f"partial report {found[0]}: {report['partial']}"
+    accesses = report.get("summary", {}).get("accesses")
+    return None if isinstance(accesses, int) and accesses > 0 else \
+        f"{found[0]} counts {accesses} accesses"
+
+
+def main():
+    p = harness.arguments(__doc__, "bench-annotations")
+    p.add_argument("--floats", type=int, default=1 << 24, help="vector length (2^24)")
+    p.add_argument("--launches", type=int, default=20, help="timed launches per process (20)")
+    args = harness.settle(p.parse_args())
+    bench = harness.Bench(args.build, args.out, args.timeout)
+    workload = ["--vecadd", str(args.floats), str(args.launches)]
+    plain = [f"{bench.build}/examples/annotated", *workload]
+    variants = [
+        harness.Variant("native", plain),
+        harness.Variant("annotations", [f"{bench.build}/examples/annotated_pasta", *workload],
+                        check=annotations_counted),
+        harness.Variant("sanitizer", plain, pasta=["--memory"], expect=args.launches + 1),
+    ]
+    name = f"vector add, {args.floats} floats, {args.launches} launches"
+    results = bench.rounds(name, variants, args.rounds, per_launch_ms)
+    bench.table(name, variants, results, "ms/launch")
+    ann, san = ([s.value for s in results[v.label]] for v in variants[1:])
+    if ann and san and not variants[1].failed and not variants[2].failed:
+        print(f"sanitizer / annotations: {statistics.median(san) / statistics.median(ann):.2f}x")
+    bench.write_csv("annotations.csv")
+    return bench.exit_code()
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(main())

@@ -16,20 +16,29 @@ ResNet-18 training steps in PyTorch (every kernel, and with a kernel filter;
 the host-reduction variant only with the filter). Then the UVM advice:
 examples/cuda/uvm_advice as is and with the advice UvmHotness gives for it.
 
-    memory.py BUILD_DIR [OUT_DIR] [--only vecadd,stencil,sgemm,resnet,uvm] [--rounds N]
-prints one table per workload and writes memory.csv.
+Every pasta run writes its own report directory, and the launches it reports
+must equal the program's own count (workloads.cu: its fill kernels, one
+warm-up step and the timed steps; cuBLAS: at least one kernel an SGEMM; a
+filtered run: between 1 and the count) or, for ResNet-18, torch.profiler's
+count in a run of its own, or the variant is FAILED and gets no ratio.
+
+    memory.py BUILD_DIR [OUT_DIR] [--quick] [--only vecadd,stencil,sgemm,resnet,uvm]
+              [--rounds 3]
+prints one table per workload and writes memory.csv. --quick: vecadd and uvm, 2 rounds.
 """
 import csv
-import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
-import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TIMEOUT = 180
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+
+WORKLOADS = ("vecadd", "stencil", "sgemm", "resnet")
+# bench/gpu/workloads.cu: the fill kernels each workload launches before its steps.
+FILLS = {"vecadd": 3, "stencil": 2, "sgemm": 3}
+WARMUP = 1  # workloads.cu's warm-up steps
 
 
 def memcheck_tool():
@@ -42,153 +51,134 @@ def memcheck_tool():
     return None
 
 
-def run(cmd, env, out_dir):
-    full = dict(os.environ)
-    full.update(env)
-    full.update({"PASTA_OUTPUT_DIR": out_dir, "PASTA_PRINT": "none"})
-    t0 = time.perf_counter()
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=full, check=False,
-                              timeout=TIMEOUT)
-    except subprocess.TimeoutExpired:
-        return None, TIMEOUT, f"timed out after {TIMEOUT} s"
-    wall = time.perf_counter() - t0
-    if proc.returncode != 0:
-        return None, wall, (proc.stderr or proc.stdout).strip().splitlines()[-1:]
-    lines = [l for l in proc.stdout.splitlines() if l.startswith("{")]
-    return (json.loads(lines[-1]) if lines else None), wall, None
+def summary(d):
+    """The Sanitizer handler's own summary (patching time, records lost) of a run."""
+    return (harness.read_json(os.path.join(d, "sanitizer.json")) or {}).get("summary", {})
 
 
-def summary(out_dir):
-    try:
-        with open(os.path.join(out_dir, "sanitizer.json")) as f:
-            return json.load(f)["summary"]
-    except (OSError, ValueError, KeyError):
-        return {}
+def variants_of(name, cmd, expect, memcheck):
+    """pasta run --memory in its variants, and memcheck. `expect`: the launches the program
+    makes (a number, or a (low, high) range)."""
+    def pasta(label, *options, once=False, filtered=False, **env):
+        return harness.Variant(label, cmd, env, pasta=["--memory", *options], once=once,
+                               expect=(1, expect) if filtered else expect)
+    out = [harness.Variant("native", cmd),
+           pasta("floor", PASTA_ACCESS_PATCH="noop"),
+           pasta("atomic", PASTA_ACCESS_PATCH="atomic"),
+           pasta("object atomic", PASTA_ACCESS_PATCH="object_atomic"),
+           pasta("bucketing")]
+    if name == "resnet":
+        # With a kernel filter, a launch of another kernel may or may not reach the pipeline.
+        resnet_filter = "bn_fw|bn_bw"  # cuDNN's batch-norm kernels
+        out += [pasta("bucketing, filter", "--kernel-filter", resnet_filter, filtered=True),
+                pasta("cpu, filter", "--host-reduction", "--kernel-filter", resnet_filter,
+                      filtered=True, once=True, PASTA_TRACE_BUFFER=str(4 << 30))]
+    else:
+        out.append(pasta("cpu", "--host-reduction", once=True,
+                         PASTA_TRACE_BUFFER=str((4 if name == "sgemm" else 1) << 30)))
+    if memcheck:
+        out.append(harness.Variant("memcheck", [memcheck, "--tool", "memcheck"] + cmd, once=True))
+    return out
 
 
-def main(argv):
-    only, rounds = None, 3
-    if "--rounds" in argv:
-        i = argv.index("--rounds")
-        rounds = int(argv[i + 1])
-        del argv[i:i + 2]
-    if "--only" in argv:
-        i = argv.index("--only")
-        only = set(argv[i + 1].split(","))
-        del argv[i:i + 2]
-    build = os.path.abspath(argv[1])
-    out = os.path.abspath(argv[2] if len(argv) > 2 else "memory-out")
-    os.makedirs(out, exist_ok=True)
-    lib = lambda name: f"{build}/inject/lib{name}.so"
-    pre = lambda name, **extra: dict({"CUDA_INJECTION64_PATH": lib(name)}, **extra)
+def main():
+    p = harness.arguments(__doc__, "memory-out")
+    p.add_argument("--only", help="comma-separated, from " + ", ".join(WORKLOADS + ("uvm",)) +
+                   " (all; vecadd,uvm with --quick)")
+    args = harness.settle(p.parse_args(), rounds=(3, 2),
+                          only=(",".join(WORKLOADS + ("uvm",)), "vecadd,uvm"))
+    only = set(args.only.split(","))
+    unknown = only - set(WORKLOADS + ("uvm",))
+    if unknown:
+        p.error(f"unknown workload {', '.join(sorted(unknown))}")
+    bench = harness.Bench(args.build, args.out, args.timeout)
     memcheck = memcheck_tool()
-    gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
-                         capture_output=True, text=True).stdout.strip().splitlines()[0]
+    gpu = bench.gpu
     print(f"GPU: {gpu}; memcheck: {memcheck or 'not found'}")
 
-    wl = f"{build}/examples/memory_workloads"
-    resnet = ["python3", f"{ROOT}/examples/pytorch/resnet18_step.py", "--warmup", "2",
-              "--steps", "3"]
-    resnet_filter = "bn_fw|bn_bw"  # cuDNN's batch-norm kernels
-    workloads = {
-        "vecadd": ([wl, "vecadd", "--iters", "20"], "median_ms", 1 << 30),
-        "stencil": ([wl, "stencil", "--iters", "20"], "median_ms", 1 << 30),
-        "sgemm": ([wl, "sgemm", "--iters", "3"], "median_ms", 4 << 30),
-        "resnet": (resnet, "step_ms_median", 4 << 30),
-    }
+    wl = f"{bench.build}/examples/memory_workloads"
+    iters = {"vecadd": 20, "stencil": 20, "sgemm": 3}
     rows = []
-    for name, (cmd, key, trace_buffer) in workloads.items():
-        if only and name not in only:
+    for name in WORKLOADS:
+        if name not in only:
             continue
-        variants = [("native", cmd, {}),
-                    ("floor", cmd, pre("pasta_memory", PASTA_ACCESS_PATCH="noop")),
-                    ("atomic", cmd, pre("pasta_memory", PASTA_ACCESS_PATCH="atomic")),
-                    ("object atomic", cmd, pre("pasta_memory",
-                                               PASTA_ACCESS_PATCH="object_atomic")),
-                    ("bucketing", cmd, pre("pasta_memory"))]
         if name == "resnet":
-            variants += [("bucketing, filter", cmd,
-                          pre("pasta_memory", PASTA_KERNEL_FILTER=resnet_filter)),
-                         ("cpu, filter", cmd,
-                          pre("pasta_memory_cpu", PASTA_KERNEL_FILTER=resnet_filter,
-                              PASTA_TRACE_BUFFER=str(trace_buffer)))]
+            cmd = harness.torch_workload("resnet18", 32, 2, 3)
+            expect, key = bench.count_kernels(name, cmd), "step_ms_median"
+            if expect is None:
+                continue
         else:
-            variants.append(("cpu", cmd, pre("pasta_memory_cpu",
-                                             PASTA_TRACE_BUFFER=str(trace_buffer))))
-        if memcheck:
-            variants.append(("memcheck", [memcheck, "--tool", "memcheck"] + cmd, {}))
-        # Interleaved rounds, so drift hits every variant alike; the slow
-        # variants (host reduction, memcheck) and ResNet run once.
-        results, medians = {}, {}
-        for r in range(1 if name == "resnet" else rounds):
-            for label, c, env in variants:
-                if r > 0 and label in ("cpu", "memcheck"):
-                    continue
-                d = os.path.join(out, name, label.replace(", ", "-"))
-                os.makedirs(d, exist_ok=True)
-                res, wall, err = run(c, env, d)
-                if res is not None:
-                    medians.setdefault(label, []).append(res[key])
-                    res = dict(res, **{key: statistics.median(medians[label])})
-                if label not in results or res is not None:
-                    results[label] = (res, wall, err, summary(d))
-        native = results["native"][0]
-        floor = results["floor"][0]
+            cmd = [wl, name, "--iters", str(iters[name])]
+            steps = WARMUP + iters[name]
+            # cuBLAS launches one or more kernels per SGEMM.
+            expect = FILLS[name] + steps if name != "sgemm" else (FILLS[name] + steps, None)
+            key = "median_ms"
+        variants = variants_of(name, cmd, expect, memcheck)
+        # Interleaved rounds, so drift hits every variant alike; the slow variants (host
+        # reduction, memcheck) once, and ResNet one round.
+        results = bench.rounds(name, variants, 1 if name == "resnet" else args.rounds,
+                               lambda j, _: (j or {}).get(key))
+        med = {label: statistics.median(s.value for s in samples)
+               for label, samples in results.items() if samples}
+        native, floor = med.get("native"), med.get("floor")
+        native_sum = (results["native"][0].result.get("checksum")
+                      if results.get("native") else None)
         print(f"\n{name} ({gpu}; per {'step' if name == 'resnet' else 'launch + sync'}, "
               f"median over iterations and rounds; process = whole run incl. start-up and "
               f"patching)")
-        print(f"  {'variant':<18} {'ms':>10} {'vs native':>10} {'vs floor':>9} {'process s':>10} "
-              f"{'patch ms':>9} {'lost':>10}  result")
-        for label, (res, wall, err, s) in results.items():
-            if res is None:
-                print(f"  {label:<18} {'-':>10} {'':>10} {'':>9} {wall:>10.1f}  failed: {err}")
-                rows.append([gpu, name, label, "", "", "", f"{wall:.2f}", "", "", str(err)])
+        print(f"  {'variant':<18} {'ms':>10} {'min..max':>19} {'vs native':>10} {'vs floor':>9} "
+              f"{'process s':>10} {'patch ms':>9} {'lost':>10}  result")
+        for v in variants:
+            samples = results[v.label]
+            if v.failed or not samples:
+                print(f"  {v.label:<18} {'FAILED':>10}  ({(v.failed or 'no samples').splitlines()[0]})")
+                rows.append([gpu, name, v.label, "", "", "", "", "", "", "FAILED"])
                 continue
-            ms = res[key]
-            vs_native = ms / native[key] if native else float("nan")
-            vs_floor = ms / floor[key] if floor else float("nan")
-            same = "same" if native and res.get("checksum") == native.get("checksum") else (
-                "-" if "checksum" not in res else "DIFFERS")
+            ms = med[v.label]
+            lo, hi = min(s.value for s in samples), max(s.value for s in samples)
+            wall = statistics.median(s.seconds for s in samples)
+            vs_native = ms / native if native else float("nan")
+            vs_floor = ms / floor if floor else float("nan")
+            got = samples[-1].result.get("checksum")
+            same = "-" if got is None else ("same" if got == native_sum else "DIFFERS")
+            s = summary(samples[-1].dir) if v.profiled else {}
             patch = s.get("patching time (ms)", "")
             lost = s.get("access records lost (buffer full)", "")
-            print(f"  {label:<18} {ms:>10.3f} {vs_native:>9.1f}x {vs_floor:>8.2f}x {wall:>10.1f} "
-                  f"{patch if patch == '' else f'{patch:.1f}':>9} {lost!s:>10}  {same}")
-            rows.append([gpu, name, label, f"{ms:.4f}", f"{vs_native:.2f}", f"{vs_floor:.3f}",
+            print(f"  {v.label:<18} {ms:>10.3f} {lo:>9.3f}..{hi:<9.3f} {vs_native:>9.1f}x "
+                  f"{vs_floor:>8.2f}x {wall:>10.1f} {patch if patch == '' else f'{patch:.1f}':>9} "
+                  f"{lost!s:>10}  {same}")
+            rows.append([gpu, name, v.label, f"{ms:.4f}", f"{vs_native:.2f}", f"{vs_floor:.3f}",
                          f"{wall:.2f}", patch, lost, same])
-        get = lambda l: results.get(l, (None,))[0]
+
         def ratio(a, b):
-            x, y = get(a), get(b)
-            return f"{x[key] / y[key]:.1f}x" if x and y else "n/a"
+            return f"{med[a] / med[b]:.1f}x" if a in med and b in med else "n/a"
+        cpu = ratio("cpu", "bucketing") if name != "resnet" else ratio("cpu, filter",
+                                                                      "bucketing, filter")
         print(f"  ratios: atomic/bucketing {ratio('atomic', 'bucketing')}, "
               f"object atomic/bucketing {ratio('object atomic', 'bucketing')}, "
-              f"cpu/bucketing {ratio('cpu', 'bucketing') if name != 'resnet' else ratio('cpu, filter', 'bucketing, filter')}, "
-              f"memcheck/bucketing {ratio('memcheck', 'bucketing')}")
-    if not only or "uvm" in only:
-        # The advice UvmHotness gives for examples/cuda/uvm_advice.cu, applied
-        # (--advise) against the program as is; interleaved, median of 5.
-        times = {False: [], True: []}
-        for _ in range(5):
-            for advised in (False, True):
-                cmd = [f"{build}/examples/uvm_advice"] + (["--advise"] if advised else [])
-                res, _, err = run(cmd, {}, os.path.join(out, "uvm"))
-                if res:
-                    times[advised].append(res["gpu_ms"])
-        if times[False] and times[True]:
-            a, b = statistics.median(times[False]), statistics.median(times[True])
+              f"cpu/bucketing {cpu}, memcheck/bucketing {ratio('memcheck', 'bucketing')}")
+    if "uvm" in only:
+        # The advice UvmHotness gives for examples/cuda/uvm_advice.cu, applied (--advise)
+        # against the program as is; interleaved. Neither runs under pasta.
+        cmd = [f"{bench.build}/examples/uvm_advice"]
+        variants = [harness.Variant("as is", cmd), harness.Variant("advised", cmd + ["--advise"])]
+        results = bench.rounds("uvm", variants, max(args.rounds, 5),
+                               lambda j, _: (j or {}).get("gpu_ms"))
+        if all(results[v.label] for v in variants):
+            a, b = (statistics.median(s.value for s in results[v.label]) for v in variants)
             print(f"\nuvm advice ({gpu}; examples/cuda/uvm_advice, 2 x 512 MiB managed, first "
-                  f"touched on the GPU; init + 3 axpy, median of 5)\n"
+                  f"touched on the GPU; init + 3 axpy, median of {len(results['as is'])})\n"
                   f"  as is {a:.2f} ms, with UvmHotness's advice {b:.2f} ms: {a / b:.2f}x faster")
             rows.append([gpu, "uvm_advice", "as is", f"{a:.4f}", "", "", "", "", "", ""])
             rows.append([gpu, "uvm_advice", "advised", f"{b:.4f}", f"{b / a:.3f}", "", "", "",
                          "", ""])
-    with open(os.path.join(out, "memory.csv"), "w", newline="") as f:
+    with open(os.path.join(bench.out, "memory.csv"), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["gpu", "workload", "variant", "ms", "vs_native", "vs_floor", "process_s",
                     "patch_ms", "records_lost", "result"])
         w.writerows(rows)
-    return 0
+    return bench.exit_code()
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(main())

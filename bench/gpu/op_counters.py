@@ -47,6 +47,7 @@ measured kernel itself, restoring the program's memory and flushing L2 before ev
 does; --replay cupti runs it with PASTA_COUNTER_REPLAY=cupti (CUPTI's kernel replay) and shows
 the cache-sensitive metrics of kernels measured under replay only apart.
 """
+import argparse
 import gzip
 import json
 import os
@@ -56,6 +57,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
 import ncu_metrics  # noqa: E402
 
 # DRAM bytes closer than this agree whatever their ratio: ncu's own runs of one kernel
@@ -320,16 +322,16 @@ def ncu_command(keys, extra, own_l2=True):
             *extra]
 
 
-def app_replay(build, out, opts):
+def app_replay(build, out, args):
     """ncu's application replay of the script, APP_METRICS only (every metric with
     --app-metrics all), into OUT/ncu_app.csv."""
     os.makedirs(out, exist_ok=True)
     keys = ncu_metrics.metric_map(build)
-    wanted = keys if opts.get("--app-metrics") == "all" else APP_METRICS
+    wanted = keys if args.app_metrics == "all" else APP_METRICS
     cmd = ncu_command({k: keys[k] for k in wanted},
                       ["--replay-mode", "application", "--cache-control", "all",
-                       *gpt_script(opts.get("--layers", "12"))], own_l2=False)
-    ncu, t = timed(cmd, timeout=float(opts.get("--ncu-timeout", "420")))
+                       *gpt_script(str(args.layers))], own_l2=False)
+    ncu, t = timed(cmd, timeout=args.ncu_timeout)
     print(f"ncu --replay-mode application ({', '.join(wanted)}): {t:.1f} s"
           f"{' (killed at the timeout)' if ncu is None else ''}", flush=True)
     if ncu is None:
@@ -339,31 +341,51 @@ def app_replay(build, out, opts):
     return 0
 
 
-def main(argv):
-    if len(argv) in (5, 6) and argv[1] == "--compare":
-        # Offline: --compare BUILD PROFILE NCU_CSV [NCU_APP_CSV] (.gz too), a run's files.
-        with open(argv[3]) as f:
+def arguments():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--compare", action="store_true",
+                      help="compare a run's files: BUILD_DIR PROFILE_JSON NCU_CSV [NCU_APP_CSV]")
+    mode.add_argument("--ncu-app", action="store_true",
+                      help="ncu's application replay only: BUILD_DIR OUT_DIR")
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="BUILD_DIR OUT_DIR (or as --compare and --ncu-app say)")
+    p.add_argument("--layers", type=int, default=12, help="GPT blocks (12)")
+    p.add_argument("--ncu-timeout", type=float, default=420, help="seconds (420)")
+    p.add_argument("--pasta-timeout", type=float, default=300, help="seconds (300)")
+    p.add_argument("--ncu-cache", choices=["all", "none"], default="all")
+    p.add_argument("--replay", choices=["pasta", "cupti"], default="pasta")
+    p.add_argument("--app-metrics", choices=["all"],
+                   help="with --ncu-app: every metric, not only APP_METRICS")
+    args = p.parse_args()
+    counts = (3, 4) if args.compare else (2,)
+    if len(args.paths) not in counts:
+        p.error(f"{len(args.paths)} paths given, expected " +
+                (" or ".join(map(str, counts))) + ": " +
+                ("BUILD_DIR PROFILE_JSON NCU_CSV [NCU_APP_CSV]" if args.compare
+                 else "BUILD_DIR OUT_DIR"))
+    return args
+
+
+def main():
+    args = arguments()
+    if args.compare:
+        # Offline: a run's files (.gz too).
+        build, profile_path, ncu_csv, *app = args.paths
+        with open(profile_path) as f:
             profile = json.load(f)
-        compare(os.path.abspath(argv[2]), profile_entries(profile), read_text(argv[4]),
-                profile.get("replay", "pasta"), read_text(argv[5]) if len(argv) == 6 else None)
+        compare(os.path.abspath(build), profile_entries(profile), read_text(ncu_csv),
+                profile.get("replay", "pasta"), read_text(app[0]) if app else None)
         return 0
-    if len(argv) >= 4 and argv[1] == "--ncu-app":
-        return app_replay(os.path.abspath(argv[2]), os.path.abspath(argv[3]),
-                          dict(zip(argv[4::2], argv[5::2])))
-    args = [a for a in argv[1:] if not a.startswith("--")]
-    opts = dict(zip(argv[1::2], argv[2::2]))
-    if len(args) < 2:
-        print(__doc__)
-        return 2
-    build, out = os.path.abspath(args[0]), os.path.abspath(args[1])
+    build, out = (os.path.abspath(x) for x in args.paths)
+    if args.ncu_app:
+        return app_replay(build, out, args)
     os.makedirs(out, exist_ok=True)
-    layers = opts.get("--layers", "12")
-    ncu_timeout = float(opts.get("--ncu-timeout", "420"))
-    cache = opts.get("--ncu-cache", "all")
-    replay = opts.get("--replay", "pasta")
+    layers = str(args.layers)
+    cache, replay = args.ncu_cache, args.replay
     script = gpt_script(layers)
-    gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
-                         capture_output=True, text=True).stdout.strip().splitlines()[0]
+    gpu = harness.gpu_name()
 
     native, t_native = timed(script, timeout=300)
     print(f"native: {t_native:.1f} s", flush=True)
@@ -372,13 +394,13 @@ def main(argv):
                            {"PASTA_PRINT": "none", "PASTA_VERBOSE": "1",
                             "PASTA_COUNTER_CACHE": "all" if cache == "all" else "none",
                             "PASTA_COUNTER_REPLAY": replay},
-                           timeout=float(opts.get("--pasta-timeout", "300")))
+                           timeout=args.pasta_timeout)
     print(f"pasta: {t_pasta:.1f} s{' (killed at the timeout)' if pasta is None else ''}", flush=True)
     if native is None or pasta is None:
         return 1
     ncu, t_ncu = timed(ncu_command(ncu_metrics.metric_map(build),
                                    ["--cache-control", cache, *script]),
-                       timeout=ncu_timeout)
+                       timeout=args.ncu_timeout)
 
     with open(os.path.join(out, "pasta", "op_counters.profile.json")) as f:
         profile = json.load(f)
@@ -409,4 +431,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(main())

@@ -1,143 +1,146 @@
 #!/usr/bin/env python3
-"""pasta's overhead on the GPU, every variant measured in this one run, the
-variants interleaved round by round so that drift hits them all alike:
+"""pasta's overhead on the GPU against native and torch.profiler, every
+variant a process of its own, interleaved round by round so that drift hits
+them all alike:
 
-* ResNet-18 training step (batch 32, 10 warm-up steps, median of 100): native,
-  torch.profiler (CPU + CUDA activities), and pasta by injection with several
-  pipelines and settings; also the whole-process time, and how long pasta
-  took to stop and write its reports at exit.
-* 100k empty kernels: native, `pasta run`, `pasta run --launch-callbacks`;
-  cost per launch.
+* PyTorch training steps (bench/gpu/torch_step.py: ResNet-18, the GPT of
+  examples/pytorch/gpt_block.py, a transformers GPT-2 built from a config),
+  each at a launch-bound and a compute-bound batch size: native,
+  torch.profiler (CPU+CUDA, and CUDA only) inside the script, and pasta by
+  injection with several pipelines; per step, median over rounds of each
+  round's median step;
+* empty kernels (bench/gpu/empty_kernels.cu): native, `pasta run`,
+  `pasta run --launch-callbacks`; cost per launch.
 
-    overhead.py BUILD_DIR [OUT_DIR] [--rounds N]   prints a table, writes overhead.csv
+Every profiled run writes its own report directory, and its launches must
+equal the native count before its ratio is printed: for PyTorch, torch.profiler
+counts the workload's kernels in a run of its own (torch_step.py
+--count-kernels); empty_kernels launches 1000 warm-up kernels and N more.
+
+    overhead.py BUILD_DIR [OUT_DIR] [--quick] [--rounds 5] [--models resnet18,gpt_block,gpt2]
+                [--batches launch,compute] [--variants KEY,...] [--warmup 10] [--steps 100]
+                [--empty 100000]
+
+--quick: 2 rounds of ResNet-18 and GPT-2 at the launch-bound batch, 3 warm-up
+and 10 timed steps, fewer variants, 10k empty kernels. Variant keys (native
+always runs):
 """
-import json
 import os
 import re
-import statistics
-import subprocess
 import sys
-import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
 
+# Batch sizes: (launch-bound, compute-bound).
+BATCHES = {"resnet18": (1, 128), "gpt_block": (1, 32), "gpt2": (1, 32)}
+EMPTY_WARMUP = 1000  # empty_kernels.cu's warm-up launches
 
-def run(cmd, env=None):
-    full = dict(os.environ)
-    full.update(env or {})
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=full, check=False)
-    wall = time.perf_counter() - t0
-    if proc.returncode != 0:
-        print(f"FAILED ({proc.returncode}): {' '.join(cmd)}\n{proc.stdout}\n{proc.stderr}")
-        sys.exit(1)
-    return proc, wall
-
-
-def last_json(text):
-    return json.loads(text.strip().splitlines()[-1])
+# key: (label, torch_step.py options, pasta run options or None, variables); "+" in the key's
+# set DEFAULT_VARIANTS below.
+VARIANTS = {
+    "native": ("native", [], None, {}),
+    "torch-cpu-cuda": ("torch.profiler (CPU+CUDA)", ["--torch-profiler", "cpu+cuda"], None, {}),
+    "torch-cuda": ("torch.profiler (CUDA only)", ["--torch-profiler", "cuda"], None, {}),
+    "kernel-freq": ("pasta KernelFreq", [], [], {"PASTA_INJECT_LIB": "pasta_bench_kernel_freq"}),
+    "kernel-freq-timeline": ("pasta KernelFreq+Timeline", [], [],
+                             {"PASTA_INJECT_LIB": "pasta_bench_kernel_freq_timeline"}),
+    "no-sync": ("  same, without sync records", [], [],
+                {"PASTA_INJECT_LIB": "pasta_bench_kernel_freq_timeline", "PASTA_CUPTI_SKIP": "sync"}),
+    "kernels-only": ("  same, kernel records only", [], [],
+                     {"PASTA_INJECT_LIB": "pasta_bench_kernel_freq_timeline",
+                      "PASTA_CUPTI_SKIP": "memcpy,memset,sync,memory,nvtx,device"}),
+    "default": ("pasta run (default pipeline)", [], [], {}),
+    "torch": ("pasta run --torch", [], ["--torch"], {}),
+}
+DEFAULT_VARIANTS = ["native", "torch-cpu-cuda", "torch-cuda", "kernel-freq",
+                    "kernel-freq-timeline", "default", "torch"]
+QUICK_VARIANTS = ["native", "torch-cpu-cuda", "kernel-freq", "default", "torch"]
+__doc__ += ("  " + ", ".join(VARIANTS) + f"\n  (default: {', '.join(DEFAULT_VARIANTS)};\n"
+            f"  with --quick: {', '.join(QUICK_VARIANTS)})\n")
 
 
 def stop_ms(stderr):
-    m = re.search(r"stopping took ([0-9.]+) ms", stderr)
+    m = re.search(r"stopping took ([0-9.]+) ms", stderr or "")
     return float(m.group(1)) if m else None
 
 
-def main(argv):
-    rounds = 3
-    if "--rounds" in argv:
-        i = argv.index("--rounds")
-        rounds = int(argv[i + 1])
-        del argv[i:i + 2]
-    only = None  # --only "label|label": a subset of the ResNet variants (native always)
-    if "--only" in argv:
-        i = argv.index("--only")
-        only = set(argv[i + 1].split("|"))
-        del argv[i:i + 2]
-    build = os.path.abspath(argv[1])
-    out = os.path.abspath(argv[2] if len(argv) > 2 else "overhead-out")
-    os.makedirs(out, exist_ok=True)
-    lib = lambda name: f"{build}/inject/lib{name}.so"
-    kt = lib("pasta_bench_kernel_freq_timeline")
-    script = [sys.executable, os.path.join(ROOT, "examples", "pytorch", "resnet18_step.py"),
-              "--warmup", "10", "--steps", "100"]
-    pasta = lambda extra=(): [f"{build}/bin/pasta", "run", "-f", *extra, "-o", f"{out}/run", "--"]
-    resnet = [
-        ("native", script, {}),
-        ("torch.profiler (CPU+CUDA)", script + ["--torch-profiler"], {}),
-        ("pasta KernelFreq", pasta() + script, {"PASTA_INJECT_LIB": lib("pasta_bench_kernel_freq")}),
-        ("pasta KernelFreq+Timeline", pasta() + script, {"PASTA_INJECT_LIB": kt}),
-        ("  same, without sync records", pasta() + script,
-         {"PASTA_INJECT_LIB": kt, "PASTA_CUPTI_SKIP": "sync"}),
-        ("  same, kernel records only", pasta() + script,
-         {"PASTA_INJECT_LIB": kt, "PASTA_CUPTI_SKIP": "memcpy,memset,sync,memory,nvtx,device"}),
-        ("  same, reports on tmpfs", [f"{build}/bin/pasta", "run", "-f", "-o", "/dev/shm/pasta-bench",
-                                      "--"] + script, {"PASTA_INJECT_LIB": kt}),
-        ("pasta run (default pipeline)", pasta() + script, {}),
-    ]
-    if only is not None:
-        resnet = [v for v in resnet if v[0] == "native" or v[0].strip() in only]
-    results = {label: [] for label, _, _ in resnet}
-    for r in range(rounds):
-        for label, cmd, env in resnet:
-            proc, wall = run(cmd, dict(env, PASTA_VERBOSE="1"))
-            j = last_json(proc.stdout)
-            extra = stop_ms(proc.stderr)
-            if "profiler_events_seconds" in j:
-                extra = j["profiler_events_seconds"] * 1e3
-            results[label].append((j["step_ms_median"], wall, extra, j["device"]))
-            if r == 0:
-                for line in proc.stderr.splitlines():
-                    if "cupti handler:" in line and "records in" in line:
-                        print(f"{label}: {line}")
-    rows = []
-    base = statistics.median(x[0] for x in results["native"])
-    gpu = results["native"][0][3]
-    for label, _, _ in resnet:
-        steps = [x[0] for x in results[label]]
-        med = statistics.median(steps)
-        extras = [x[2] for x in results[label] if x[2] is not None]
-        rows.append(("resnet18 step", label, med, med / base, min(steps), max(steps),
-                     statistics.median(x[1] for x in results[label]),
-                     max(extras) if extras else None))
+def exit_ms(label, samples):
+    """The extra column: pasta's stop at exit, or torch.profiler's events() after the steps."""
+    if label is None:
+        return "exit ms", ""
+    values = [stop_ms(s.stderr) for s in samples]
+    values += [s.result["profiler_events_seconds"] * 1e3 for s in samples
+               if "profiler_events_seconds" in s.result]
+    values = [v for v in values if v is not None]
+    return "exit ms", f"{max(values):9.1f}" if values else ""
 
-    if only is not None and "empty" not in only:
-        rounds_empty = 0
-    else:
-        rounds_empty = rounds
-    empty = [f"{build}/examples/empty_kernels", "100000"]
-    launch = {"native": [], "pasta run": [], "pasta run --launch-callbacks": []}
-    for _ in range(rounds_empty):
-        launch["native"].append(last_json(run(empty)[0].stdout)["us_per_launch"])
-        p, _ = run(pasta() + empty)
-        launch["pasta run"].append(last_json(p.stdout)["us_per_launch"])
-        p, _ = run(pasta(["--launch-callbacks"]) + empty)
-        launch["pasta run --launch-callbacks"].append(last_json(p.stdout)["us_per_launch"])
-    nb = statistics.median(launch["native"]) if rounds_empty else 1.0
-    for label, values in (launch.items() if rounds_empty else []):
-        med = statistics.median(values)
-        rows.append(("100k empty kernels", label, med, med / nb, min(values), max(values),
-                     None, None))
 
-    print(f"\npasta overhead on {gpu}, {time.strftime('%Y-%m-%d')}: median of {rounds} interleaved "
-          f"rounds (each a median of 100 steps, or a mean of 100k launches)")
-    print(f"{'workload':<20} {'variant':<32} {'value':>9} {'unit':<9} {'vs native':>9} "
-          f"{'min..max':>15} {'process s':>9} {'exit ms':>9}")
-    for w, v, value, ratio, lo, hi, wall, extra in rows:
-        unit = "ms/step" if "resnet" in w else "us/launch"
-        print(f"{w:<20} {v:<32} {value:>9.3f} {unit:<9} {ratio:>8.3f}x {lo:>7.2f}..{hi:<7.2f}"
-              f"{'' if wall is None else f'{wall:9.1f}':>9} {'' if extra is None else f'{extra:9.1f}':>9}")
-    print("exit ms: pasta's stop (final flush, tools, reports) at exit; for torch.profiler, the "
-          "time its events() took after the steps")
-    with open(os.path.join(out, "overhead.csv"), "w") as f:
-        f.write("workload,variant,value,unit,ratio_to_native,min,max,process_seconds,exit_ms,gpu\n")
-        for w, v, value, ratio, lo, hi, wall, extra in rows:
-            unit = "ms_per_step" if "resnet" in w else "us_per_launch"
-            f.write(f"{w},{v.strip()},{value:.4f},{unit},{ratio:.4f},{lo:.4f},{hi:.4f},"
-                    f"{'' if wall is None else f'{wall:.2f}'},"
-                    f"{'' if extra is None else f'{extra:.1f}'},{gpu}\n")
-    return 0
+def torch_variants(bench, cmd, launches, keys):
+    out = []
+    for key in keys:
+        label, options, pasta, env = VARIANTS[key]
+        env = dict(env, PASTA_VERBOSE="1") if pasta is not None else dict(env)
+        if "PASTA_INJECT_LIB" in env:
+            env["PASTA_INJECT_LIB"] = bench.lib(env["PASTA_INJECT_LIB"])
+        check = harness.torch_profiler_saw_kernels if options else None
+        out.append(harness.Variant(label, cmd + options, env, pasta=pasta, expect=launches,
+                                   check=check))
+    return out
+
+
+def main():
+    p = harness.arguments(__doc__, "overhead-out")
+    p.add_argument("--models", help="comma-separated, from " + ", ".join(BATCHES) +
+                   " (all; resnet18,gpt2 with --quick)")
+    p.add_argument("--batches", help="launch, compute or both (launch,compute; launch with --quick)")
+    p.add_argument("--variants", help="comma-separated keys (see above)")
+    p.add_argument("--warmup", type=int, help="untimed steps first (10; 3 with --quick)")
+    p.add_argument("--steps", type=int, help="timed steps per process (100; 10 with --quick)")
+    p.add_argument("--empty", type=int, help="empty kernels timed (100000; 10000 with --quick; "
+                                             "0 leaves them out)")
+    args = harness.settle(p.parse_args(), models=(",".join(BATCHES), "resnet18,gpt2"),
+                          batches=("launch,compute", "launch"), warmup=(10, 3), steps=(100, 10),
+                          empty=(100000, 10000), variants=(",".join(DEFAULT_VARIANTS), ",".join(QUICK_VARIANTS)))
+    models = [m for m in args.models.split(",") if m]
+    batches = [b for b in args.batches.split(",") if b]
+    keys = ["native"] + [k for k in args.variants.split(",") if k and k != "native"]
+    for what, names, known in (("model", models, BATCHES), ("batch", batches, ("launch", "compute")),
+                               ("variant", keys, VARIANTS)):
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            p.error(f"unknown {what} {', '.join(unknown)}; known: {', '.join(known)}")
+
+    bench = harness.Bench(args.build, args.out, args.timeout)
+    print(f"pasta overhead on {bench.gpu}: {args.rounds} interleaved rounds, {args.warmup} "
+          f"warm-up and {args.steps} timed steps a process", flush=True)
+    for model in models:
+        for which in batches:
+            batch = BATCHES[model][0 if which == "launch" else 1]
+            workload = f"{model} step, batch {batch} ({which}-bound)"
+            cmd = harness.torch_workload(model, batch, args.warmup, args.steps)
+            launches = bench.count_kernels(workload, cmd)
+            if launches is None:
+                continue
+            variants = torch_variants(bench, cmd, launches, keys)
+            results = bench.rounds(workload, variants, args.rounds, harness.step_ms)
+            bench.table(workload, variants, results, "ms/step", extra=exit_ms)
+    if args.empty:
+        workload = f"{args.empty} empty kernels"
+        cmd = [os.path.join(bench.build, "examples", "empty_kernels"), str(args.empty)]
+        n = EMPTY_WARMUP + args.empty
+        variants = [harness.Variant("native", cmd),
+                    harness.Variant("pasta run", cmd, pasta=[], expect=n),
+                    harness.Variant("pasta run --launch-callbacks", cmd,
+                                    pasta=["--launch-callbacks"], expect=n)]
+        results = bench.rounds(workload, variants, args.rounds,
+                               lambda j, _: (j or {}).get("us_per_launch"))
+        bench.table(workload, variants, results, "us/launch")
+    print("\nexit ms: pasta's stop at exit (final flush, tools, reports); for torch.profiler, "
+          "what its events() took after the steps. min..max: over the rounds.")
+    bench.write_csv("overhead.csv")
+    return bench.exit_code()
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(main())

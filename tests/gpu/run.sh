@@ -20,6 +20,11 @@
 # COUNTERS_BENCH_ARGS="--layers 2 --app-metrics all" on every metric (twelve blocks take ncu's
 # application replay past ten minutes). `stalls`:
 # the stall-blame GPU test (PC sampling joined with sanitizer accesses).
+# Benchmark options: BENCH_ARGS (bench/gpu/overhead.py, e.g. "--quick" or "--models gpt2
+# --rounds 5"), TORCH_BENCH_ARGS (torch_overhead.py), MEMORY_BENCH_ARGS (memory.py),
+# ANNOTATIONS_BENCH_ARGS (annotations.py); each takes --quick for a first check.
+# A failed step (a GPU test, a benchmark, a recording) makes the exit status 1, and the
+# summary names it.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-$root/gpu-out}
@@ -37,6 +42,8 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPASTA_BUILD_BENCH=O
   -DCMAKE_CUDA_ARCHITECTURES=90 >"$work/configure.log" 2>&1 || { tail -30 "$work/configure.log"; exit 1; }
 targets=()
 [ "$what" = multi ] && targets=(--target launches_pasta)
+[ "$what" = bench ] && targets=(--target empty_kernels pasta_inject pasta_bench_kernel_freq
+  pasta_bench_kernel_freq_timeline inject_torch)
 [ "$what" = torch ] && targets=(--target inject_torch inject_torch_memory inject_torch_record
   inject_torch_bench libtorch_train tensor_access tensor_access_pasta pasta-trace pasta_torch_tests)
 [ "$what" = reliability ] && targets=(--target launches launches_pasta uvm_advice uvm_advice_pasta
@@ -58,10 +65,30 @@ cmake --build "$build" --parallel "$(nproc)" "${targets[@]}" >"$work/build.log" 
 
 echo "built in $((SECONDS - start)) s"
 status=0
+failed_steps=()
+# failed STEP: remembers a step that failed; the summary names it and the exit status is 1.
+failed() {
+  failed_steps+=("$1")
+  status=1
+  echo "FAILED step: $1"
+}
+# step NAME LOG COMMAND...: runs COMMAND, its output also into $out/LOG; its exit status counts.
+step() {
+  local name=$1 log=$2
+  shift 2
+  "$@" 2>&1 | tee "$out/$log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || failed "$name"
+}
+# record NAME LOG TRACE COPY COMMAND...: records a trace (output appended to LOG) and copies
+# TRACE to COPY; a failure of either counts.
+record() {
+  local name=$1 log=$2 trace=$3 copy=$4
+  shift 4
+  "$@" >>"$log" 2>&1 && cp "$trace" "$copy" || failed "$name (log: $log)"
+}
 # gpu_tests NAME REGEX: the GPU tests whose names match, verbose, into $out/gpu-tests-NAME.log.
 gpu_tests() {
-  (cd "$build" && ctest -R "$2" -V) 2>&1 | tee "$out/gpu-tests-$1.log"
-  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  step "GPU tests $1" "gpu-tests-$1.log" bash -c 'cd "$1" && ctest -R "$2" -V' _ "$build" "$2"
 }
 if [ "$what" = multi ]; then
   echo "== GPU tests on $(nvidia-smi -L | wc -l) GPUs"
@@ -71,14 +98,17 @@ if [ "$what" = memory ]; then
   echo "== memory-access GPU tests"
   gpu_tests memory "gpu: (access|uvm|annotations)"
   echo "== record memory-access traces for tests/data"
-  "$build/bin/pasta" run --memory --record -o "$work/rec-access" -- "$build/examples/access_pattern" \
-    >"$work/record-memory.log" 2>&1 && cp "$work/rec-access/trace.pasta" "$out/access_pattern_h100.pasta"
-  "$build/bin/pasta" run --memory --record -o "$work/rec-uvm" -- "$build/examples/uvm_advice" --mb 64 \
-    >>"$work/record-memory.log" 2>&1 && cp "$work/rec-uvm/trace.pasta" "$out/uvm_advice_h100.pasta"
+  : >"$work/record-memory.log"
+  record "record access_pattern" "$work/record-memory.log" "$work/rec-access/trace.pasta" \
+    "$out/access_pattern_h100.pasta" \
+    "$build/bin/pasta" run --memory --record -o "$work/rec-access" -- "$build/examples/access_pattern"
+  record "record uvm_advice" "$work/record-memory.log" "$work/rec-uvm/trace.pasta" \
+    "$out/uvm_advice_h100.pasta" \
+    "$build/bin/pasta" run --memory --record -o "$work/rec-uvm" -- "$build/examples/uvm_advice" --mb 64
   tail -3 "$work/record-memory.log"; ls -la "$out"/*_h100.pasta 2>/dev/null
   echo "== memory-access benchmark"
-  python3 bench/gpu/memory.py "$build" "$work/memory" ${MEMORY_BENCH_ONLY:+--only $MEMORY_BENCH_ONLY} \
-    2>&1 | tee "$out/memory-bench.log"
+  step "memory benchmark" memory-bench.log python3 bench/gpu/memory.py "$build" "$work/memory" \
+    ${MEMORY_BENCH_ONLY:+--only $MEMORY_BENCH_ONLY} ${MEMORY_BENCH_ARGS:-}
   cp "$work/memory/memory.csv" "$out/memory.csv" 2>/dev/null
 fi
 if [ "$what" = jobs ]; then
@@ -97,31 +127,33 @@ if [ "$what" = counters ]; then
   fi
   if [ "${COUNTERS_BENCH:-1}" = 1 ]; then
     echo "== per-operator counters of a 12-block GPT: pasta against ncu"
-    python3 bench/gpu/op_counters.py "$build" "$work/op-counters" ${COUNTERS_BENCH_ARGS:-} 2>&1 |
-      tee "$out/op-counters-bench.log"
+    step "op_counters benchmark" op-counters-bench.log \
+      python3 bench/gpu/op_counters.py "$build" "$work/op-counters" ${COUNTERS_BENCH_ARGS:-}
     cp "$work/op-counters/pasta/op_counters.profile.json" "$out/gpt_op_counters.profile.json" 2>/dev/null
     gzip -c "$work/op-counters/ncu.csv" >"$out/gpt_ncu.csv.gz" 2>/dev/null
   fi
   if [ "${COUNTERS_NCU_APP:-0}" = 1 ]; then
     from=${COUNTERS_FROM:-$out}
     echo "== the same script under ncu's application replay: pasta, ncu's two replays, three ways"
-    python3 bench/gpu/op_counters.py --ncu-app "$build" "$work/op-counters-app" \
-      ${COUNTERS_BENCH_ARGS:-} 2>&1 | tee "$out/op-counters-three-way.log"
+    step "op_counters --ncu-app" op-counters-three-way.log \
+      python3 bench/gpu/op_counters.py --ncu-app "$build" "$work/op-counters-app" ${COUNTERS_BENCH_ARGS:-}
     gzip -c "$work/op-counters-app/ncu_app.csv" >"$out/gpt_ncu_app.csv.gz" 2>/dev/null
     python3 bench/gpu/op_counters.py --compare "$build" "$from/gpt_op_counters.profile.json" \
       "$from/gpt_ncu.csv.gz" "$out/gpt_ncu_app.csv.gz" 2>&1 | sed -n '/three ways/,$p' |
       tee -a "$out/op-counters-three-way.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || failed "op_counters --compare (three ways)"
   fi
 fi
 if [ "$what" = stalls ]; then
   echo "== stall blame: PC sampling joined with sanitizer accesses"
-  (cd "$build" && ctest -R "sass" -V) 2>&1 | tail -5 | tee "$out/nv-sass.log"
+  step "sass tests" nv-sass.log bash -c 'cd "$1" && ctest -R sass -V 2>&1 | tail -5; exit "${PIPESTATUS[0]}"' _ "$build"
   gpu_tests stalls "gpu: stall_blame"
   cp -r "$build/gpu-out/stall_blame" "$out/stall_blame" 2>/dev/null
 fi
 if [ "$what" = memory ] || [ "$what" = annotations ]; then
   echo "== device annotations against the sanitizer path (same kernel)"
-  python3 bench/gpu/annotations.py "$build" "$work/annotations" 2>&1 | tee "$out/annotations-bench.log"
+  step "annotations benchmark" annotations-bench.log \
+    python3 bench/gpu/annotations.py "$build" "$work/annotations" ${ANNOTATIONS_BENCH_ARGS:-}
   cp "$work/annotations/annotations.csv" "$out/annotations.csv" 2>/dev/null
 fi
 if [ "$what" = reliability ]; then
@@ -134,36 +166,42 @@ if [ "$what" = torch ]; then
   echo "== PyTorch GPU tests"
   gpu_tests torch "gpu: torch"
   echo "== record a PyTorch trace for tests/data"
-  "$build/bin/pasta" run --torch --record -o "$work/rec-torch" -- python3 tests/gpu/torch_model.py \
-    --steps 1 >"$work/record-torch.log" 2>&1 && cp "$work/rec-torch/trace.pasta" "$out/resnet18_torch_h100.pasta"
+  : >"$work/record-torch.log"
+  record "record torch_model" "$work/record-torch.log" "$work/rec-torch/trace.pasta" \
+    "$out/resnet18_torch_h100.pasta" \
+    "$build/bin/pasta" run --torch --record -o "$work/rec-torch" -- python3 tests/gpu/torch_model.py --steps 1
   tail -3 "$work/record-torch.log"; ls -la "$out"/*.pasta 2>/dev/null
   if [ "${TORCH_BENCH:-1}" = 1 ]; then
     echo "== PyTorch overhead benchmark"
-    python3 bench/gpu/torch_overhead.py "$build" "$work/torch-bench" 2>&1 | tee "$out/torch-bench.log"
+    step "PyTorch overhead benchmark" torch-bench.log \
+      python3 bench/gpu/torch_overhead.py "$build" "$work/torch-bench" ${TORCH_BENCH_ARGS:-}
     cp "$work/torch-bench/torch_overhead.csv" "$out/" 2>/dev/null
   fi
 fi
 if [ "$what" = all ] || [ "$what" = tests ]; then
   echo "== GPU tests"
-  (cd "$build" && ctest -L gpu -V) 2>&1 | tee "$out/gpu-tests.log"
-  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  step "GPU tests" gpu-tests.log bash -c 'cd "$1" && ctest -L gpu -V' _ "$build"
 fi
 if [ "$what" = all ] || [ "$what" = record ]; then
   echo "== record traces for tests/data"
-  "$build/bin/pasta" run --record -o "$work/rec-launches" -- "$build/examples/launches" \
-    --threads 4 --per-thread 10 >"$work/record.log" 2>&1 &&
-    cp "$work/rec-launches/trace.pasta" "$out/launches.pasta"
-  "$build/bin/pasta" run --record -o "$work/rec-resnet" -- python3 examples/pytorch/resnet18_step.py \
-    --warmup 1 --steps 1 >>"$work/record.log" 2>&1 &&
-    cp "$work/rec-resnet/trace.pasta" "$out/resnet18_step.pasta"
+  : >"$work/record.log"
+  record "record launches" "$work/record.log" "$work/rec-launches/trace.pasta" "$out/launches.pasta" \
+    "$build/bin/pasta" run --record -o "$work/rec-launches" -- "$build/examples/launches" \
+    --threads 4 --per-thread 10
+  record "record resnet18_step" "$work/record.log" "$work/rec-resnet/trace.pasta" \
+    "$out/resnet18_step.pasta" \
+    "$build/bin/pasta" run --record -o "$work/rec-resnet" -- python3 examples/pytorch/resnet18_step.py \
+    --warmup 1 --steps 1
   tail -4 "$work/record.log"
   ls -la "$out"/*.pasta 2>/dev/null
 fi
 if [ "$what" = all ] || [ "$what" = bench ]; then
   echo "== overhead benchmark"
-  python3 bench/gpu/overhead.py "$build" "$work/bench" 2>&1 | tee "$out/bench.log"
+  step "overhead benchmark" bench.log python3 bench/gpu/overhead.py "$build" "$work/bench" ${BENCH_ARGS:-}
   cp "$work/bench/overhead.csv" "$out/overhead.csv" 2>/dev/null
 fi
 echo "== summary"
 grep -hE "^ *[0-9]+/[0-9]+ Test|tests passed|tests failed" "$out"/gpu-tests*.log 2>/dev/null
+for s in "${failed_steps[@]}"; do echo "FAILED step: $s"; done
+[ "$status" -eq 0 ] && echo "every step passed"
 exit $status

@@ -1,0 +1,327 @@
+"""What the GPU benchmarks share: every variant is a process of its own with a
+report directory of its own, the variants run in interleaved rounds, and a
+profiled run counts only once its reports show that it was profiled.
+
+A run under `pasta run` whose injection failed runs at native speed and would
+read as a cheap profiler; so after every profiled run the harness reads the
+run's directory (run.json, the process list processes/*.json, kernel_freq.json
+where the pipeline has it) and compares the launches pasta saw with the count
+the workload gave by another route (torch.profiler in a calibration process,
+or what a CUDA program knows it launches). A missing report, a partial one or
+another count is a FAILED line naming the variant, the directory and the
+numbers; that variant gets no ratio, and the benchmark exits 1.
+"""
+import argparse
+import collections
+import csv
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TORCH_STEP = os.path.join(ROOT, "bench", "gpu", "torch_step.py")
+
+
+def arguments(doc, out):
+    """The parser every benchmark starts from: BUILD_DIR [OUT_DIR] --rounds --quick
+    --timeout; unknown options are errors. Options whose default differs under --quick
+    default to None here and are settled by settle()."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("build", metavar="BUILD_DIR", help="a pasta build (bin/pasta, inject/, examples/)")
+    p.add_argument("out", metavar="OUT_DIR", nargs="?", default=out,
+                   help=f"report directories and the CSV ({out})")
+    p.add_argument("--rounds", type=int, help="interleaved rounds, every variant once a round "
+                                              "(5; 2 with --quick)")
+    p.add_argument("--quick", action="store_true",
+                   help="a first check on a GPU: 2 rounds, fewer steps and workloads")
+    p.add_argument("--timeout", type=float, default=300, help="seconds one process may take (300)")
+    return p
+
+
+def settle(args, **defaults):
+    """Options left unset take their default: name=(full run's, --quick's)."""
+    defaults.setdefault("rounds", (5, 2))
+    for name, (full, quick) in defaults.items():
+        if getattr(args, name) is None:
+            setattr(args, name, quick if args.quick else full)
+    return args
+
+
+def gpu_name():
+    try:
+        smi = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30, check=False)
+        names = smi.stdout.strip().splitlines()
+        return names[0].strip() if names else "unknown GPU"
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown GPU (no nvidia-smi)"
+
+
+def last_json(text):
+    """The last line of `text` that is a JSON object, or None."""
+    for line in reversed(text.strip().splitlines()):
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except ValueError:
+                return None
+    return None
+
+
+def read_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def slug(text):
+    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower() or "x"
+
+
+def count_text(expect):
+    """An expected launch count as the FAILED lines print it: 752, or 7..inf."""
+    if isinstance(expect, tuple):
+        lo, hi = expect
+        return f"{lo}..{'inf' if hi is None else hi}"
+    return str(expect)
+
+
+def count_matches(got, expect):
+    if isinstance(expect, tuple):
+        lo, hi = expect
+        return isinstance(got, int) and got >= lo and (hi is None or got <= hi)
+    return got == expect
+
+
+def report_problem(d, expect, launcher=True):
+    """None when the reports in `d` are those of a profiled run that finished, whole, with
+    `expect` kernel launches (a number, or a (low, high) range with high None for no limit);
+    otherwise what is wrong, in words with the numbers. `launcher`: the run went through
+    `pasta run`, which writes run.json at the end."""
+    if launcher:
+        info = read_json(os.path.join(d, "run.json"))
+        if info is None:
+            return f"no run.json in {d}: pasta run wrote no reports (was pasta loaded?)"
+        if info.get("exit_code") != 0:
+            return f"the program exited with {info.get('exit_code')} (run.json in {d})"
+    reg = os.path.join(d, "processes")
+    names = sorted(n for n in os.listdir(reg) if n.endswith(".json")) if os.path.isdir(reg) else []
+    if not names:
+        return (f"no process entered itself in {reg}: the program ran without pasta "
+                f"(injection failed)")
+    if len(names) != 1:
+        return f"{len(names)} processes in {reg}, expected the workload's one"
+    entry = read_json(os.path.join(reg, names[0]))
+    if entry is None:
+        return f"{reg}/{names[0]} cannot be read"
+    if entry.get("status") != "finished":
+        return f"status {entry.get('status')!r} in {reg}/{names[0]}, expected 'finished'"
+    if entry.get("partial"):
+        return f"partial reports ({entry['partial']}) in {reg}/{names[0]}"
+    got = entry.get("launches")
+    if not count_matches(got, expect):
+        return (f"pasta saw {got} launches, the native run makes {count_text(expect)} "
+                f"({reg}/{names[0]})")
+    pdir = os.path.normpath(os.path.join(d, entry.get("dir", ".")))
+    kf = read_json(os.path.join(pdir, "kernel_freq.json"))
+    if kf is not None:
+        if kf.get("partial"):
+            return f"partial kernel_freq.json ({kf['partial']}) in {pdir}"
+        got = kf.get("summary", {}).get("launches")
+        if not count_matches(got, expect):
+            return (f"kernel_freq.json reports {got} launches, the native run makes "
+                    f"{count_text(expect)} ({pdir})")
+    return None
+
+
+# One run of a variant: its measurement, the process's seconds, its JSON line, its stderr and
+# its report directory.
+Sample = collections.namedtuple("Sample", "value seconds result stderr dir")
+
+
+class Variant:
+    """One way to run a workload.
+
+    cmd     the program and its arguments
+    env     variables added for it
+    pasta   None: run as is; a list: under `pasta run <pasta...> -o DIR --`, checked
+    expect  the launches a profiled run must report (a number or a (low, high) range)
+    check   for a run that is not under pasta run: f(dir, result) -> None or a problem (the
+            program gets PASTA_OUTPUT_DIR=dir)
+    once    runs in the first round only (a slow variant)
+    """
+
+    def __init__(self, label, cmd, env=None, pasta=None, expect=None, check=None, once=False):
+        self.label, self.cmd, self.env = label, list(cmd), dict(env or {})
+        self.pasta, self.expect, self.check, self.once = pasta, expect, check, once
+        self.failed = None  # the first problem, once one was found
+
+    @property
+    def profiled(self):
+        return self.pasta is not None
+
+
+class Bench:
+    """Runs variants in interleaved rounds, checks every profiled run, prints the
+    table, writes the CSV; `failures` counts the FAILED lines."""
+
+    def __init__(self, build, out, timeout=300):
+        self.build, self.out, self.timeout = os.path.abspath(build), os.path.abspath(out), timeout
+        self.pasta_bin = os.path.join(self.build, "bin", "pasta")
+        self.gpu = gpu_name()
+        self.failures = 0
+        self.rows = []  # for the CSV
+        os.makedirs(self.out, exist_ok=True)
+
+    def lib(self, name):
+        return os.path.join(self.build, "inject", f"lib{name}.so")
+
+    def fail(self, what):
+        self.failures += 1
+        print(f"FAILED {what}", flush=True)
+
+    def run(self, cmd, env=None):
+        """(CompletedProcess or None at the timeout, seconds) of one process."""
+        t0 = time.perf_counter()
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, check=False,
+                                  env={**os.environ, **(env or {})}, timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            return None, time.perf_counter() - t0
+        return proc, time.perf_counter() - t0
+
+    def once(self, workload, v, r):
+        """Runs variant v once (round r) with a fresh report directory and checks it.
+        Returns (the program's JSON line, its stdout, its stderr, seconds, the directory), or
+        None after a FAILED line."""
+        d = os.path.join(self.out, slug(workload), slug(v.label), f"round{r + 1}")
+        shutil.rmtree(d, ignore_errors=True)  # fresh: nothing of an earlier run can be read
+        env = dict(v.env)
+        env.setdefault("PASTA_PRINT", "none")
+        if v.profiled:
+            cmd = [self.pasta_bin, "run", *v.pasta, "-o", d, "--", *v.cmd]
+        else:
+            cmd = v.cmd
+            if v.check is not None:
+                os.makedirs(d)
+                env["PASTA_OUTPUT_DIR"] = d
+        proc, seconds = self.run(cmd, env)
+        name = f"{workload}: {v.label} (round {r + 1})"
+        if proc is None:
+            v.failed = f"killed at the timeout ({self.timeout:.0f} s)"
+        elif proc.returncode != 0:
+            tail = (proc.stderr or proc.stdout).strip()[-1500:]
+            v.failed = f"exit code {proc.returncode}: {' '.join(cmd)}\n{tail}"
+        else:
+            result = last_json(proc.stdout)
+            if v.profiled:
+                v.failed = report_problem(d, v.expect)
+            elif v.check is not None:
+                v.failed = v.check(d, result)
+            if v.failed is None:
+                return result, proc.stdout, proc.stderr, seconds, d
+        self.fail(f"{name}: {v.failed}")
+        return None
+
+    def rounds(self, workload, variants, rounds, value):
+        """Every variant once a round, in order, `rounds` times. value(json, stdout) -> the
+        measurement (a number). Returns {label: [Sample]}; a variant that failed once runs no
+        more and keeps no values."""
+        results = {v.label: [] for v in variants}
+        for r in range(rounds):
+            for v in variants:
+                if v.failed or (v.once and r > 0):
+                    continue
+                got = self.once(workload, v, r)
+                if got is None:
+                    results[v.label] = []
+                    continue
+                result, stdout, stderr, seconds, d = got
+                x = value(result, stdout)
+                if x is None:
+                    v.failed = f"no measurement in its output: {stdout.strip()[-300:]}"
+                    self.fail(f"{workload}: {v.label} (round {r + 1}): {v.failed}")
+                    results[v.label] = []
+                    continue
+                results[v.label].append(Sample(x, seconds, result, stderr, d))
+            print(f"{workload}: round {r + 1} of {rounds} done", flush=True)
+        return results
+
+    def table(self, workload, variants, results, unit, baseline="native", extra=None):
+        """Prints median, min..max and the ratio to `baseline` for every variant that passed;
+        a failed variant's line says FAILED instead. extra(label, samples) -> (header, text) adds
+        a column. Rows go to the CSV."""
+        base = [s.value for s in results.get(baseline, [])]
+        base_med = statistics.median(base) if base else None
+        head = extra(None, None)[0] if extra else ""
+        w = max(len(v.label) for v in variants)
+        print(f"\n{workload} on {self.gpu}: median of {len(base)} interleaved rounds")
+        print(f"  {'variant':<{w}} {unit:>12} {'min..max':>19} {'vs ' + baseline:>11} "
+              f"{'process s':>9} {head}")
+        for v in variants:
+            samples = results.get(v.label, [])
+            if v.failed or not samples:
+                print(f"  {v.label:<{w}} {'FAILED':>12}  ({(v.failed or 'no samples').splitlines()[0]})")
+                self.rows.append([self.gpu, workload, v.label, unit, "", "", "", "", "", "FAILED"])
+                continue
+            xs = [s.value for s in samples]
+            med, lo, hi = statistics.median(xs), min(xs), max(xs)
+            wall = statistics.median(s.seconds for s in samples)
+            ratio = f"{med / base_med:.3f}x" if base_med else "-"
+            more = extra(v.label, samples)[1] if extra else ""
+            print(f"  {v.label:<{w}} {med:>12.4f} {lo:>9.4f}..{hi:<9.4f} {ratio:>11} "
+                  f"{wall:>9.1f} {more}")
+            self.rows.append([self.gpu, workload, v.label, unit, f"{med:.5f}", f"{lo:.5f}",
+                              f"{hi:.5f}", f"{med / base_med:.4f}" if base_med else "",
+                              f"{wall:.2f}", "checked" if v.profiled or v.check else "not profiled by pasta"])
+
+    def write_csv(self, name):
+        path = os.path.join(self.out, name)
+        with open(path, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["gpu", "workload", "variant", "unit", "median", "min", "max",
+                        "vs_native", "process_s", "reports"])
+            w.writerows(self.rows)
+        print(f"\n{path}")
+
+    def exit_code(self):
+        if self.failures:
+            print(f"{self.failures} FAILED: those variants have no ratio (see the FAILED lines)")
+        return 1 if self.failures else 0
+
+    def count_kernels(self, workload, cmd):
+        """The kernels a PyTorch workload launches, counted by torch.profiler in a process of
+        its own (cmd + --count-kernels): the number pasta's reports must show. None after a
+        FAILED line."""
+        proc, _ = self.run(cmd + ["--count-kernels"])
+        result = last_json(proc.stdout) if proc is not None and proc.returncode == 0 else None
+        if not result or not isinstance(result.get("kernels"), int) or result["kernels"] <= 0:
+            why = "killed at the timeout" if proc is None else (
+                f"exit code {proc.returncode}: {(proc.stderr or proc.stdout).strip()[-800:]}")
+            self.fail(f"{workload}: counting its kernels with torch.profiler: {why}")
+            return None
+        print(f"{workload}: {result['kernels']} kernel launches (torch.profiler, a run of its own)",
+              flush=True)
+        return result["kernels"]
+
+
+def torch_workload(model, batch, warmup, steps, *extra):
+    return [sys.executable, TORCH_STEP, "--model", model, "--batch", str(batch),
+            "--warmup", str(warmup), "--steps", str(steps), *extra]
+
+
+def step_ms(result, _stdout):
+    return result.get("step_ms_median") if result else None
+
+
+def torch_profiler_saw_kernels(_d, result):
+    """A torch.profiler variant is a baseline, not pasta: it must have seen device work."""
+    n = (result or {}).get("device_events_profiled")
+    return None if isinstance(n, int) and n > 0 else f"torch.profiler saw {n} device events"

@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""The PyTorch workloads of the GPU benchmarks: training steps on random data,
+timed per step (synchronised) after warm-up.
+
+  resnet18   torchvision's ResNet-18, 224x224 images, SGD with momentum
+  gpt_block  the GPT of examples/pytorch/gpt_block.py (torch.nn), 4 blocks of
+             768, context 256, AdamW
+  gpt2       a transformers GPT-2 built from a config (random weights, nothing
+             downloaded): 4 layers of 768, context 256, AdamW
+
+    torch_step.py --model resnet18 --batch 32 [--warmup 10] [--steps 100]
+                  [--torch-profiler cpu+cuda|cuda [--profile-memory]] [--count-kernels]
+
+Prints one JSON line: model, batch, steps, median and mean step time, the GPU.
+--torch-profiler profiles the timed steps (device_events_profiled: the
+kernels, copies and memsets it saw; profiler_events_seconds: what its
+events() took after them).
+--count-kernels runs the whole workload (model built, warm-up, steps) under
+torch.profiler (CUDA activity) from right after CUDA is initialised and prints
+the kernels it launched ("kernels", the raw trace's kernel events): the
+independent count a benchmark compares pasta's reports with, in a run of its
+own (torch.profiler and pasta's CUPTI cannot share a process).
+"""
+import argparse
+import contextlib
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import torch
+
+
+def resnet18(batch):
+    import torchvision
+    model = torchvision.models.resnet18(num_classes=1000).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    x = torch.randn(batch, 3, 224, 224, device="cuda")
+    y = torch.randint(0, 1000, (batch,), device="cuda")
+    return model, opt, lambda: loss_fn(model(x), y)
+
+
+def gpt_block(batch, vocab=8192, context=256):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                    "examples", "pytorch"))
+    from gpt_block import GPT
+    model = GPT(vocab, 768, 12, 4, context).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    idx = torch.randint(0, vocab, (batch, context), device="cuda")
+    target = torch.randint(0, vocab, (batch, context), device="cuda")
+    loss_fn = torch.nn.functional.cross_entropy
+    return model, opt, lambda: loss_fn(model(idx).view(-1, vocab), target.view(-1))
+
+
+def gpt2(batch, vocab=8192, context=256):
+    import transformers
+    config = transformers.GPT2Config(n_layer=4, n_head=12, n_embd=768, vocab_size=vocab,
+                                     n_positions=context)
+    model = transformers.GPT2LMHeadModel(config).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    tokens = torch.randint(0, vocab, (batch, context), device="cuda")
+    return model, opt, lambda: model(input_ids=tokens, labels=tokens).loss
+
+
+MODELS = {"resnet18": resnet18, "gpt_block": gpt_block, "gpt2": gpt2}
+
+
+def kernels_in(prof):
+    """The kernel events of a finished torch.profiler run, from its raw trace."""
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        prof.export_chrome_trace(f.name)
+        with open(f.name) as g:
+            events = json.load(g)["traceEvents"]
+    return sum(1 for e in events if e.get("cat") == "kernel")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", choices=sorted(MODELS), required=True)
+    p.add_argument("--batch", type=int, required=True)
+    p.add_argument("--warmup", type=int, default=10, help="untimed steps first (10)")
+    p.add_argument("--steps", type=int, default=100, help="timed steps (100)")
+    p.add_argument("--torch-profiler", choices=["cpu+cuda", "cuda"],
+                   help="profile the timed steps with torch.profiler, these activities")
+    p.add_argument("--profile-memory", action="store_true",
+                   help="with --torch-profiler: its memory profiling too (profile_memory=True)")
+    p.add_argument("--count-kernels", action="store_true",
+                   help="count every kernel the workload launches with torch.profiler")
+    args = p.parse_args()
+    if args.count_kernels and args.torch_profiler:
+        p.error("--count-kernels runs torch.profiler itself: leave out --torch-profiler")
+    if args.profile_memory and not args.torch_profiler:
+        p.error("--profile-memory goes with --torch-profiler")
+
+    torch.cuda.init()  # before the count starts, as `pasta run` starts at cuInit
+    torch.manual_seed(0)
+    torch.backends.cudnn.benchmark = False  # the same kernels in every run
+    from torch.profiler import ProfilerActivity, profile
+    counting = profile(activities=[ProfilerActivity.CUDA]) if args.count_kernels else None
+    with counting or contextlib.nullcontext():
+        model, opt, loss_of = MODELS[args.model](args.batch)
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            loss_of().backward()
+            opt.step()
+
+        for _ in range(args.warmup):
+            step()
+        torch.cuda.synchronize()
+        timed = None
+        if args.torch_profiler:
+            activities = [ProfilerActivity.CUDA] + (
+                [ProfilerActivity.CPU] if args.torch_profiler == "cpu+cuda" else [])
+            timed = profile(activities=activities, profile_memory=args.profile_memory)
+        times = []
+        with timed or contextlib.nullcontext():
+            for _ in range(args.steps):
+                t0 = time.perf_counter()
+                step()
+                torch.cuda.synchronize()
+                times.append(time.perf_counter() - t0)
+                if timed:
+                    timed.step()
+    out = {"model": args.model, "batch": args.batch, "steps": args.steps,
+           "step_ms_median": statistics.median(times) * 1e3,
+           "step_ms_mean": statistics.mean(times) * 1e3,
+           "device": torch.cuda.get_device_name()}
+    if timed:
+        t0 = time.perf_counter()
+        events = timed.events()
+        out["profiler_events_seconds"] = time.perf_counter() - t0
+        out["device_events_profiled"] = sum(
+            1 for e in events if e.device_type == torch.autograd.DeviceType.CUDA)
+    if counting:
+        out["kernels"] = kernels_in(counting)
+    print(json.dumps(out), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,259 @@
+#!/usr/bin/env python3
+"""bench_harness_test.py: the GPU benchmarks' harness (bench/gpu/harness.py) refuses a run
+that was not profiled, on a fake build: a `pasta` launcher that runs the program and writes
+the reports a test case asks for (none, as when injection fails; a wrong launch count; a
+partial report), and fake workloads that print what the real ones print. Each wrong case is
+a FAILED line naming the variant, the directory and the numbers, with no ratio; the right
+case passes with its exact ratio; annotations.py runs end to end and refuses an unknown
+option."""
+import contextlib
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "bench", "gpu"))
+sys.path.insert(0, os.path.dirname(HERE))
+import checks  # noqa: E402
+import harness  # noqa: E402
+
+# `pasta run [options] -o DIR -- PROGRAM...`: runs the program, then writes what FAKE_REPORTS
+# says (ok, none, partial) with FAKE_LAUNCHES launches (FAKE_KF_LAUNCHES in kernel_freq.json).
+FAKE_PASTA = r'''#!/usr/bin/env python3
+import json, os, subprocess, sys
+args = sys.argv[1:]
+cmd = args[args.index("--") + 1:]
+out = args[args.index("-o") + 1]
+os.makedirs(out, exist_ok=True)
+code = subprocess.run(cmd, env=dict(os.environ, PASTA_OUTPUT_DIR=out)).returncode
+mode = os.environ.get("FAKE_REPORTS", "ok")
+if mode == "none":
+    print(f"pasta: no reports in {out}: the program made no CUDA call that loaded pasta",
+          file=sys.stderr)
+    sys.exit(code)
+launches = int(os.environ.get("FAKE_LAUNCHES", "752"))
+entry = {"pid": 1, "host": "h", "dir": ".", "status": "finished", "launches": launches}
+if mode == "partial":
+    entry["partial"] = "stopped by SIGTERM"
+os.makedirs(os.path.join(out, "processes"))
+with open(os.path.join(out, "processes", "h-1.json"), "w") as f:
+    json.dump(entry, f)
+with open(os.path.join(out, "kernel_freq.json"), "w") as f:
+    json.dump({"summary": {"launches": int(os.environ.get("FAKE_KF_LAUNCHES", launches))}}, f)
+with open(os.path.join(out, "run.json"), "w") as f:
+    json.dump({"program": " ".join(cmd), "exit_code": code}, f)
+sys.exit(code)
+'''
+
+# A PyTorch workload as torch_step.py prints it: FAKE_MS per step; --count-kernels: 752.
+FAKE_WORKLOAD = r'''#!/usr/bin/env python3
+import json, os, sys
+out = {"step_ms_median": float(os.environ.get("FAKE_MS", "10.0"))}
+if "--count-kernels" in sys.argv:
+    out["kernels"] = 752
+print("warming up")
+print(json.dumps(out))
+'''
+
+# examples/annotated --vecadd N K; annotated_pasta also writes mem_hotness.json.
+FAKE_ANNOTATED = r'''#!/usr/bin/env python3
+import json, os, sys
+n, k = int(sys.argv[2]), int(sys.argv[3])
+ms = float(os.environ.get("FAKE_MS", "0.25"))
+if sys.argv[0].endswith("_pasta"):
+    ms = 0.5
+    with open(os.path.join(os.environ["PASTA_OUTPUT_DIR"], "mem_hotness.json"), "w") as f:
+        json.dump({"summary": {"accesses": 3 * n * (k + 1)}}, f)
+print(f"vecadd {n} floats: {ms:.4f} ms per launch ({k} launches)")
+'''
+
+
+def script(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, 0o755)
+    return path
+
+
+def reports(d, launches=752, kf=None, status="finished", partial=None, exit_code=0, run=True,
+            registry=True):
+    """A report directory as `pasta run` leaves it."""
+    os.makedirs(d)
+    if run:
+        with open(os.path.join(d, "run.json"), "w") as f:
+            json.dump({"exit_code": exit_code}, f)
+    if registry:
+        os.makedirs(os.path.join(d, "processes"))
+        entry = {"status": status, "launches": launches, "dir": "."}
+        if partial:
+            entry["partial"] = partial
+        with open(os.path.join(d, "processes", "h-7.json"), "w") as f:
+            json.dump(entry, f)
+    with open(os.path.join(d, "kernel_freq.json"), "w") as f:
+        json.dump({"summary": {"launches": launches if kf is None else kf}}, f)
+    return d
+
+
+def report_problems(tmp):
+    """report_problem() on hand-made directories, with its exact words."""
+    d = os.path.join(tmp, "dirs")
+    checks.expect("right count", harness.report_problem(reports(f"{d}/ok"), 752), None)
+    os.makedirs(f"{d}/empty")
+    checks.expect("nothing written (injection failed)", harness.report_problem(f"{d}/empty", 752),
+                  f"no run.json in {d}/empty: pasta run wrote no reports (was pasta loaded?)")
+    checks.expect("run.json but no process list",
+                  harness.report_problem(reports(f"{d}/noreg", registry=False), 752),
+                  f"no process entered itself in {d}/noreg/processes: the program ran without "
+                  f"pasta (injection failed)")
+    checks.expect("one launch missing", harness.report_problem(reports(f"{d}/751", 751), 752),
+                  f"pasta saw 751 launches, the native run makes 752 "
+                  f"({d}/751/processes/h-7.json)")
+    checks.expect("kernel_freq.json disagrees",
+                  harness.report_problem(reports(f"{d}/kf", kf=750), 752),
+                  f"kernel_freq.json reports 750 launches, the native run makes 752 ({d}/kf)")
+    checks.expect("partial reports",
+                  harness.report_problem(reports(f"{d}/partial", partial="stopped by SIGTERM"), 752),
+                  f"partial reports (stopped by SIGTERM) in {d}/partial/processes/h-7.json")
+    checks.expect("no GPU work",
+                  harness.report_problem(reports(f"{d}/idle", status="no GPU work"), 752),
+                  f"status 'no GPU work' in {d}/idle/processes/h-7.json, expected 'finished'")
+    checks.expect("program failed", harness.report_problem(reports(f"{d}/exit3", exit_code=3), 752),
+                  f"the program exited with 3 (run.json in {d}/exit3)")
+    checks.expect("in a range", harness.report_problem(reports(f"{d}/r9", 9), (7, None)), None)
+    checks.expect("below a range", harness.report_problem(reports(f"{d}/r5", 5), (7, None)),
+                  f"pasta saw 5 launches, the native run makes 7..inf ({d}/r5/processes/h-7.json)")
+    checks.expect("not under pasta run: no run.json needed",
+                  harness.report_problem(reports(f"{d}/direct", run=False), 752, launcher=False),
+                  None)
+
+
+def bench_run(tmp, build, variants):
+    """Three interleaved rounds of `variants` on the fake build: (bench, results, output)."""
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        bench = harness.Bench(build, os.path.join(tmp, "out"), timeout=60)
+        launches = bench.count_kernels("fake step", variants[0].cmd)
+        for v in variants:
+            v.expect = launches if v.profiled else None
+        results = bench.rounds("fake step", variants, 3, harness.step_ms)
+        bench.table("fake step", variants, results, "ms/step")
+        code = bench.exit_code()
+    print(text.getvalue())
+    return bench, results, text.getvalue(), code
+
+
+def refuses_unprofiled(tmp, build, workload):
+    out = os.path.join(tmp, "out", "fake-step")
+    V = harness.Variant
+    variants = [V("native", workload, {"FAKE_MS": "10.0"}),
+                V("pasta good", workload, {"FAKE_MS": "12.5"}, pasta=[]),
+                V("pasta unprofiled", workload, {"FAKE_MS": "10.1", "FAKE_REPORTS": "none"},
+                  pasta=[]),
+                V("pasta wrong count", workload, {"FAKE_MS": "10.2", "FAKE_LAUNCHES": "700"},
+                  pasta=[]),
+                V("pasta partial", workload, {"FAKE_MS": "10.3", "FAKE_REPORTS": "partial"},
+                  pasta=[])]
+    bench, results, text, code = bench_run(tmp, build, variants)
+    lines = text.splitlines()
+    checks.expect("native count from the workload's own --count-kernels",
+                  [v.expect for v in variants], [None, 752, 752, 752, 752])
+    failed = [line for line in lines if line.startswith("FAILED")]
+    checks.expect("FAILED lines, one per wrong variant (it runs no more)", failed, [
+        f"FAILED fake step: pasta unprofiled (round 1): no run.json in "
+        f"{out}/pasta-unprofiled/round1: pasta run wrote no reports (was pasta loaded?)",
+        f"FAILED fake step: pasta wrong count (round 1): pasta saw 700 launches, the native run "
+        f"makes 752 ({out}/pasta-wrong-count/round1/processes/h-1.json)",
+        f"FAILED fake step: pasta partial (round 1): partial reports (stopped by SIGTERM) in "
+        f"{out}/pasta-partial/round1/processes/h-1.json"])
+    rows = {line.split()[0] + " " + line.split()[1]: line.split() for line in lines
+            if line.startswith("  pasta ") or line.startswith("  native")}
+    checks.expect("the right variant's ratio", rows["pasta good"][2:5],
+                  ["12.5000", "12.5000..12.5000", "1.250x"])
+    refused = [line for line in lines if line.startswith(("  pasta unprofiled", "  pasta wrong",
+                                                           "  pasta partial"))]
+    checks.expect("no ratio for a refused variant, FAILED in its row",
+                  [("FAILED" in line, re.search(r"[0-9]\.[0-9]{3}x", line)) for line in refused],
+                  [(True, None)] * 3)
+    checks.expect("samples kept", {k: len(v) for k, v in results.items()},
+                  {"native": 3, "pasta good": 3, "pasta unprofiled": 0, "pasta wrong count": 0,
+                   "pasta partial": 0})
+    checks.expect("a fresh directory per round",
+                  sorted(os.listdir(f"{out}/pasta-good")), ["round1", "round2", "round3"])
+    checks.expect("CSV rows", [r[2] + ":" + r[-1] for r in bench.rows],
+                  ["native:not profiled by pasta", "pasta good:checked", "pasta unprofiled:FAILED",
+                   "pasta wrong count:FAILED", "pasta partial:FAILED"])
+    checks.expect("exit code with refused variants", code, 1)
+    checks.expect("last line", lines[-1],
+                  "3 FAILED: those variants have no ratio (see the FAILED lines)")
+
+    shutil.rmtree(os.path.join(tmp, "out"))
+    good = [V("native", workload), V("pasta", workload, {"FAKE_MS": "11.0"}, pasta=[])]
+    _, _, text, code = bench_run(tmp, build, good)
+    checks.expect("exit code when every run was profiled", code, 0)
+    checks.expect("no FAILED line", [l for l in text.splitlines() if "FAILED" in l], [])
+
+
+def annotations_end_to_end(tmp, build):
+    """annotations.py on the fake build: options by name, the sanitizer run's launches (K + 1)
+    checked, an unprofiled one refused, an unknown option an error."""
+    bench_py = os.path.join(ROOT, "bench", "gpu", "annotations.py")
+
+    def run(*args, **env):
+        return subprocess.run([sys.executable, bench_py, build, *args], capture_output=True,
+                              text=True, env={**os.environ, **env}, timeout=120)
+    ok = run(os.path.join(tmp, "ann"), "--floats", "1024", "--launches", "3", "--rounds", "2",
+             FAKE_LAUNCHES="4")
+    print(ok.stdout, ok.stderr)
+    rows = {l.split()[0]: l.split()[1:4] for l in ok.stdout.splitlines()
+            if l.startswith("  ") and l.split()[0] in ("native", "annotations", "sanitizer")}
+    checks.expect("annotations.py: exit code", ok.returncode, 0)
+    checks.expect("annotations.py: rows (ms, min..max, ratio)", rows, {
+        "native": ["0.2500", "0.2500..0.2500", "1.000x"],
+        "annotations": ["0.5000", "0.5000..0.5000", "2.000x"],
+        "sanitizer": ["0.2500", "0.2500..0.2500", "1.000x"]})
+    checks.expect("annotations.py: --floats is the vector length, not the output directory",
+                  "vector add, 1024 floats, 3 launches on" in ok.stdout, True)
+    bad = run(os.path.join(tmp, "ann2"), "--launches", "3", "--rounds", "2", FAKE_LAUNCHES="3")
+    checks.expect("annotations.py: 3 launches reported for 3 + 1 made: exit code", bad.returncode, 1)
+    checks.expect("annotations.py: the FAILED line",
+                  [l for l in bad.stdout.splitlines() if l.startswith("FAILED")],
+                  [f"FAILED vector add, 16777216 floats, 3 launches: sanitizer (round 1): pasta "
+                   f"saw 3 launches, the native run makes 4 ({tmp}/ann2/vector-add-16777216-floats"
+                   f"-3-launches/sanitizer/round1/processes/h-1.json)"])
+    none = run(os.path.join(tmp, "ann3"), "--rounds", "1", FAKE_REPORTS="none")
+    checks.expect("annotations.py: unprofiled sanitizer run refused", none.returncode, 1)
+    unknown = run(os.path.join(tmp, "ann4"), "--flaots", "1024")
+    checks.expect("annotations.py: an unknown option is an error",
+                  (unknown.returncode, "unrecognized arguments: --flaots 1024" in unknown.stderr),
+                  (2, True))
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="pasta-bench-harness-")
+    try:
+        build = os.path.join(tmp, "build")
+        script(os.path.join(build, "bin", "pasta"), FAKE_PASTA)
+        workload = [sys.executable, script(os.path.join(tmp, "workload.py"), FAKE_WORKLOAD)]
+        script(os.path.join(build, "examples", "annotated"), FAKE_ANNOTATED)
+        script(os.path.join(build, "examples", "annotated_pasta"), FAKE_ANNOTATED)
+        report_problems(tmp)
+        refuses_unprofiled(tmp, build, workload)
+        annotations_end_to_end(tmp, build)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if checks.failures:
+        print(f"{checks.failures} checks failed")
+        return 1
+    print("bench harness: every unprofiled or miscounted run refused, the right one passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
