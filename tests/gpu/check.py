@@ -73,6 +73,14 @@ def expect(what, got, want):
     return ok
 
 
+def combine(*results):
+    """One case result from several checks: a failure fails it; otherwise a check that was
+    skipped (SKIP) makes the case skipped, never passed without it."""
+    if any(r is not SKIP and not r for r in results):
+        return False
+    return SKIP if any(r is SKIP for r in results) else True
+
+
 def expect_counts(out_dir, want):
     got = kernel_counts(out_dir)
     ok = all(expect(f"launches of {k}", got.get(k), v) for k, v in want.items())
@@ -121,11 +129,12 @@ def case_threads(build, out):
 
 def case_outputs_unchanged(build, out):
     """The programs print the same results with and without pasta."""
-    ok = True
+    ok, skipped = True, False
     for plain, profiled, args in [("launches", "launches_pasta", ["--threads", "16"]),
                                   ("conv", "conv_pasta", [])]:
         if not os.path.exists(f"{build}/examples/{plain}"):
-            print(f"skip {plain}: not built")
+            print(f"skip {plain}: not built (the case is skipped, not passed)")
+            skipped = True
             continue
         a = run([f"{build}/examples/{plain}"] + args).stdout
         b = run([f"{build}/examples/{profiled}"] + args, profiled_env(out)).stdout
@@ -135,7 +144,7 @@ def case_outputs_unchanged(build, out):
         ok &= expect(f"{plain}: output with the in-binary profiler", b, a)
         ok &= expect(f"{plain}: output under pasta run", c, a)
         ok &= expect(f"{plain}: output under pasta run --counters", d, a)
-    return ok
+    return combine(ok, SKIP if skipped else True)
 
 
 def counters_run(build, out, cmd):
@@ -206,9 +215,60 @@ def case_cudnn(build, out):
     got = kernel_counts(out)
     print("cuDNN kernels:", json.dumps(got, indent=1))
     ok = expect("init kernel launches", got.get("init"), 3)
-    ok &= expect("cuDNN launched kernels beyond init", sum(got.values()) > 3 + 15, True)
     kernels = [e for e in timeline(out) if e.get("cat") == "kernel"]
-    return expect("timeline kernels = reported launches", len(kernels), sum(got.values())) and ok
+    ok &= expect("timeline kernels = reported launches", len(kernels), sum(got.values()))
+    # Which kernels cuDNN launches is its own choice: Nsight Compute counts them on the plain
+    # program, one row per launch. The two spell names apart, so both are keyed by (function
+    # name without namespace, template arguments or parameters; grid; block).
+    theirs = ncu_launches([f"{build}/examples/conv"], os.path.join(out, "ncu"))
+    if theirs is SKIP:
+        return combine(ok, SKIP)
+    ours = {}
+    for r in report(out, "kernel_freq")["tables"]["shapes"]:
+        key = (function_name(r["kernel"]), dims(r["grid"]), dims(r["block"]))
+        ours[key] = ours.get(key, 0) + r["launches"]
+    ok &= expect("launches, pasta and ncu", sum(ours.values()), sum(theirs.values()))
+    return expect("launches per (kernel, grid, block) where pasta and ncu differ",
+                  {k: (ours.get(k), theirs.get(k)) for k in set(ours) | set(theirs)
+                   if ours.get(k) != theirs.get(k)}, {}) and ok
+
+
+def function_name(kernel):
+    """'nchwToNhwcKernel' from 'void cudnn::x::nchwToNhwcKernel<float, ...>(args)': what ncu's
+    --print-kernel-base function prints."""
+    depth, plain = 0, []
+    for c in kernel.replace("void ", "", 1):
+        depth += c in "<("
+        if depth == 0:
+            plain.append(c)
+        depth -= c in ">)"
+    return "".join(plain).split("::")[-1].strip()
+
+
+def dims(text):
+    """(x, y, z) from '(7,8,32)' or '(7, 8, 32)' or [7, 8, 32]."""
+    return tuple(int(n) for n in re.findall(r"\d+", str(text)))
+
+
+def ncu_launches(cmd, out_dir):
+    """{(function name, grid, block): launches} Nsight Compute counts over cmd (one cheap metric
+    per launch), or SKIP without ncu."""
+    ncu = shutil.which("ncu") or "/usr/local/cuda/bin/ncu"
+    if not os.path.exists(ncu):
+        print("ncu not found: skipped")
+        return SKIP
+    sys.path.insert(0, os.path.join(ROOT, "bench", "gpu"))
+    import ncu_metrics
+    os.makedirs(out_dir, exist_ok=True)
+    proc = run([ncu, "--metrics", "gpu__time_duration.sum", "--csv", "--print-kernel-base",
+                "function", *cmd], timeout=300)
+    with open(os.path.join(out_dir, "ncu.csv"), "w") as f:
+        f.write(proc.stdout)
+    counts = {}
+    for (_, kernel, grid, block) in ncu_metrics.launches(proc.stdout):
+        key = (kernel, dims(grid), dims(block))
+        counts[key] = counts.get(key, 0) + 1
+    return counts
 
 
 def kernels_per_scope(out_dir, prefix):
@@ -535,7 +595,7 @@ def case_counters_cupti_replay(build, out):
     again = [int(m.group(1)) for m in (re.search(r"(\d+) launches measured again in one pass",
                                                  l) for l in proc.stderr.splitlines()) if m]
     ok &= expect("launches measured again in one pass (kernel replay)", again, [2])
-    return counters_against_ncu(build, out) and ok
+    return combine(ok, counters_against_ncu(build, out))
 
 
 def counters_against_ncu(build, out):
@@ -625,12 +685,17 @@ def case_stall_blame(build, out):
                     for r, n in p["reasons"].items()), reverse=True)
     for n, pc, opcode, reason, w in rows1[:12]:
         print(f"    {pc:#06x} {opcode:<14} {reason:<22} {n:>8} waits for {[hex(x) for x in w]}")
-    ok &= expect("long-scoreboard samples, most moved to a load", lsb > 0 and waits > lsb / 2, True)
+    # blend's long-scoreboard stalls are all on loads (tests/nv/sass_cubin_test.cpp reads the
+    # same code): at least 90% of them move to the load they wait for.
+    ok &= expect("long-scoreboard samples, at least 90% moved to a load",
+                 lsb > 0 and waits >= 0.9 * lsb, True)
     blame, rows = blame_report(out, 6, 48)
     cold = sum(r["stall_samples"] for r in rows if "(1073741824 B" in r["tensor"])
     warm = sum(r["stall_samples"] for r in rows if "(65536 B" in r["tensor"])
     print(f"  cold / (cold + warm) = {cold / (cold + warm) if cold + warm else 0:.3f}")
-    ok &= expect("most memory stalls blamed on cold", cold > warm, True)
+    # cold misses, warm (64 KiB) hits: the design puts nearly all memory stalls on cold.
+    ok &= expect("at least 90% of the memory stalls blamed on cold", cold >= 0.9 * (cold + warm),
+                 True)
     ok &= expect("kernels whose code changed", blame["tables"].get("code_changed", []), [])
     ok &= expect("partial", blame.get("partial", ""), "")
     ok &= expect("forest files", all(os.path.exists(os.path.join(out, f)) for f in
@@ -670,8 +735,10 @@ def case_stall_blame_views(build, out):
     ok &= expect("stalls on q's view under aten::mul", q_mul > 0, True)
     ok &= expect("stalls on k's view under aten::add", k_add > 0, True)
     ok &= expect("stalls on the other operator's view", crossed, 0)
-    ok &= expect("most of the two operators' stalls on their views", q_mul + k_add > blamed / 2,
-                 True)
+    # Stall samples are a sample: each view's share is not a known number, but the operators'
+    # own loads read only their views, so at least 90% of their stalls land there.
+    ok &= expect("at least 90% of the two operators' stalls on their views",
+                 q_mul + k_add >= 0.9 * blamed, True)
     ok &= expect("partial", blame.get("partial", ""), "")
     with open(os.path.join(out, "stall_blame.forest.dot")) as f:
         dot = f.read()
@@ -712,7 +779,12 @@ def case_annotations_full_table(build, out):
     ok = expect("output unchanged", checksums(proc.stdout), checksums(plain))
     with open(os.path.join(out, "device_annotations.json")) as f:
         lost = json.load(f)["summary"].get("annotated accesses lost (device table full)", 0)
+    _, objects, _ = hotness(out)
+    counted = sum(r["reads"] + r["writes"] for r in objects.values())
+    total = sum(r + w for r, w in access_truth().values())
+    print(f"  counted {counted}, lost {lost}, the program's {total}")
     ok &= expect("some accesses lost", lost > 0, True)
+    ok &= expect("counted + lost = the program's accesses", counted + lost, total)
     return expect("the reports say why", "raise PASTA_ANNOTATION_BINS" in proc.stderr, True) and ok
 
 
@@ -773,22 +845,19 @@ def expect_attributed(out):
     summary = report(out, "op_summary")["summary"]
     unattributed = report(out, "op_summary")["tables"].get("unattributed", [])
     print("  unattributed kernels:", [(r["kernel"], r["launches"]) for r in unattributed][:10])
-    pct = summary["kernels attributed (%)"]
-    ok = pct >= 99.0
-    print(f"{'ok  ' if ok else 'FAIL'} kernels attributed to an operator: {pct:.2f}% of "
-          f"{summary['kernels']} (>= 99%)")
-    return ok
+    # Every kernel of these programs is launched inside an operator (the recorded traces of
+    # them show 100%): none may go unattributed.
+    return expect(f"kernels attributed to an operator, of {summary['kernels']}",
+                  summary["kernels attributed to an operator"], summary["kernels"])
 
 
 def expect_peak(out, max_memory_allocated):
     devices = report(out, "tensor_alloc")["tables"]["devices"]
     gpu = [r for r in devices if str(r["device"]) == "0"]
+    # The report's MiB are bytes / 2^20 written with every digit: the bytes come back exactly.
     peak = round(gpu[0]["peak_live_mb"] * 1048576) if gpu else 0
-    diff = abs(peak - max_memory_allocated) / max_memory_allocated
-    ok = diff <= 0.01
-    print(f"{'ok  ' if ok else 'FAIL'} live-memory peak {peak} B vs torch.cuda.max_memory_allocated "
-          f"{max_memory_allocated} B: {100 * diff:.3f}% apart (<= 1%)")
-    return ok
+    return expect("live-memory peak (bytes) = torch.cuda.max_memory_allocated", peak,
+                  max_memory_allocated)
 
 
 def expect_same_results(profiled, native, native_again):
@@ -970,13 +1039,15 @@ def case_results_matrix(build, out):
     ok = True
     table = []
     skip = [w for w in os.environ.get("MATRIX_SKIP", "").split(",") if w]
+    skipped = []
     for name, argv, keys, torch in matrix_examples(build):
-        if any(w in name for w in skip):
-            print(f"skip {name}: MATRIX_SKIP")
-            continue
-        if not os.path.exists(argv[0]) or (torch and not os.path.exists(
-                f"{build}/inject/libpasta_torch.so")):
-            print(f"skip {name}: not built")
+        why = "MATRIX_SKIP" if any(w in name for w in skip) else \
+            "not built" if not os.path.exists(argv[0]) or (torch and not os.path.exists(
+                f"{build}/inject/libpasta_torch.so")) else None
+        if why:
+            print(f"skip {name}: {why}")
+            table.append([name, f"skipped ({why})"] + ["skipped"] * len(MATRIX_PIPELINES))
+            skipped.append(name)
             continue
         native = numbers(run(argv).stdout, keys)
         again = numbers(run(argv).stdout, keys)
@@ -1027,7 +1098,11 @@ def case_results_matrix(build, out):
     print("|" + "---|" * len(header))
     for row in table:
         print("| " + " | ".join(row) + " |")
-    return expect("every example x pipeline keeps its results", ok, True)
+    ok = expect("every example x pipeline keeps its results", ok, True)
+    if skipped:
+        print(f"{len(skipped)} examples skipped ({', '.join(skipped)}): the case is skipped, "
+              "not passed")
+    return combine(ok, SKIP if skipped else True)
 
 
 def case_pipelines_table(build, out):
@@ -1167,7 +1242,7 @@ def case_ddp(build, out):
     torch.profiler counts inside that rank (a run of its own), the torchrun process listed, one
     merged timeline with both ranks, training results unchanged."""
     script = os.path.join(ROOT, "tests", "gpu", "ddp_train.py")
-    nproc = int(os.environ.get("PASTA_DDP_RANKS", "2"))
+    nproc = int(os.environ.get("DDP_RANKS", "2"))
     torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone",
                 f"--nproc_per_node={nproc}", script, "--steps", "2"]
     env = {"PASTA_PRINT": "none", "NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
@@ -1183,8 +1258,9 @@ def case_ddp(build, out):
     rows = []
     pipelines = [("default", []), ("--torch", ["--torch"]), ("--record", ["--record"]),
                  ("--memory, filtered", ["--memory", "--kernel-filter", "elementwise|vectorized"])]
-    # PASTA_DDP_PIPELINES=default,--memory: only these (a short run).
-    only = [p for p in os.environ.get("PASTA_DDP_PIPELINES", "").split(",") if p]
+    # DDP_PIPELINES=default,--memory: only these (a short run). Not PASTA_*: pasta would warn
+    # about a variable of its own prefix it does not know, in every profiled process.
+    only = [p for p in os.environ.get("DDP_PIPELINES", "").split(",") if p]
     for label, options in [p for p in pipelines if not only or p[0].split(",")[0] in only]:
         d = os.path.join(out, label.split(",")[0].strip("-") or "default")
         t0 = time.perf_counter()

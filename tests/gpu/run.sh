@@ -2,11 +2,13 @@
 # The one script for the GPU machine: builds from a clean tree, runs the GPU
 # tests (ctest -L gpu), the overhead benchmark, records the traces that
 # tests/data keeps, and prints a short table. Logs go to $OUT (or ./gpu-out).
-#   tests/gpu/run.sh [tests|bench|record|all|multi|memory|annotations|counters|stalls|torch|reliability|jobs]
+#   tests/gpu/run.sh [tests|bench|record|all|multi|memory|annotations|counters|stalls|torch|reliability|jobs|checks]
 #   (default all)
 # `jobs`: a user's CUDA program built through FetchContent once per documented composition
 # (gpu: consumer), `pasta run -- torchrun` over a 2-rank DDP job (gpu: ddp), and the GPU tests
 # of the paths those changed (JOBS_TESTS, a regex of case names, replaces that list).
+# `checks`: the GPU cases whose checks are exact (CHECKS_TESTS, a regex, replaces the list;
+# MATRIX_SKIP and DDP_PIPELINES shorten the results matrix and the DDP job).
 # `multi` builds only the CUDA example and runs the tests that need it (the
 # several-GPU test among them), for a machine with two GPUs. `reliability`
 # takes RELIABILITY_TESTS (a ctest regex of case names) and MATRIX_SKIP
@@ -57,6 +59,10 @@ targets=()
 [ "$what" = jobs ] && targets=(--target launches launches_pasta conv conv_pasta pasta_inject
   pasta_record pasta_memory pasta_counters inject_torch pasta-trace access_pattern
   access_pattern_pasta access_pattern_cpu docs_in_binary_cupti docs_in_binary_sanitizer)
+[ "$what" = checks ] && targets=(--target launches launches_pasta conv conv_pasta counters
+  counters_pasta pasta_counters pasta_inject pasta_record inject_torch libtorch_train pasta-trace
+  stalls pasta_stall_sample pasta_stall_access inject_torch_stall_sample inject_torch_stall_access
+  pasta_nv_tests access_pattern annotated annotated_pasta pasta_memory pasta_memory_cpu)
 [ "$what" = memory ] && targets=(--target access_pattern access_pattern_pasta access_pattern_cpu
   annotated annotated_pasta
   pasta_memory pasta_memory_cpu pasta_memory_record memory_workloads uvm_advice uvm_advice_pasta)
@@ -115,6 +121,12 @@ if [ "$what" = jobs ]; then
   echo "== jobs: a user's CUDA program per composition; torchrun DDP under pasta run"
   gpu_tests jobs "gpu: (${JOBS_TESTS:-consumer|ddp|docs_examples|in_binary|threads|outputs_unchanged|injection|graph|pytorch|record|access_exact|access_injection})"
   grep -E "^([0-9]+: )?\|" "$out/gpu-tests-jobs.log" | sed -E "s/^[0-9]+: //"
+fi
+if [ "$what" = checks ]; then
+  echo "== the GPU cases whose assertions are exact now (issue: tests that cannot pass wrongly)"
+  step "sass tests" nv-sass.log bash -c 'cd "$1" && ctest -R sass -V 2>&1 | tail -5; exit "${PIPESTATUS[0]}"' _ "$build"
+  gpu_tests checks "gpu: (${CHECKS_TESTS:-counters_cupti_replay|outputs_unchanged|cudnn|stall_blame|annotations_full_table|torch_resnet|torch_gpt|torch_libtorch|ddp|results_matrix})"
+  grep -E "^([0-9]+: )?(\||ok  |FAIL|skip)" "$out/gpu-tests-checks.log" | sed -E "s/^[0-9]+: //" | tail -80
 fi
 if [ "$what" = annotations ]; then
   echo "== device-annotation GPU tests"
