@@ -2,7 +2,7 @@
 # The one script for the GPU machine: builds from a clean tree, runs the GPU
 # tests (ctest -L gpu), the overhead benchmark, records the traces that
 # tests/data keeps, and prints a short table. Logs go to $OUT (or ./gpu-out).
-#   tests/gpu/run.sh [tests|bench|record|all|multi|memory|annotations|counters|stalls|torch|reliability|jobs|checks]
+#   tests/gpu/run.sh [tests|bench|record|all|multi|memory|annotations|counters|stalls|torch|reliability|jobs|checks|record-gpt]
 #   (default all)
 # `jobs`: a user's CUDA program built through FetchContent once per documented composition
 # (gpu: consumer), `pasta run -- torchrun` over a 2-rank DDP job (gpu: ddp), and the GPU tests
@@ -63,6 +63,7 @@ targets=()
   counters_pasta pasta_counters pasta_inject pasta_record inject_torch libtorch_train pasta-trace
   stalls pasta_stall_sample pasta_stall_access inject_torch_stall_sample inject_torch_stall_access
   pasta_nv_tests access_pattern annotated annotated_pasta pasta_memory pasta_memory_cpu)
+[ "$what" = record-gpt ] && targets=(--target pasta_inject inject_torch_record pasta-trace)
 [ "$what" = memory ] && targets=(--target access_pattern access_pattern_pasta access_pattern_cpu
   annotated annotated_pasta
   pasta_memory pasta_memory_cpu pasta_memory_record memory_workloads uvm_advice uvm_advice_pasta)
@@ -127,6 +128,14 @@ if [ "$what" = checks ]; then
   step "sass tests" nv-sass.log bash -c 'cd "$1" && ctest -R sass -V 2>&1 | tail -5; exit "${PIPESTATUS[0]}"' _ "$build"
   gpu_tests checks "gpu: (${CHECKS_TESTS:-counters_cupti_replay|outputs_unchanged|cudnn|stall_blame|annotations_full_table|torch_resnet|torch_gpt|torch_libtorch|ddp|results_matrix})"
   grep -E "^([0-9]+: )?(\||ok  |FAIL|skip)" "$out/gpu-tests-checks.log" | sed -E "s/^[0-9]+: //" | tail -80
+fi
+if [ "$what" = record-gpt ]; then
+  echo "== record a 12-block GPT training step (3 steps) under --torch, for the report page"
+  : >"$work/record-gpt.log"
+  record "record gpt_block 12 layers" "$work/record-gpt.log" "$work/rec-gpt/trace.pasta" \
+    "$out/gpt12_torch_h100.pasta" "$build/bin/pasta" run --torch --record -o "$work/rec-gpt" -- \
+    python3 examples/pytorch/gpt_block.py --layers 12 --steps 3
+  tail -3 "$work/record-gpt.log"; ls -la "$out"/*.pasta
 fi
 if [ "$what" = annotations ]; then
   echo "== device-annotation GPU tests"
