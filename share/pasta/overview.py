@@ -130,8 +130,8 @@ def kinds(kernel_rows, records, idle_us):
 
 
 def top_kernels(kernel_rows, n=TOP):
-    timed = sorted((k for k in kernel_rows if isinstance(k.get("total_ms"), (int, float))),
-                   key=lambda k: -k["total_ms"])[:n]
+    timed = sorted((k for k in kernel_rows if isinstance(k.get("total_ms"), (int, float))
+                    and k["total_ms"] > 0), key=lambda k: -k["total_ms"])[:n]
     return [{"name": kernel_kinds.short_name(k.get("kernel", "")),
              "full": k.get("signature") or k.get("kernel", ""), "ms": k["total_ms"],
              "launches": k.get("launches"), "kind": kernel_kinds.kind(
@@ -284,6 +284,7 @@ def run_overview(out_dir, window=None, step=None):
         "busy_over_time": busy_over_time(covered),
         "kinds": kinds(kernel_rows, records, span_us - busy_us),
         "kernel_ms": (kf or {}).get("summary", {}).get("device time (ms)"),
+        "launches": (kf or {}).get("summary", {}).get("launches"), "kernels": len(kernel_rows),
         "top_kernels": top_kernels(kernel_rows), "top_operators": ops,
         "memory": memory(read_report(out_dir, "tensor_alloc")),
         "picture": picture(records, ranges, window, step) if records else None,

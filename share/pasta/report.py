@@ -170,7 +170,8 @@ def _overview(out_dir, job, window, step):
     o["charts"] = {
         "busy": charts.busy("busy", o["busy_over_time"], o["busy_pct"])
         if o["busy_over_time"] else None,
-        "kinds": charts.kinds("kinds", o["kinds"], o["span_ms"]),
+        "kinds": charts.kinds("kinds", o["kinds"], o["span_ms"])
+        if any(k != kernel_kinds.IDLE for k, _ in o["kinds"]) else None,
         "top_kernels": charts.bars("top-kernels", "Top kernels by device time",
                                    o["top_kernels"]) if o["top_kernels"] else None,
         "top_operators": charts.bars("top-operators", "Top operators by device self time",

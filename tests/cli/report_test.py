@@ -225,6 +225,11 @@ def uvm_page(browser, build, data, out):
            sum(1 for n in walk(dom.root) if n["tag"] == "rect" and "cell" in classes(n)), want_cells)
     expect("uvm_advice: heatmap has cells", want_cells > 0, True)
     expect("uvm_advice: advice table shown", sum("advice" in classes(t) for t in tables), 1)
+    timed = [k for k in load(os.path.join(out, "kernel_freq.json"))["tables"]["kernels"]
+             if k.get("total_ms")]
+    expect("uvm_advice: kernels without device time (Sanitizer): a note, no empty chart",
+           (len(timed), "no-device-time" in dom.ids,
+            sum(1 for n in walk(dom.ids["overview"]) if n["tag"] == "svg")), (0, True, 0))
 
 
 def replay_and_report(build, data, trace, out, *report_args):
