@@ -299,7 +299,11 @@ def job_overview(job, job_dir):
     for row in job.get("processes", []):
         if not row.get("dir"):
             continue
-        d = os.path.join(job_dir, row["dir"])
+        # A process's directory is relative to the job directory it was listed in.
+        d = next((c for c in (os.path.join(base, row["dir"]) for base in
+                              [job_dir] + job.get("sources", [])) if os.path.isdir(c)), None)
+        if d is None:
+            continue
         kf_rows = table(read_report(d, "kernel_freq"), "kernels")
         events = read_timeline(d)
         records = device_records(events) if events else []

@@ -156,7 +156,8 @@ def _overview(out_dir, job, window, step):
         o = overview.job_overview(job, out_dir)
         o["kind"] = "job"
         o["charts"] = {
-            "processes": charts.processes("processes", o["processes"]) if o["processes"] else None,
+            "processes": charts.processes("processes", o["processes"])
+            if any(p["kinds"] for p in o["processes"]) else None,
             "top_kernels": charts.bars("top-kernels", "Top kernels over processes (median, "
                                        "min-max)", o["top_kernels"]) if o["top_kernels"] else None,
             "top_operators": charts.bars("top-operators", "Top operators over processes (median, "
