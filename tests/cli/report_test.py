@@ -158,7 +158,7 @@ def browse(browser, page, out):
     log = subprocess.run([browser] + FLAGS + ["--enable-logging=stderr", "--v=0", "--dump-dom",
                                               "file://" + page],
                          capture_output=True, text=True, check=True, timeout=120)
-    console = [line for line in log.stderr.splitlines() if ":CONSOLE(" in line]
+    console = [line for line in log.stderr.splitlines() if ":CONSOLE" in line]
     return Dom(log.stdout), console
 
 
