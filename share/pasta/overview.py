@@ -5,8 +5,8 @@ picture, and for a job its processes side by side.
 
 Every series is bounded whatever the run's length: the busy share in BINS bins,
 TOP kernels and operators, at most MEMORY_POINTS memory points (each the largest
-of the points it stands for, so the peak stays), and a step picture whose bars
-are merged below PICTURE_COLUMNS per window. Plain data here; charts.py draws it.
+of the points it stands for, so the peak stays), and a step picture of at most
+PICTURE_STREAMS + 3 rows whose bars are merged below PICTURE_COLUMNS per window. Plain data here; charts.py draws it.
 """
 import json
 import os
@@ -18,6 +18,7 @@ TOP = 10
 BINS = 120
 MEMORY_POINTS = 400
 PICTURE_COLUMNS = 1200
+PICTURE_STREAMS = 16  # the busiest in the window; the others share one row
 DEVICE_CATEGORIES = ("kernel", "memcpy", "memset")
 # A training step ends where its optimizer step does (torch.optim's RecordFunction
 # "Optimizer.step#SGD.step") and starts at its zero_grad, where there is one before;
@@ -251,10 +252,15 @@ def picture(records, ranges, window=None, step=None):
             continue
         key = kernel_kinds.record_kind(cat) or kernel_kinds.kind(name)
         streams.setdefault((pid, tid), []).append((max(s, w0), min(t, w1), key))
+    busiest = sorted(streams, key=lambda k: -sum(t - s for s, t, _ in streams[k]))
+    rest = sorted(b for k in busiest[PICTURE_STREAMS:] for b in streams.pop(k))
     rows = []
     for (pid, tid), bars in sorted(streams.items()):
         rows.append({"label": f"GPU {pid - 1} stream {tid}", "bars": [
             (s / 1e3, (t - s) / 1e3, key) for s, t, key in merge_bars(bars, resolution)]})
+    if rest:
+        rows.append({"label": f"{len(busiest) - PICTURE_STREAMS} other streams", "bars": [
+            (s / 1e3, (t - s) / 1e3, key) for s, t, key in merge_bars(rest, resolution)]})
     for depth in (0, 1):
         ops = [(max(s, w0), min(t, w1), name) for s, t, name, d, cat in ranges
                if d == depth and cat == "op" and t >= w0 and s <= w1]

@@ -333,6 +333,18 @@ def torch_page(browser, build, data, out):
     expect("mem_hotness says how to get accesses", text(dom.ids["mem_hotness"]).startswith(
         "mem_hotness: no memory accesses recorded: run with --memory"), True)
 
+    # Another window, asked for: the picture's heading and its x axis say it.
+    other = os.path.join(out, "window.html")
+    subprocess.run([sys.executable, f"{ROOT}/bin/pasta", "report", out, "--window", "600-700",
+                    "-o", other], check=True, capture_output=True)
+    with open(other) as f:
+        expect("--window 600-700: the picture's heading",
+               re.findall(r"<h2>([^<]*)</h2>", f.read())[0], "The window asked for, 600.0-700.0 ms")
+    bad = subprocess.run([sys.executable, f"{ROOT}/bin/pasta", "report", out, "--window", "7-3"],
+                         capture_output=True, text=True)
+    expect("--window 7-3: exit code and message", (bad.returncode, bad.stderr.strip()),
+           (2, "pasta: --window takes START-END in ms with START < END (e.g. 480-520), not '7-3'"))
+
     size = os.path.getsize(page)
     print(f"     page {size / 1e3:.0f} kB, Chromium load and DOM dump {seconds:.2f} s, "
           f"page load event at {next(n for n in walk(dom.root) if n['tag'] == 'html')['attrs'].get('data-load-ms')} ms")
