@@ -17,7 +17,7 @@ import kernel_kinds
 TOP = 10
 BINS = 120
 MEMORY_POINTS = 400
-PICTURE_COLUMNS = 1200
+PICTURE_COLUMNS = 800  # about the picture axis's width in pixels
 PICTURE_STREAMS = 16  # the busiest in the window; the others share one row
 DEVICE_CATEGORIES = ("kernel", "memcpy", "memset")
 # A training step ends where its optimizer step does (torch.optim's RecordFunction
@@ -224,16 +224,37 @@ def choose_window(records, ranges, window=None, step=None):
     return records[0][0], max(r[1] for r in records), "The whole run (no step markers)"
 
 
-def merge_bars(bars, resolution):
-    """Bars (start, end, key) of one row merged where the same key follows within
-    `resolution`: a picture's bars are bounded by its width, not the run's length."""
+def merge_bars(bars, w0, w1, columns=PICTURE_COLUMNS):
+    """Bars (start, end, key) of one row, sorted by start, drawn in `columns` pixel
+    columns of the window (w0, w1): the same key following within a column merges;
+    a row still holding more bars than columns gets one bar per column, of the key
+    that covers most of it (runs of one key joined), so a row never holds more
+    bars than columns, whatever the number of kernels."""
+    resolution = (w1 - w0) / columns
     out = []
     for s, t, key in bars:
         if out and out[-1][2] == key and s - out[-1][1] <= resolution:
             out[-1][1] = max(out[-1][1], t)
         else:
             out.append([s, t, key])
-    return out
+    if len(out) <= columns:
+        return out
+    cover = [{} for _ in range(columns)]
+    for s, t, key in out:
+        for c in range(int((s - w0) / resolution), min(int((t - w0) / resolution), columns - 1) + 1):
+            lo = w0 + c * resolution
+            cover[c][key] = cover[c].get(key, 0.0) + min(t, lo + resolution) - max(s, lo)
+    columned = []
+    for c, keys in enumerate(cover):
+        if not keys:
+            continue
+        key = max(keys, key=keys.get)
+        lo = w0 + c * resolution
+        if columned and columned[-1][2] == key and columned[-1][1] >= lo:
+            columned[-1][1] = lo + resolution
+        else:
+            columned.append([lo, lo + resolution, key])
+    return columned
 
 
 def picture(records, ranges, window=None, step=None):
@@ -245,7 +266,6 @@ def picture(records, ranges, window=None, step=None):
     w0, w1, title = chosen
     if w1 <= w0:
         return None
-    resolution = (w1 - w0) / PICTURE_COLUMNS
     streams = {}
     for s, t, cat, name, pid, tid in records:
         if t < w0 or s > w1:
@@ -257,17 +277,17 @@ def picture(records, ranges, window=None, step=None):
     rows = []
     for (pid, tid), bars in sorted(streams.items()):
         rows.append({"label": f"GPU {pid - 1} stream {tid}", "bars": [
-            (s / 1e3, (t - s) / 1e3, key) for s, t, key in merge_bars(bars, resolution)]})
+            (s / 1e3, (t - s) / 1e3, key) for s, t, key in merge_bars(bars, w0, w1)]})
     if rest:
         rows.append({"label": f"{len(busiest) - PICTURE_STREAMS} other streams", "bars": [
-            (s / 1e3, (t - s) / 1e3, key) for s, t, key in merge_bars(rest, resolution)]})
+            (s / 1e3, (t - s) / 1e3, key) for s, t, key in merge_bars(rest, w0, w1)]})
     for depth in (0, 1):
         ops = [(max(s, w0), min(t, w1), name) for s, t, name, d, cat in ranges
                if d == depth and cat == "op" and t >= w0 and s <= w1]
         if ops:
             rows.append({"label": "operators" if depth == 0 else "operators, inner",
                          "bars": [(s / 1e3, (t - s) / 1e3, name)
-                                  for s, t, name in merge_bars(ops, resolution)]})
+                                  for s, t, name in merge_bars(ops, w0, w1)]})
     return {"start_ms": w0 / 1e3, "end_ms": w1 / 1e3, "title": title, "rows": rows,
             "kernels": sum(1 for r in records if r[2] == "kernel" and w0 <= r[0] <= w1)}
 
