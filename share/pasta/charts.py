@@ -137,8 +137,9 @@ def memory(chart, device, width=4.1, height=2.4):
         return _svg(fig, chart, f"Tensor memory, GPU {device['device']}")
 
 
-def processes(chart, rows, width=8.4, height=None):
-    """Each process's device time by kind as one stacked bar; the straggler marked."""
+def processes(chart, rows, listed, width=8.4, height=None):
+    """Each process's device time by kind as one stacked bar; the straggler marked.
+    `listed`: how many the job has (rows may be the busiest of them)."""
     with plt.rc_context(STYLE):
         height = height or 0.9 + 0.32 * len(rows)
         fig, ax = _figure(width, height)
@@ -165,7 +166,8 @@ def processes(chart, rows, width=8.4, height=None):
         ax.set_xlim(0, max(left + [1e-9]) * 1.25)
         ax.set_xlabel("device time (ms), idle left out")
         fig.legend(loc="outside right upper", fontsize=7, frameon=False)
-        return _svg(fig, chart, "Processes side by side: device time by kind")
+        return _svg(fig, chart, "Processes side by side: device time by kind" + (
+            f" (the {len(rows)} busiest of {listed})" if listed > len(rows) else ""))
 
 
 def step(chart, picture, width=12.0):

@@ -18,6 +18,7 @@ TOP = 10
 BINS = 120
 MEMORY_POINTS = 400
 PICTURE_COLUMNS = 800  # about the picture axis's width in pixels
+PROCESSES = 32  # a job's processes drawn side by side: the busiest
 PICTURE_STREAMS = 16  # the busiest in the window; the others share one row
 DEVICE_CATEGORIES = ("kernel", "memcpy", "memset")
 # A training step ends where its optimizer step does (torch.optim's RecordFunction
@@ -344,7 +345,13 @@ def job_overview(job, job_dir):
               for r in (job.get("kernels") or [])[:TOP]]
     op_spread = [{"name": r["name"], "full": r["name"], "ms": r["median"], "min": r["min"],
                   "max": r["max"], "slowest": r["slowest"]} for r in (job.get("operators") or [])[:TOP]]
-    return {"processes": processes, "straggler": job.get("straggler"),
+    listed = len(processes)
+    if listed > PROCESSES:  # the busiest (the straggler among them), in rank order
+        total = {id(p): sum(v for k, v in p["kinds"] if k != kernel_kinds.IDLE) for p in processes}
+        ranked = sorted(processes, key=lambda p: (not p["straggler"], -total[id(p)]))
+        keep = {id(p) for p in ranked[:PROCESSES]}
+        processes = [p for p in processes if id(p) in keep]
+    return {"processes": processes, "listed": listed, "straggler": job.get("straggler"),
             "top_kernels": spread, "top_operators": op_spread}
 
 

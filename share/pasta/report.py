@@ -156,7 +156,7 @@ def _overview(out_dir, job, window, step):
         o = overview.job_overview(job, out_dir)
         o["kind"] = "job"
         o["charts"] = {
-            "processes": charts.processes("processes", o["processes"])
+            "processes": charts.processes("processes", o["processes"], o["listed"])
             if any(p["kinds"] for p in o["processes"]) else None,
             "top_kernels": charts.bars("top-kernels", "Top kernels over processes (median, "
                                        "min-max)", o["top_kernels"]) if o["top_kernels"] else None,
