@@ -1,5 +1,5 @@
 // pasta-trace: look into a recorded trace and replay it through the
-// default analysis tools, on any machine, GPU or not.
+// default analysis tools (and the timeline), on any machine, GPU or not.
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -13,6 +13,7 @@
 #include <pasta/core/metrics.hpp>
 #include <pasta/pasta.hpp>
 #include <pasta/trace.hpp>
+#include <pasta/tools/timeline.hpp>
 #include <pasta/trace/dump.hpp>
 
 namespace {
@@ -98,7 +99,8 @@ int replay(const std::string& path, const std::string& out_dir) {
       pasta::Profiler<pasta::Replay, pasta::proc::Cpu, pasta::tools::KernelFreq,
                       pasta::tools::MemHotness, pasta::tools::UvmHotness, pasta::tools::ScopeTime,
                       pasta::tools::OpSummary, pasta::tools::OpCounters, pasta::tools::TensorAlloc,
-                      pasta::tools::TensorHotness, pasta::tools::EventCount>;
+                      pasta::tools::TensorHotness, pasta::tools::EventCount,
+                      pasta::tools::Timeline>;
   try {
     pasta::trace::TraceReader header(path);
     fmt::print(stderr, "pasta-trace: replaying {}\n", path);

@@ -2,7 +2,7 @@
 # Installs what building and testing pasta needs on Debian/Ubuntu: the
 # compiler toolchain, Boost (Hana, CRC, Container), fmt, nlohmann/json,
 # doctest, Google Benchmark; with --all also Chromium (for the report test), Debian's HIP and rocPRIM,
-# and from PyPI Conan, Jinja2, atheris and the Compute Sanitizer API wheel. Does nothing for what is already there; safe to run again.
+# and from PyPI Conan, Jinja2, matplotlib, atheris and the Compute Sanitizer API wheel. Does nothing for what is already there; safe to run again.
 set -euo pipefail
 
 need_apt=()
@@ -34,6 +34,8 @@ if [ "${1:-}" = "--all" ]; then
   # Jinja2 renders `pasta report`'s HTML page; Chromium (Debian) is the
   # browser the report test loads it in.
   "$py" -m pip show jinja2 >/dev/null 2>&1 || "$py" -m pip install -q "jinja2>=3"
+  # matplotlib draws the report's charts as inline SVG (share/pasta/charts.py).
+  "$py" -m pip show matplotlib >/dev/null 2>&1 || "$py" -m pip install -q "matplotlib>=3.7"
   # jsonschema: checks the per-operator profile against docs/schema.
   "$py" -m pip show jsonschema >/dev/null 2>&1 || "$py" -m pip install -q "jsonschema>=4"
   # atheris: libFuzzer for Python, for the launcher's fuzz target (tests/fuzz).

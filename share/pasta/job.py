@@ -27,32 +27,12 @@ import json
 import os
 import statistics
 
+from overview import busy, device_records, load_json_tolerant, read_timeline, timeline_events
+
 FORMAT = 1  # of job.json
 # NCCL's kernels wait for the slowest rank: they are left out of the
 # straggler's compute time.
 COMMUNICATION_PREFIXES = ("ncclDevKernel", "ncclKernel", "nccl")
-
-
-def load_json_tolerant(path):
-    """A JSON file, or a timeline cut short (its closing brackets missing)."""
-    with open(path) as f:
-        text = f.read()
-    try:
-        return json.loads(text)
-    except ValueError:
-        body = text.rstrip().rstrip(",")
-        for tail in ("]}", "]", "}]}"):
-            try:
-                return json.loads(body + tail)
-            except ValueError:
-                continue
-        raise
-
-
-def timeline_events(doc):
-    """The events of a pasta timeline in either format (object or array)."""
-    events = doc.get("traceEvents", []) if isinstance(doc, dict) else doc
-    return [e for e in events if isinstance(e, dict) and e]
 
 
 def label(rank, pid):
@@ -127,27 +107,11 @@ def find_processes(dirs, run_id=None):
 def busy_share(p):
     """(busy %, span ms) of the GPUs in p's timeline: the union of kernel, copy and
     memset intervals over the span from the first to the last of them."""
-    path = os.path.join(p.dir, "timeline.trace.json")
-    if not os.path.exists(path):
+    events = read_timeline(p.dir)
+    busy_us, span_us, covered = busy(device_records(events or []))
+    if not covered:
         return None, None
-    try:
-        events = timeline_events(load_json_tolerant(path))
-    except (OSError, ValueError):
-        return None, None
-    spans = sorted((e["ts"], e["ts"] + e.get("dur", 0)) for e in events
-                   if e.get("ph") == "X" and e.get("cat") in ("kernel", "memcpy", "memset"))
-    if not spans:
-        return None, None
-    busy, end = 0.0, None
-    for s, t in spans:
-        if end is None or s > end:
-            busy += t - s
-            end = t
-        elif t > end:
-            busy += t - end
-            end = t
-    span = max(t for _, t in spans) - spans[0][0]
-    return (100.0 * busy / span if span > 0 else 100.0), span / 1e3
+    return (100.0 * busy_us / span_us if span_us > 0 else 100.0), span_us / 1e3
 
 
 def summarize(p):

@@ -4,18 +4,41 @@ Reads every <tool>.json that pasta wrote (and run.json, which `pasta run`
 writes, and job.json, the processes of a job side by side: share/pasta/job.py), keeps each table's column order from its CSV, inlines the memory
 heatmap SVG, and renders share/pasta/report.html.j2 with Jinja2: the page
 escapes every value by default, and its layout lives in the template, not in
-string concatenation. The page needs no network: styles and the table-sorting
-script are inline.
+string concatenation. The page needs no network: styles, the table-sorting
+script and the charts (matplotlib SVG, share/pasta/charts.py) are inline.
+
+The page opens with an overview (share/pasta/overview.py: where the device time
+went, top kernels and operators, tensor memory, processes side by side) and a
+picture of one step; then a section per tool, where a tool with nothing to show
+is one line saying how to get it, kernels go by their short names (the full
+signature on hover and in the CSV), and empty tables are left out.
 """
 import csv
+import importlib
 import json
 import os
+
+import kernel_kinds
+import overview
 
 # The order tools appear in; any other report follows, alphabetically.
 ORDER = ["kernel_freq", "op_summary", "mem_hotness", "uvm_hotness", "tensor_alloc",
          "tensor_hotness", "scope_time", "timeline", "event_count", "sanitizer", "gpu_bucketing",
          "correlation", "record"]
 ROWS = 50  # rows per table on the page; the CSV has them all
+# What a tool whose tables are all empty says instead, by tool.
+NOTHING = {
+    "mem_hotness": "no memory accesses recorded: run with --memory",
+    "uvm_hotness": "no managed (UVM) memory accessed: a program that uses cudaMallocManaged, "
+                   "run with --memory",
+    "tensor_alloc": "no tensors recorded: run a PyTorch program with --torch",
+    "tensor_hotness": "no tensor accesses recorded: run a PyTorch program with --torch --memory",
+    "op_summary": "no operators recorded: run a PyTorch program with --torch",
+    "op_counters": "no hardware counters measured: run with --counters",
+    "scope_time": "no scopes recorded: mark regions with PASTA_SCOPE or NVTX ranges",
+}
+# Columns that name a kernel: shown by short name, the full name as the tooltip.
+KERNEL_COLUMNS = ("kernel", "top_kernel", "first_kernel")
 
 
 def _columns(out_dir, tool, table, rows):
@@ -36,8 +59,34 @@ def _cell(value):
     return "" if value is None else str(value)
 
 
-def collect(out_dir):
-    """Everything the template shows, from the files in out_dir."""
+def _row(row, columns):
+    """A table row as (text, tooltip) cells: kernels by short name, the signature
+    (or the name itself) on hover."""
+    cells = []
+    for c in columns:
+        text = _cell(row.get(c))
+        if c in KERNEL_COLUMNS and text:
+            full = row.get("signature") if c == "kernel" and row.get("signature") else text
+            cells.append((kernel_kinds.short_name(text), full))
+        else:
+            cells.append((text, None))
+    return cells
+
+
+def _nothing(name, report, tables):
+    """The one line a tool with nothing to show gets, or None."""
+    summary = report.get("summary", {})
+    if name == "op_counters" and not summary.get("measured") and not summary.get(
+            "propagated from a measured launch of the same signature"):
+        return NOTHING[name]
+    if report.get("tables") and not any(t["total"] for t in tables):
+        return NOTHING.get(name, "nothing recorded")
+    return None
+
+
+def collect(out_dir, window=None, step=None):
+    """Everything the template shows, from the files in out_dir; window (start, end ms)
+    or step (1 = the first) choose the step picture."""
     files = sorted(f for f in os.listdir(out_dir) if not f.endswith(".tmp"))
     run = {}
     if "run.json" in files:
@@ -59,10 +108,12 @@ def collect(out_dir):
         tables = []
         for tname, rows in report.get("tables", {}).items():
             columns, csv_file = _columns(out_dir, name, tname, rows)
+            if "kernel" in columns:  # the signature is the kernel cell's tooltip
+                columns = [c for c in columns if c != "signature"]
             tables.append({
                 "name": tname,
                 "columns": columns,
-                "rows": [[_cell(r.get(c)) for c in columns] for r in rows[:ROWS]],
+                "rows": [_row(r, columns) for r in rows[:ROWS]],
                 "total": len(rows),
                 "csv": csv_file,
                 "numeric": [all(_numeric(r.get(c)) for r in rows[:ROWS]) for c in columns],
@@ -73,7 +124,9 @@ def collect(out_dir):
             with open(svg_path) as f:
                 svg = f.read()
         tools.append({"name": name, "summary": list(report.get("summary", {}).items()),
-                      "partial": report.get("partial"), "tables": tables, "svg": svg})
+                      "partial": report.get("partial"), "svg": svg,
+                      "nothing": _nothing(name, report, tables),
+                      "tables": [t for t in tables if t["total"]]})
     timeline = next((f for f in files if f.endswith(".trace.json") and f != "job.trace.json"),
                     None)
     job = None
@@ -87,21 +140,63 @@ def collect(out_dir):
                                if page and os.path.exists(page) and row["dir"] != "." else None)
         except (OSError, ValueError) as e:
             problems.append(f"job.json could not be read: {e}")
+    for row in (job or {}).get("processes", []):
+        row["top_kernel_short"] = kernel_kinds.short_name(row["top_kernel"] or "")
+    for row in (job or {}).get("kernels", []):
+        row["short"] = kernel_kinds.short_name(row["name"])
     return {"dir": os.path.abspath(out_dir), "run": run, "tools": tools, "files": files,
-            "timeline": timeline, "problems": problems, "rows_shown": ROWS, "job": job}
+            "timeline": timeline, "problems": problems, "rows_shown": ROWS, "job": job,
+            "overview": _overview(out_dir, job, window, step)}
+
+
+def _overview(out_dir, job, window, step):
+    """The overview's numbers and charts (SVG), for one process or for a job."""
+    import charts  # imported here: matplotlib is slow to import
+    if job:
+        o = overview.job_overview(job, out_dir)
+        o["kind"] = "job"
+        o["charts"] = {
+            "processes": charts.processes("processes", o["processes"], o["listed"])
+            if any(p["kinds"] for p in o["processes"]) else None,
+            "top_kernels": charts.bars("top-kernels", "Top kernels over processes (median, "
+                                       "min-max)", o["top_kernels"]) if o["top_kernels"] else None,
+            "top_operators": charts.bars("top-operators", "Top operators over processes (median, "
+                                         "min-max)", o["top_operators"], colour=charts.OPERATOR)
+            if o["top_operators"] else None, "step": None}
+        return o
+    o = overview.run_overview(out_dir, window, step)
+    if o is None:
+        return None
+    o["kind"] = "run"
+    o["charts"] = {
+        "busy": charts.busy("busy", o["busy_over_time"], o["busy_pct"])
+        if o["busy_over_time"] else None,
+        "kinds": charts.kinds("kinds", o["kinds"], o["span_ms"])
+        if any(k != kernel_kinds.IDLE for k, _ in o["kinds"]) else None,
+        "top_kernels": charts.bars("top-kernels", "Top kernels by device time",
+                                   o["top_kernels"]) if o["top_kernels"] else None,
+        "top_operators": charts.bars("top-operators", "Top operators by device self time",
+                                     o["top_operators"], colour=charts.OPERATOR)
+        if o["top_operators"] else None,
+        "memory": [charts.memory(f"memory-{m['device']}", m) for m in o["memory"]],
+        "step": charts.step("step-picture", o["picture"]) if o["picture"] else None,
+    }
+    return o
 
 
 def _numeric(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def render(out_dir, template_dir, output=None):
-    """Writes out_dir/report.html (or `output`); returns its path."""
+def render(out_dir, template_dir, output=None, window=None, step=None):
+    """Writes out_dir/report.html (or `output`); returns its path. Raises ImportError
+    naming the module (jinja2, matplotlib) that is missing."""
     import jinja2  # imported here: only `pasta report` needs it
+    importlib.import_module("matplotlib")  # charts.py draws with it: say so up front
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(template_dir),
                              autoescape=jinja2.select_autoescape(["html", "j2"]),
                              undefined=jinja2.StrictUndefined)
-    page = env.get_template("report.html.j2").render(**collect(out_dir))
+    page = env.get_template("report.html.j2").render(**collect(out_dir, window, step))
     output = output or os.path.join(out_dir, "report.html")
     tmp = output + ".tmp"
     with open(tmp, "w") as f:

@@ -1,0 +1,204 @@
+"""The overview's charts, drawn by matplotlib as SVG and inlined in the page: no
+script, no network, a few kB each. Text stays text (svg.fonttype "none"), so the
+browser renders it and a test reads it. Each bar, its label and its value carry
+an id (<chart>-bar-<i>, <chart>-label-<i>, <chart>-value-<i>) and the bar a
+tooltip (<title>) with the full name.
+"""
+import html
+import io
+import re
+
+import matplotlib
+
+matplotlib.use("svg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+import kernel_kinds  # noqa: E402
+
+# One colour per kind, the same in every chart (matplotlib's tab10 and greys).
+COLOURS = {
+    kernel_kinds.GEMM: "#1f77b4", kernel_kinds.ATTENTION: "#9467bd",
+    kernel_kinds.REDUCTION: "#2ca02c", kernel_kinds.ELEMENTWISE: "#ff7f0e",
+    kernel_kinds.COMMUNICATION: "#d62728", kernel_kinds.OTHER: "#8c564b",
+    kernel_kinds.COPY: "#17becf", kernel_kinds.MEMSET: "#bcbd22", kernel_kinds.IDLE: "#d9d9d9",
+}
+OPERATOR = "#7f7f7f"
+LABEL_CHARS = 32
+STYLE = {"svg.fonttype": "none", "font.size": 8, "axes.spines.top": False,
+         "axes.spines.right": False}
+
+
+def label(name, chars=LABEL_CHARS):
+    return name if len(name) <= chars else name[:chars - 1] + "\u2026"
+
+
+def ms(value):
+    return f"{value:.3f} ms" if value < 100 else f"{value:,.1f} ms"
+
+
+def _svg(fig, chart, caption, titles=None):
+    """{"svg": the figure as an inline <svg> element (no XML prolog or metadata, a
+    <title> inside each element named in `titles`), "caption": its caption, which
+    the page sets as HTML text}."""
+    buf = io.StringIO()
+    with plt.rc_context({"svg.hashsalt": chart}):
+        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
+    plt.close(fig)
+    svg = buf.getvalue()
+    svg = svg[svg.index("<svg"):]
+    svg = re.sub(r"\s*<metadata>.*?</metadata>", "", svg, flags=re.S)
+    svg = re.sub(r' xmlns(:xlink)?="[^"]*"', "", svg)
+    svg = svg.replace("<svg ", f'<svg class="chart" id="{chart}" role="img" ', 1)
+    for gid, title in (titles or {}).items():
+        svg = svg.replace(f'<g id="{gid}">', f'<g id="{gid}"><title>{html.escape(title)}</title>', 1)
+    return {"svg": svg, "caption": caption}
+
+
+def _figure(width, height):
+    """A figure of a fixed size (the page's grid fits three across), laid out inside."""
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(width, height), layout="constrained")
+    return fig, ax
+
+
+def bars(chart, title, items, width=4.1, height=2.4, colour=None):
+    """Horizontal bars, largest on top: items are dicts with name, full, ms, and
+    optionally kind (the colour), min and max (a range drawn over the bar)."""
+    with plt.rc_context(STYLE):
+        fig, ax = _figure(width, height)
+        items = list(items)
+        y = list(range(len(items)))[::-1]
+        colours = [colour or COLOURS.get(i.get("kind"), OPERATOR) for i in items]
+        drawn = ax.barh(y, [i["ms"] for i in items], color=colours, height=0.7)
+        titles = {}
+        for n, (bar, item) in enumerate(zip(drawn, items)):
+            bar.set_gid(f"{chart}-bar-{n}")
+            titles[f"{chart}-bar-{n}"] = f"{item['full']}: {ms(item['ms'])}"
+        if any("max" in i for i in items):
+            ax.errorbar([i["ms"] for i in items], y, fmt="none", ecolor="#333", elinewidth=0.8,
+                        capsize=2, xerr=[[i["ms"] - i["min"] for i in items],
+                                         [i["max"] - i["ms"] for i in items]])
+        ax.set_yticks(y, [label(i["name"]) for i in items])
+        for n, tick in enumerate(ax.get_yticklabels()):
+            tick.set_gid(f"{chart}-label-{n}")
+        values = ax.bar_label(drawn, labels=[ms(i["ms"]) for i in items], padding=2, fontsize=7)
+        for n, text in enumerate(values):
+            text.set_gid(f"{chart}-value-{n}")
+        ax.set_xlim(0, max([i.get("max", i["ms"]) for i in items] + [1e-9]) * 1.3)
+        ax.set_xlabel("device time (ms)")
+        ax.tick_params(axis="y", length=0)
+        return _svg(fig, chart, title, titles)
+
+
+def kinds(chart, pairs, span_ms, width=4.1, height=2.4):
+    """Device time per kind, as bars in the kinds' order; idle gaps, which would dwarf
+    them in most runs, in the title."""
+    idle = dict(pairs).get(kernel_kinds.IDLE)
+    title = "Device time by kind"
+    if idle is not None and span_ms:
+        title += f"; idle gaps {ms(idle)} ({100 * idle / span_ms:.1f}%)"
+    return bars(chart, title, [{"name": k, "full": k, "ms": v, "kind": k} for k, v in pairs
+                               if k != kernel_kinds.IDLE], width, height)
+
+
+def busy(chart, series, busy_pct, width=4.1, height=2.4):
+    """The GPU's busy share over the run, as an area over time."""
+    with plt.rc_context(STYLE):
+        fig, ax = _figure(width, height)
+        t = [p[0] for p in series]
+        pct = [p[1] for p in series]
+        step = (t[1] - t[0]) if len(t) > 1 else 1.0
+        ax.fill_between(t + [t[-1] + step], pct + [pct[-1]], step="post", color=COLOURS[
+            kernel_kinds.GEMM], linewidth=0, gid=f"{chart}-area")
+        ax.set_ylim(0, 100)
+        ax.set_xlim(t[0], t[-1] + step)
+        ax.set_ylabel("busy %")
+        ax.set_xlabel("time (ms)")
+        return _svg(fig, chart, f"GPU busy over the run: {busy_pct:.1f}%")
+
+
+def memory(chart, device, width=4.1, height=2.4):
+    """Live tensor memory of one GPU over time, the peak marked with its operator."""
+    with plt.rc_context(STYLE):
+        fig, ax = _figure(width, height)
+        t = [p[0] for p in device["points"]]
+        mb = [p[1] for p in device["points"]]
+        ax.fill_between(t, mb, step="post", color="#9ecae1", linewidth=0.8, edgecolor="#3182bd")
+        peak = ax.annotate(f"peak {device['peak_mb']:.1f} MB\n{label(device['op_at_peak'], 30)}",
+                           (device["peak_at_ms"], device["peak_mb"]), xytext=(-4, -4),
+                           textcoords="offset points", ha="right", va="top", fontsize=7,
+                           bbox={"boxstyle": "square,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.85},
+                           arrowprops={"arrowstyle": "-", "color": "#333", "lw": 0.6})
+        peak.set_gid(f"{chart}-peak")
+        ax.plot([device["peak_at_ms"]], [device["peak_mb"]], "o", color="#c33", markersize=3)
+        ax.set_ylim(0, device["peak_mb"] * 1.1 or 1)
+        ax.set_ylabel("live tensors (MB)")
+        ax.set_xlabel("time (ms since the first tensor event)")
+        return _svg(fig, chart, f"Tensor memory, GPU {device['device']}")
+
+
+def processes(chart, rows, listed, width=8.4, height=None):
+    """Each process's device time by kind as one stacked bar; the straggler marked.
+    `listed`: how many the job has (rows may be the busiest of them)."""
+    with plt.rc_context(STYLE):
+        height = height or 0.9 + 0.32 * len(rows)
+        fig, ax = _figure(width, height)
+        y = list(range(len(rows)))[::-1]
+        shown = [k for k in kernel_kinds.KINDS if k != kernel_kinds.IDLE and
+                 any(dict(r["kinds"]).get(k) for r in rows)]
+        left = [0.0] * len(rows)
+        for k in shown:
+            widths = [dict(r["kinds"]).get(k, 0.0) for r in rows]
+            drawn = ax.barh(y, widths, left=left, color=COLOURS[k], height=0.6, label=k)
+            for n, bar in enumerate(drawn):
+                bar.set_gid(f"{chart}-bar-{n}-{kernel_kinds.KINDS.index(k)}")
+            left = [a + b for a, b in zip(left, widths)]
+        names = [r["name"] + (" (straggler)" if r["straggler"] else "") for r in rows]
+        ax.set_yticks(y, names)
+        for n, tick in enumerate(ax.get_yticklabels()):
+            tick.set_gid(f"{chart}-label-{n}")
+            if rows[n]["straggler"]:
+                tick.set_color("#c33")
+                tick.set_fontweight("bold")
+        for n, total in enumerate(left):
+            text = ax.text(total, y[n], " " + ms(total), va="center", fontsize=7)
+            text.set_gid(f"{chart}-value-{n}")
+        ax.set_xlim(0, max(left + [1e-9]) * 1.25)
+        ax.set_xlabel("device time (ms), idle left out")
+        fig.legend(loc="outside right upper", fontsize=7, frameon=False)
+        return _svg(fig, chart, "Processes side by side: device time by kind" + (
+            f" (the {len(rows)} busiest of {listed})" if listed > len(rows) else ""))
+
+
+def step(chart, picture, width=12.0):
+    """One window of the timeline: a row per stream and per operator depth."""
+    with plt.rc_context(STYLE):
+        rows = picture["rows"]
+        fig, ax = _figure(width, 0.6 + 0.28 * len(rows))
+        span = picture["end_ms"] - picture["start_ms"]
+        seen = set()
+        for n, row in enumerate(rows[::-1]):
+            by_colour = {}
+            for start, length, key in row["bars"]:
+                colour = COLOURS.get(key, OPERATOR)
+                by_colour.setdefault(colour, []).append((start, max(length, span / 4000)))
+                seen.add(key if key in COLOURS else None)
+            for colour, spans in by_colour.items():
+                ax.broken_barh(spans, (n - 0.35, 0.7), facecolors=colour, linewidth=0)
+            if row["label"].startswith("operators"):
+                for start, length, name in row["bars"]:
+                    if length > span / 12:
+                        ax.text(start + length / 2, n, label(name, int(length / span * 110)),
+                                ha="center", va="center", fontsize=6, color="white", clip_on=True)
+        ax.set_yticks(range(len(rows)), [r["label"] for r in rows[::-1]])
+        ax.set_xlim(picture["start_ms"], picture["end_ms"])
+        ax.set_ylim(-0.6, len(rows) - 0.4)
+        ax.set_xlabel("time (ms, as in the timeline file)")
+        ax.tick_params(axis="y", length=0)
+        handles = [matplotlib.patches.Patch(color=COLOURS[k], label=k)
+                   for k in kernel_kinds.KINDS if k in seen]
+        if None in seen:
+            handles.append(matplotlib.patches.Patch(color=OPERATOR, label="operator"))
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7,
+                  frameon=False)
+        return _svg(fig, chart, None)
