@@ -353,7 +353,8 @@ class Profiler {
       if (auto n = pipeline_->reentrant_events())
         detail::log(
             fmt::format("{} events raised by pasta's own device work were not analysed", n));
-      if (announce && !files.empty())
+      // PASTA_VERBOSE says it even with PASTA_PRINT=none: the benchmarks read the stop time.
+      if ((announce || (final && config_.verbose)) && !files.empty())
         detail::log(fmt::format("{} report files in {}/ (stopping took {:.1f} ms)", files.size(),
                                 config_.output_dir, (detail::steady_ns() - stop_began_ns_) / 1e6));
       if (final && registry_) registry_->finished(outcome(activity, partial), stopped_by_);
