@@ -359,6 +359,26 @@ def torch_page(browser, build, data, out):
     expect("screenshot has content (> 20 KB)", len(png) > 20_000, True)
 
 
+def gpt12_page(browser, build, data, out):
+    """A 12-block GPT, 3 training steps recorded on the H100 (tests/gpu/run.sh record-gpt): the
+    page of a model-sized run stays small, and its top kernels are the reports'."""
+    page = replay_and_report(build, data, "gpt12_torch_h100", out)
+    t0 = time.perf_counter()
+    dom, console = browse(browser, page, out)
+    seconds = time.perf_counter() - t0
+    common(dom, console, page, "gpt12")
+    size = os.path.getsize(page)
+    expect("gpt12: page under 5 MB", size < 5 << 20, True)
+    kf = load(os.path.join(out, "kernel_freq.json"))["tables"]["kernels"]
+    top = sorted(kf, key=lambda k: -k["total_ms"])[:10]
+    check_bars(dom, "top-kernels", [(kernel_kinds.short_name(k["kernel"]), k["signature"],
+                                     k["total_ms"]) for k in top], "gpt12: top-10 kernels")
+    html_node = next(n for n in walk(dom.root) if n["tag"] == "html")
+    # Told, not checked: a load time is a benchmark, and this machine may be busy.
+    print(f"  gpt12: page {size / 1e6:.2f} MB, {len(kf)} kernels; load event at "
+          f"{html_node['attrs'].get('data-load-ms')} ms, Chromium's whole run {seconds:.2f} s")
+
+
 def job_page(browser, build, data, out):
     """The DDP job's two ranks: side by side, the straggler named."""
     shutil.rmtree(out, ignore_errors=True)
@@ -419,6 +439,7 @@ def main(build, data, out):
     uvm_page(browser, build, data, os.path.join(out, "uvm"))
     torch_page(browser, build, data, os.path.join(out, "torch"))
     job_page(browser, build, data, os.path.join(out, "ddp"))
+    gpt12_page(browser, build, data, os.path.join(out, "gpt12"))
     print("PASSED" if checks.failures == 0 else f"FAILED: {checks.failures} checks")
     return 0 if checks.failures == 0 else 1
 
