@@ -20,6 +20,7 @@ import os
 
 import kernel_kinds
 import overview
+from job import label as process_label
 
 # The order tools appear in; any other report follows, alphabetically.
 ORDER = ["kernel_freq", "op_summary", "mem_hotness", "uvm_hotness", "tensor_alloc",
@@ -142,11 +143,32 @@ def collect(out_dir, window=None, step=None):
             problems.append(f"job.json could not be read: {e}")
     for row in (job or {}).get("processes", []):
         row["top_kernel_short"] = kernel_kinds.short_name(row["top_kernel"] or "")
+    if job:
+        job["shown"] = shown_processes(job)
     for row in (job or {}).get("kernels", []):
         row["short"] = kernel_kinds.short_name(row["name"])
     return {"dir": os.path.abspath(out_dir), "run": run, "tools": tools, "files": files,
             "timeline": timeline, "problems": problems, "rows_shown": ROWS, "job": job,
             "overview": _overview(out_dir, job, window, step)}
+
+
+def shown_processes(job, rows=ROWS):
+    """The processes the job table shows, in their order: all of them up to `rows`; past that
+    every process that did not finish with reports first, then the straggler, then the
+    others in order, `rows` in all (job.txt and job.json list every one)."""
+    processes = job.get("processes", [])
+    if len(processes) <= rows:
+        return processes
+    straggler = (job.get("straggler") or {}).get("process")
+    first = [p for p in processes if p.get("status") != "finished"]
+    first += [p for p in processes if p.get("status") == "finished" and
+              process_label(p.get("rank"), p.get("pid")) == straggler]
+    picked = {id(p) for p in first[:rows]}
+    for p in processes:
+        if len(picked) >= rows:
+            break
+        picked.add(id(p))
+    return [p for p in processes if id(p) in picked]
 
 
 def _overview(out_dir, job, window, step):

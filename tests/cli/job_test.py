@@ -14,6 +14,7 @@ every 100 us from t = 1 ms, then one 10 us all-reduce.
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -231,6 +232,18 @@ def many(tmp, n=64, kernels=1000):
     expect(f"{n} synthetic ranks merged", len(doc["processes"]), n)
     expect("every kernel on the merged timeline", events, n * kernels)
     expect("straggler of the synthetic ranks", doc["straggler"]["process"], f"rank {n - 1}")
+    page = os.path.join(job, "report.html")
+    if os.path.exists(page):  # without Jinja2 and matplotlib there is no page (report_test says)
+        with open(page) as f:
+            html = f.read()
+        table = html[html.index('<section id="job">'):]
+        table = table[table.index("<tbody>"):table.index("</tbody>")]
+        ranks = [int(m) for m in re.findall(r'<tr><td class="num">(\d+)</td>', table)]
+        # 50 rows: the straggler (rank n - 1), then the first ranks; job.txt lists them all.
+        expect("the job table's rows (first by rank, the straggler kept)", ranks,
+               list(range(49)) + [n - 1])
+        expect("the job table says how many it shows",
+               f"50 of\n{n} processes shown" in html, True)
     print(f"merge of {n} ranks x {kernels} kernels: {seconds:.2f} s (pasta report, the HTML page "
           f"included), job.trace.json {os.path.getsize(trace) / 1e6:.1f} MB, "
           f"job.json {os.path.getsize(os.path.join(job, 'job.json')) / 1e3:.1f} kB")
