@@ -87,7 +87,9 @@ concept HasReport = requires(const T& t, Report& r) {
 inline constexpr std::string_view other_known_variables[] = {
     "PASTA_HANDLER", "PASTA_CUPTI_SKIP", "PASTA_SANITIZER_LIB",
     // read by the pasta launcher (bin/pasta)
-    "PASTA_BUILD_DIR", "PASTA_INJECT_LIB", "PASTA_TRACE_TOOL",
+    "PASTA_BUILD_DIR", "PASTA_INJECT_LIB", "PASTA_TRACE_TOOL", "PASTA_STALL_ACCESS_LIB",
+    // read by CMake when pasta is built: often left exported in a shell that also runs programs
+    "PASTA_SANITIZER_ROOT", "PASTA_TORCH_ROOT",
     // set by the launcher for the processes it starts (core/process.hpp)
     "PASTA_RUN_ID", "PASTA_LAUNCHER_PID"};
 
