@@ -14,7 +14,6 @@ is one line saying how to get it, kernels go by their short names (the full
 signature on hover and in the CSV), and empty tables are left out.
 """
 import csv
-import importlib
 import json
 import os
 
@@ -171,9 +170,36 @@ def shown_processes(job, rows=ROWS):
     return [p for p in processes if id(p) in picked]
 
 
+CHARTS_MISSING = "charts need matplotlib, which is not installed here (pip install matplotlib)"
+
+
+def charts_available():
+    return _charts() is not None
+
+
+NO_CHARTS = {"busy": None, "kinds": None, "top_kernels": None, "top_operators": None,
+             "memory": [], "step": None, "processes": None}
+
+
+def _charts():
+    """share/pasta/charts.py, or None where matplotlib is missing: the page then has its
+    numbers and tables, and says how to get the charts."""
+    try:
+        import charts  # imported here: matplotlib is slow to import
+    except ImportError:
+        return None
+    return charts
+
+
 def _overview(out_dir, job, window, step):
     """The overview's numbers and charts (SVG), for one process or for a job."""
-    import charts  # imported here: matplotlib is slow to import
+    charts = _charts()
+    if charts is None:
+        o = overview.job_overview(job, out_dir) if job else overview.run_overview(out_dir, window,
+                                                                                 step)
+        if o is not None:
+            o.update(kind="job" if job else "run", charts=NO_CHARTS, charts_missing=CHARTS_MISSING)
+        return o
     if job:
         o = overview.job_overview(job, out_dir)
         o["kind"] = "job"
@@ -212,9 +238,8 @@ def _numeric(v):
 
 def render(out_dir, template_dir, output=None, window=None, step=None):
     """Writes out_dir/report.html (or `output`); returns its path. Raises ImportError
-    naming the module (jinja2, matplotlib) that is missing."""
+    without Jinja2; without matplotlib the page has no charts (charts_available() says)."""
     import jinja2  # imported here: only `pasta report` needs it
-    importlib.import_module("matplotlib")  # charts.py draws with it: say so up front
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(template_dir),
                              autoescape=jinja2.select_autoescape(["html", "j2"]),
                              undefined=jinja2.StrictUndefined)

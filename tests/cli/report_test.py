@@ -359,6 +359,28 @@ def torch_page(browser, build, data, out):
     expect("screenshot has content (> 20 KB)", len(png) > 20_000, True)
 
 
+def no_matplotlib_page(build, data, out):
+    """Without matplotlib the page is still written, with its numbers and tables and one line
+    saying how to get the charts; `pasta report` says so too, and exits 0."""
+    replay_and_report(build, data, "resnet18_torch_h100", out)
+    blocker = os.path.join(out, "no-matplotlib")
+    os.makedirs(os.path.join(blocker, "matplotlib"))
+    with open(os.path.join(blocker, "matplotlib", "__init__.py"), "w") as f:
+        f.write("raise ImportError(\"No module named 'matplotlib'\", name='matplotlib')\n")
+    os.remove(os.path.join(out, "report.html"))
+    p = subprocess.run([sys.executable, f"{ROOT}/bin/pasta", "report", out], capture_output=True,
+                       text=True, env=dict(os.environ, PYTHONPATH=blocker))
+    expect("no matplotlib: pasta report's exit code", p.returncode, 0)
+    expect("no matplotlib: what it says", [l for l in p.stderr.splitlines() if "no charts" in l],
+           ["pasta: the report page has no charts: charts need matplotlib, which is not "
+            "installed here (pip install matplotlib)"])
+    with open(os.path.join(out, "report.html")) as f:
+        page = f.read()
+    expect("no matplotlib: the page says so, draws no chart and keeps its tables",
+           ('id="no-charts"' in page, "<svg" in page, page.count('<table class="data') > 0),
+           (True, False, True))
+
+
 def gpt12_page(browser, build, data, out):
     """A 12-block GPT, 3 training steps recorded on the H100 (tests/gpu/run.sh record-gpt): the
     page of a model-sized run stays small, and its top kernels are the reports'."""
@@ -440,6 +462,7 @@ def main(build, data, out):
     torch_page(browser, build, data, os.path.join(out, "torch"))
     job_page(browser, build, data, os.path.join(out, "ddp"))
     gpt12_page(browser, build, data, os.path.join(out, "gpt12"))
+    no_matplotlib_page(build, data, os.path.join(out, "no-matplotlib"))
     print("PASSED" if checks.failures == 0 else f"FAILED: {checks.failures} checks")
     return 0 if checks.failures == 0 else 1
 
