@@ -146,6 +146,8 @@ def collect(out_dir, window=None, step=None):
         job["shown"] = shown_processes(job)
     for row in (job or {}).get("kernels", []):
         row["short"] = kernel_kinds.short_name(row["name"])
+    for row in (job or {}).get("operators", []):
+        row["short"] = row["name"]  # operators are named as they are
     return {"dir": os.path.abspath(out_dir), "run": run, "tools": tools, "files": files,
             "timeline": timeline, "problems": problems, "rows_shown": ROWS, "job": job,
             "overview": _overview(out_dir, job, window, step)}
