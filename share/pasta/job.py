@@ -184,7 +184,8 @@ def straggler(rows):
         return None
     slow = max(timed, key=lambda r: r["compute_ms"])
     others = statistics.median(r["compute_ms"] for r in timed if r is not slow)
-    return {"process": label(slow["rank"], slow["pid"]), "compute_ms": slow["compute_ms"], "others_median_ms": others,
+    return {"process": label(slow["rank"], slow["pid"]), "compute_ms": slow["compute_ms"],
+            "others_median_ms": others,
             "excess_pct": 100.0 * (slow["compute_ms"] - others) / others if others else None}
 
 

@@ -195,16 +195,15 @@ def _charts():
 
 def _overview(out_dir, job, window, step):
     """The overview's numbers and charts (SVG), for one process or for a job."""
+    o = overview.job_overview(job, out_dir) if job else overview.run_overview(out_dir, window,
+                                                                             step)
+    if o is None:
+        return None
+    o["kind"] = "job" if job else "run"
     charts = _charts()
     if charts is None:
-        o = overview.job_overview(job, out_dir) if job else overview.run_overview(out_dir, window,
-                                                                                 step)
-        if o is not None:
-            o.update(kind="job" if job else "run", charts=NO_CHARTS, charts_missing=CHARTS_MISSING)
-        return o
-    if job:
-        o = overview.job_overview(job, out_dir)
-        o["kind"] = "job"
+        o.update(charts=NO_CHARTS, charts_missing=CHARTS_MISSING)
+    elif job:
         o["charts"] = {
             "processes": charts.processes("processes", o["processes"], o["listed"])
             if any(p["kinds"] for p in o["processes"]) else None,
@@ -213,24 +212,20 @@ def _overview(out_dir, job, window, step):
             "top_operators": charts.bars("top-operators", "Top operators over processes (median, "
                                          "min-max)", o["top_operators"], colour=charts.OPERATOR)
             if o["top_operators"] else None, "step": None}
-        return o
-    o = overview.run_overview(out_dir, window, step)
-    if o is None:
-        return None
-    o["kind"] = "run"
-    o["charts"] = {
-        "busy": charts.busy("busy", o["busy_over_time"], o["busy_pct"])
-        if o["busy_over_time"] else None,
-        "kinds": charts.kinds("kinds", o["kinds"], o["span_ms"])
-        if any(k != kernel_kinds.IDLE for k, _ in o["kinds"]) else None,
-        "top_kernels": charts.bars("top-kernels", "Top kernels by device time",
-                                   o["top_kernels"]) if o["top_kernels"] else None,
-        "top_operators": charts.bars("top-operators", "Top operators by device self time",
-                                     o["top_operators"], colour=charts.OPERATOR)
-        if o["top_operators"] else None,
-        "memory": [charts.memory(f"memory-{m['device']}", m) for m in o["memory"]],
-        "step": charts.step("step-picture", o["picture"]) if o["picture"] else None,
-    }
+    else:
+        o["charts"] = {
+            "busy": charts.busy("busy", o["busy_over_time"], o["busy_pct"])
+            if o["busy_over_time"] else None,
+            "kinds": charts.kinds("kinds", o["kinds"], o["span_ms"])
+            if any(k != kernel_kinds.IDLE for k, _ in o["kinds"]) else None,
+            "top_kernels": charts.bars("top-kernels", "Top kernels by device time",
+                                       o["top_kernels"]) if o["top_kernels"] else None,
+            "top_operators": charts.bars("top-operators", "Top operators by device self time",
+                                         o["top_operators"], colour=charts.OPERATOR)
+            if o["top_operators"] else None,
+            "memory": [charts.memory(f"memory-{m['device']}", m) for m in o["memory"]],
+            "step": charts.step("step-picture", o["picture"]) if o["picture"] else None,
+        }
     return o
 
 

@@ -20,6 +20,18 @@ import time
 
 SKIP = 77
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "bench", "gpu"))
+import ncu_metrics  # noqa: E402  bench/gpu/ncu_metrics.py: runs ncu, parses its CSV
+
+
+def find_ncu():
+    """Nsight Compute's ncu, or None (and a line saying so) where it is missing: a case that
+    compares with it is then skipped."""
+    ncu = shutil.which("ncu") or "/usr/local/cuda/bin/ncu"
+    if os.path.exists(ncu):
+        return ncu
+    print("ncu not found: skipped")
+    return None
 
 
 def gpus():
@@ -253,12 +265,9 @@ def dims(text):
 def ncu_launches(cmd, out_dir):
     """{(function name, grid, block): launches} Nsight Compute counts over cmd (one cheap metric
     per launch), or SKIP without ncu."""
-    ncu = shutil.which("ncu") or "/usr/local/cuda/bin/ncu"
-    if not os.path.exists(ncu):
-        print("ncu not found: skipped")
+    ncu = find_ncu()
+    if ncu is None:
         return SKIP
-    sys.path.insert(0, os.path.join(ROOT, "bench", "gpu"))
-    import ncu_metrics
     os.makedirs(out_dir, exist_ok=True)
     proc = run([ncu, "--metrics", "gpu__time_duration.sum", "--csv", "--print-kernel-base",
                 "function", *cmd], timeout=300)
@@ -601,12 +610,9 @@ def case_counters_cupti_replay(build, out):
 def counters_against_ncu(build, out):
     """What counters_pasta --repeat 3 wrote to `out` against ncu on the plain program: each
     metric within 5%."""
-    ncu = shutil.which("ncu") or "/usr/local/cuda/bin/ncu"
-    if not os.path.exists(ncu):
-        print("ncu not found: skipped")
+    ncu = find_ncu()
+    if ncu is None:
         return SKIP
-    sys.path.insert(0, os.path.join(ROOT, "bench", "gpu"))
-    import ncu_metrics  # bench/gpu/ncu_metrics.py: runs ncu, parses its CSV
     _, ours = counter_kernels(out)
     theirs = ncu_metrics.collect(ncu, build, [f"{build}/examples/counters", "--repeat", "3"],
                                  os.path.join(out, "ncu"))
