@@ -13,7 +13,7 @@ static_assert(sizeof(KernelLaunch) <= 96, "events stay small");
 
 TEST_CASE("every event type has a unique kind, a name and a full field list") {
   std::set<std::string_view> names;
-  boost::hana::for_each(all_events, [&](auto type) {
+  for_each_type(all_events, [&](auto type) {
     using E = typename decltype(type)::type;
     CHECK(detail::event_name(E::kind) == E::type_name);
     CHECK(detail::fully_reflected<E>());

@@ -1,6 +1,5 @@
 #include <doctest/doctest.h>
 
-#include <boost/hana/for_each.hpp>
 
 #include <pasta/pasta.hpp>
 #include <pasta/tools/event_count.hpp>
@@ -35,7 +34,7 @@ TEST_CASE("EventCount counts each event type and reports only the types it saw")
 
 TEST_CASE("EventCount has a row for every event type a trace carries") {
   tools::EventCount c;
-  boost::hana::for_each(all_events, [&](auto type) { c.on(typename decltype(type)::type{}); });
+  for_each_type(all_events, [&](auto type) { c.on(typename decltype(type)::type{}); });
   Report r("event_count");
   c.report(r);
   CHECK(r.tables()[0].rows().size() == detail::event_type_count);

@@ -3,9 +3,6 @@
 // ToolHandlesSomeEvent" rather than a page of template errors.
 #pragma once
 
-#include <boost/hana/any_of.hpp>
-#include <boost/hana/bool.hpp>
-
 #include <concepts>
 #include <string_view>
 
@@ -45,8 +42,8 @@ concept ToolRequests = ToolAccepts<T, E> &&(!on_request<E> || !ToolAccepts<T, de
 
 namespace detail {
 template <class T>
-inline constexpr bool accepts_some_event = boost::hana::any_of(all_events, [](auto type) {
-  return boost::hana::bool_c<ToolAccepts<T, typename decltype(type)::type>>;
+inline constexpr bool accepts_some_event = any_of(all_events, [](auto type) {
+  return ToolAccepts<T, typename decltype(type)::type>;
 });
 }  // namespace detail
 

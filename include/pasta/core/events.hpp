@@ -4,11 +4,6 @@
 // needs it (traces), so that a pipeline alone does not pay for it.
 #pragma once
 
-#include <boost/hana/for_each.hpp>
-#include <boost/hana/length.hpp>
-#include <boost/hana/tuple.hpp>
-#include <boost/hana/type.hpp>
-
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -16,6 +11,7 @@
 #include <type_traits>
 
 #include <pasta/core/names.hpp>
+#include <pasta/core/type_list.hpp>
 
 namespace pasta {
 
@@ -365,24 +361,24 @@ struct StallSample {  // PC sampling: warps found stalled at one instruction, fo
 
 // Every event type, in EventKind order. A new event goes here and in
 // EventKind, and gets a BOOST_HANA_ADAPT_STRUCT line in detail/reflect.hpp.
-inline constexpr auto all_events =
-    boost::hana::tuple_t<DeviceInfo, KernelLaunch, KernelComplete, MemAlloc, MemFree, Memcpy,
-                         Memset, Synchronize, ModuleLoad, MemAccess, AccessHistogram, ScopeBegin,
-                         ScopeEnd, OpBegin, OpEnd, TensorAlloc, TensorFree, KernelCounters,
-                         StallSample, TensorView>;
+inline constexpr TypeList<DeviceInfo, KernelLaunch, KernelComplete, MemAlloc, MemFree, Memcpy,
+                          Memset, Synchronize, ModuleLoad, MemAccess, AccessHistogram, ScopeBegin,
+                          ScopeEnd, OpBegin, OpEnd, TensorAlloc, TensorFree, KernelCounters,
+                          StallSample, TensorView>
+    all_events{};
 
 namespace detail {
 
 constexpr std::string_view event_name(EventKind k) {
   std::string_view name = "unknown";
-  boost::hana::for_each(all_events, [&](auto type) {
+  for_each_type(all_events, [&](auto type) {
     using E = typename decltype(type)::type;
     if (E::kind == k) name = E::type_name;
   });
   return name;
 }
 
-inline constexpr std::size_t event_type_count = boost::hana::length(all_events);
+inline constexpr std::size_t event_type_count = all_events.size;
 
 }  // namespace detail
 

@@ -154,8 +154,8 @@ TypeDesc describe() {
 
 inline std::vector<TypeDesc> build_schema() {
   std::vector<TypeDesc> out;
-  boost::hana::for_each(
-      all_events, [&](auto type) { out.push_back(describe<typename decltype(type)::type>()); });
+  for_each_type(all_events,
+                [&](auto type) { out.push_back(describe<typename decltype(type)::type>()); });
   return out;
 }
 

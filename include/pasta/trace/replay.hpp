@@ -35,7 +35,7 @@ class Replay {
     }
     static constexpr auto wanted = [] {
       std::array<bool, detail::event_type_count + 1> w{};
-      boost::hana::for_each(all_events, [&](auto type) {
+      for_each_type(all_events, [&](auto type) {
         using E = typename decltype(type)::type;
         w[static_cast<std::size_t>(E::kind)] = Sink::template wants<E>();
       });

@@ -94,11 +94,11 @@ consteval bool fully_reflected() {
   return (offset + max_align - 1) / max_align * max_align == sizeof(T);
 }
 
-// Calls f(hana::type_c<E>) for the event type whose kind is k; false if none.
+// Calls f(std::type_identity<E>{}) for the event type whose kind is k; false if none.
 template <class F>
 bool visit_kind(EventKind k, F&& f) {
   bool found = false;
-  hana::for_each(all_events, [&](auto type) {
+  for_each_type(all_events, [&](auto type) {
     using E = typename decltype(type)::type;
     if (!found && E::kind == k) {
       found = true;
@@ -112,7 +112,7 @@ bool visit_kind(EventKind k, F&& f) {
 inline constexpr bool events_are_consistent = [] {
   bool ok = true;
   std::size_t index = 0;
-  hana::for_each(all_events, [&](auto type) {
+  for_each_type(all_events, [&](auto type) {
     using E = typename decltype(type)::type;
     ok = ok && Event<E> && fully_reflected<E>() && static_cast<std::size_t>(E::kind) == index + 1;
     ++index;
