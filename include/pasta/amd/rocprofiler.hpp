@@ -30,7 +30,7 @@
 #include <pasta/core/events.hpp>
 #include <pasta/core/log.hpp>
 #include <pasta/core/names.hpp>
-#include <pasta/core/scope.hpp>
+#include <pasta/core/detail/scope_registry.hpp>
 
 namespace pasta::amd {
 

@@ -17,6 +17,7 @@
 #include <pasta/core/detail/exit_guard.hpp>
 #include <pasta/core/detail/fmt.hpp>
 #include <pasta/core/detail/process_registry.hpp>
+#include <pasta/core/detail/thread.hpp>
 #include <pasta/core/detail/this_process.hpp>
 
 #include <pasta/core/concepts.hpp>
@@ -27,7 +28,7 @@
 #include <pasta/core/pipeline.hpp>
 #include <pasta/core/process.hpp>
 #include <pasta/core/report_writer.hpp>
-#include <pasta/core/scope.hpp>
+#include <pasta/core/detail/scope_registry.hpp>
 
 extern char** environ;
 
@@ -209,7 +210,7 @@ class Profiler {
         scopes_registered_ = true;
       }
       handler_->start(*pipeline_);
-      detail::ExitGuard::get().add(this, [](void* self, const std::string& why) {
+      detail::exit_guard_add(this, [](void* self, const std::string& why) {
         auto* p = static_cast<Profiler*>(self);
         p->stopped_by_ = why;
         p->stop();
@@ -243,7 +244,7 @@ class Profiler {
   void stop() noexcept {
     if (stopped_) return;
     stopped_ = true;
-    detail::ExitGuard::get().remove(this);
+    detail::exit_guard_remove(this);
     stop_began_ns_ = detail::steady_ns();
     if (scopes_registered_) detail::scope_registry().remove(this);
     try {
@@ -297,13 +298,12 @@ class Profiler {
                       detail::job_profilers().fetch_add(1));
     if (config_.process.rank)
       for (const auto& other : registry_->others())
-        if (other.value("rank", nlohmann::json()) == *config_.process.rank &&
-            other.value("pid", 0ull) != config_.process.pid)
+        if (other.rank == config_.process.rank && other.pid != config_.process.pid)
           detail::log(fmt::format(
               "rank {} ({}) is also claimed by pid {} on {}; the reports in {} are this "
               "process's and may mix with that one's",
-              *config_.process.rank, config_.process.rank_variable, other.value("pid", 0ull),
-              other.value("host", std::string("?")), config_.output_dir));
+              *config_.process.rank, config_.process.rank_variable, other.pid, other.host,
+              config_.output_dir));
     registry_->started();
   }
 
@@ -391,7 +391,7 @@ class Profiler {
   std::optional<HandlerSpec> handler_;
   bool scopes_registered_ = false;
   bool stopped_ = false;
-  std::string stopped_by_;  // why the program ended before the profiler did (ExitGuard)
+  std::string stopped_by_;  // why the program ended before the profiler did (exit_guard_add)
   std::uint64_t stop_began_ns_ = 0;  // steady clock: the final flush, finish and reports
   std::vector<std::string> files_;
 };

@@ -2,14 +2,23 @@
 // pasta::start("name") / pasta::end() across calls. Each region becomes
 // ScopeBegin/ScopeEnd events for every live profiler and an NVTX range for
 // Nsight. With PASTA_DISABLE defined, all of it compiles to nothing.
+//
+// The client header: it includes no standard header beyond <cstddef> and
+// <cstdint>, so that marking regions costs a translation unit next to
+// nothing once pasta is compiled (PASTA_COMPILED, docs/compile-time.md).
+// PASTA_SCOPE interns its name once per call site: give it a literal, or
+// use pasta::Scope for a name that changes.
 #pragma once
 
-#include <string_view>
+#include <cstddef>
+#include <cstdint>
 
 #define PASTA_DETAIL_CAT2(a, b) a##b
 #define PASTA_DETAIL_CAT(a, b) PASTA_DETAIL_CAT2(a, b)
 
 #ifdef PASTA_DISABLE
+
+#include <string_view>
 
 namespace pasta {
 // A different inline namespace than the enabled build, so that translation
@@ -27,148 +36,50 @@ struct Scope {
 
 #else
 
-#include <algorithm>
-#include <atomic>
-#include <cstdint>
-#include <mutex>
-#include <shared_mutex>
-#include <vector>
-
-#if !defined(PASTA_NO_NVTX) && __has_include(<nvtx3/nvToolsExt.h>)
-#include <nvtx3/nvToolsExt.h>
-#define PASTA_DETAIL_NVTX 1
-#endif
-
-#include <pasta/core/detail/thread.hpp>
-#include <pasta/core/events.hpp>
-#include <pasta/core/log.hpp>
-#include <pasta/core/names.hpp>
-
-namespace pasta::detail {
-
-// A profiler that wants scope events registers a pair of trampolines.
-struct ScopeListener {
-  void* self = nullptr;
-  void (*begin)(void* self, const ScopeBegin&) = nullptr;
-  void (*end)(void* self, const ScopeEnd&) = nullptr;
-};
-
-class ScopeRegistry {
- public:
-  void add(ScopeListener l) {
-    std::unique_lock lock(mutex_);
-    listeners_.push_back(l);
-    count_.store(listeners_.size(), std::memory_order_release);
-  }
-  void remove(void* self) {
-    std::unique_lock lock(mutex_);
-    std::erase_if(listeners_, [&](const ScopeListener& l) { return l.self == self; });
-    count_.store(listeners_.size(), std::memory_order_release);
-  }
-  bool empty() const { return count_.load(std::memory_order_acquire) == 0; }
-
-  void emit(const ScopeBegin& e) {
-    std::shared_lock lock(mutex_);
-    for (const auto& l : listeners_) l.begin(l.self, e);
-  }
-  void emit(const ScopeEnd& e) {
-    std::shared_lock lock(mutex_);
-    for (const auto& l : listeners_) l.end(l.self, e);
-  }
-
- private:
-  std::shared_mutex mutex_;
-  std::vector<ScopeListener> listeners_;
-  std::atomic<std::size_t> count_{0};
-};
-
-inline ScopeRegistry& scope_registry() {
-  static ScopeRegistry* registry = [] {
-#ifdef PASTA_DETAIL_NVTX
-    // NVTX initialises itself on first use without a lock; doing it here,
-    // when the first profiler starts, keeps that out of the threads' way.
-    nvtxInitialize(nullptr);
-#endif
-    return new ScopeRegistry;  // never destroyed: used from static destructors
-  }();
-  return *registry;
-}
-
-inline std::vector<NameId>& scope_stack() {
-  thread_local std::vector<NameId> stack;
-  return stack;
-}
-
-#ifdef PASTA_DETAIL_NVTX
-// pasta's own ranges go to an NVTX domain of their own, so that a handler
-// turning the program's NVTX ranges into scopes can tell the two apart.
-inline nvtxDomainHandle_t nvtx_domain() {
-  static const nvtxDomainHandle_t domain = nvtxDomainCreateA("pasta");
-  return domain;
-}
-#endif
-
-// Enters a scope on this thread: its scope stack, every live profiler and,
-// when `nvtx`, an NVTX range. Handlers that see the program's own NVTX
-// ranges enter them here with nvtx = false.
-inline void scope_enter(NameId id, bool nvtx) {
-  auto& registry = scope_registry();  // first: it initialises NVTX once
-  auto& stack = scope_stack();
-  const ScopeBegin e{.name = id,
-                     .thread = thread_id(),
-                     .depth = static_cast<std::uint32_t>(stack.size()),
-                     .time_ns = now_ns()};
-  stack.push_back(id);
-#ifdef PASTA_DETAIL_NVTX
-  if (nvtx) {
-    nvtxEventAttributes_t a{};
-    a.version = NVTX_VERSION;
-    a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
-    a.messageType = NVTX_MESSAGE_TYPE_ASCII;
-    a.message.ascii = name_of(id).data();  // interned strings are NUL-terminated
-    nvtxDomainRangePushEx(nvtx_domain(), &a);
-  }
-#else
-  (void)nvtx;
-#endif
-  if (!registry.empty()) registry.emit(e);
-}
-
-// Leaves the innermost scope of this thread; false if there is none.
-inline bool scope_exit(bool nvtx) {
-  auto& stack = scope_stack();
-  if (stack.empty()) return false;
-  const NameId id = stack.back();
-  stack.pop_back();
-#ifdef PASTA_DETAIL_NVTX
-  if (nvtx) nvtxDomainRangePop(nvtx_domain());
-#else
-  (void)nvtx;
-#endif
-  auto& registry = scope_registry();
-  if (!registry.empty())
-    registry.emit(ScopeEnd{.name = id,
-                           .thread = thread_id(),
-                           .depth = static_cast<std::uint32_t>(stack.size()),
-                           .time_ns = now_ns()});
-  return true;
-}
-
-}  // namespace pasta::detail
+#include <pasta/core/detail/api.hpp>
 
 namespace pasta {
+
+namespace detail {
+// The interned name's id (NameId::value).
+PASTA_FUNC std::uint32_t scope_name(const char* name, std::size_t size);
+// Enters the scope of that name on this thread, with an NVTX range.
+PASTA_FUNC void scope_begin(std::uint32_t name);
+// Leaves this thread's innermost scope; logs once if there is none.
+PASTA_FUNC void scope_end();
+
+// A name as its characters: a string literal or C string, or anything
+// with data() and size() (std::string, std::string_view).
+struct ScopeChars {
+  const char* data;
+  std::size_t size;
+  ScopeChars(const char* s) : data(s), size(__builtin_strlen(s)) {}  // NOLINT: implicit
+  template <class S>
+  requires requires(const S& s) {
+    s.data();
+    s.size();
+  }
+  ScopeChars(const S& s) : data(s.data()), size(s.size()) {}  // NOLINT: implicit
+};
+
+// A call site's name, interned when the site first runs.
+struct ScopeSite {
+  std::uint32_t name;
+  explicit ScopeSite(ScopeChars s) : name(scope_name(s.data, s.size)) {}
+};
+}  // namespace detail
+
 inline namespace scopes_enabled {
 
-inline void start(std::string_view name) { detail::scope_enter(intern(name), true); }
-
-inline void end() {
-  if (!detail::scope_exit(true))
-    detail::log_once("scope:unbalanced", "pasta::end() without a matching pasta::start(); ignored");
+inline void start(detail::ScopeChars name) {
+  detail::scope_begin(detail::scope_name(name.data, name.size));
 }
+inline void end() { detail::scope_end(); }
 
 class Scope {
  public:
-  explicit Scope(std::string_view name) { start(name); }
+  explicit Scope(detail::ScopeChars name) { start(name); }
+  explicit Scope(const detail::ScopeSite& site) { detail::scope_begin(site.name); }
   ~Scope() { end(); }
   Scope(const Scope&) = delete;
   Scope& operator=(const Scope&) = delete;
@@ -177,6 +88,12 @@ class Scope {
 }  // namespace scopes_enabled
 }  // namespace pasta
 
-#define PASTA_SCOPE(name) const ::pasta::Scope PASTA_DETAIL_CAT(pasta_scope_, __LINE__)(name)
+#define PASTA_SCOPE(name)                                                                  \
+  static const ::pasta::detail::ScopeSite PASTA_DETAIL_CAT(pasta_scope_site_, __LINE__){name}; \
+  const ::pasta::Scope PASTA_DETAIL_CAT(pasta_scope_, __LINE__)(PASTA_DETAIL_CAT(pasta_scope_site_, __LINE__))
+
+#ifdef PASTA_DETAIL_DEFINE
+#include <pasta/core/detail/scope_registry.hpp>
+#endif
 
 #endif  // PASTA_DISABLE

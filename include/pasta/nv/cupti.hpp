@@ -41,7 +41,7 @@
 #include <pasta/core/log.hpp>
 #include <pasta/core/names.hpp>
 #include <pasta/core/pipeline.hpp>
-#include <pasta/core/scope.hpp>
+#include <pasta/core/detail/scope_registry.hpp>
 #include <pasta/nv/detail/activity.hpp>
 #include <pasta/nv/detail/cupti_api.hpp>
 #include <pasta/nv/detail/pc_sampling.hpp>

@@ -25,9 +25,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include <nlohmann/json.hpp>
 
 #include <pasta/core/config.hpp>
+#include <pasta/core/detail/api.hpp>
 #include <pasta/core/detail/demangle.hpp>
 #include <pasta/core/detail/files.hpp>
 #include <pasta/core/events.hpp>
@@ -195,172 +195,8 @@ class OpCounters {
   std::uint64_t evicted_ = 0;
 };
 
-inline void OpCounters::report(Report& out) const {
-  const std::vector<Group> gs = groups();
-  std::uint64_t launches = 0, measured = 0, unmeasured = 0;
-  for (const Group& g : gs) {
-    launches += g.launches;
-    measured += g.measured;
-    if (!g.measured) unmeasured += g.launches;
-  }
-  const std::uint64_t propagated = launches - measured - unmeasured;
-  const std::uint64_t stray =
-      counters_.size() - std::min<std::uint64_t>(measured, counters_.size());
-
-  // Operators: groups by path, additive metrics summed, rates weighted by
-  // the device time of the groups that have them.
-  struct OpRow {
-    std::uint64_t launches = 0, measured = 0, propagated = 0, unmeasured = 0, device_ns = 0;
-    // Per metric: additive ones summed, rates weighted by the device time of
-    // the groups that have them.
-    std::vector<double> values = std::vector<double>(metrics::all.size());
-    std::vector<std::uint64_t> rated_ns = std::vector<std::uint64_t>(metrics::all.size());
-    std::vector<bool> have = std::vector<bool>(metrics::all.size());
-    std::vector<std::size_t> groups;
-  };
-  std::map<std::string, OpRow> ops;  // by path, "" for kernels outside every operator
-  for (std::size_t i = 0; i < gs.size(); ++i) {
-    const Group& g = gs[i];
-    OpRow& r = ops[g.sig.path.value ? std::string(name_of(g.sig.path)) : std::string()];
-    r.groups.push_back(i);
-    r.launches += g.launches;
-    r.device_ns += g.device_ns;
-    r.measured += g.measured;
-    (g.measured ? r.propagated : r.unmeasured) += g.launches - g.measured;
-    for (std::size_t m = 0; m < metrics::all.size(); ++m) {
-      const double v = total(g, m);
-      if (!metrics::measured(v)) continue;
-      r.have[m] = true;
-      r.values[m] += metrics::all[m].additive ? v : v * static_cast<double>(g.device_ns);
-      r.rated_ns[m] += g.device_ns;
-    }
-  }
-  for (auto& [path, r] : ops)
-    for (std::size_t m = 0; m < metrics::all.size(); ++m) {
-      if (!r.have[m])
-        r.values[m] = metrics::not_measured;
-      else if (!metrics::all[m].additive)
-        r.values[m] = r.rated_ns[m] ? r.values[m] / static_cast<double>(r.rated_ns[m]) : 0;
-    }
-  auto intensity = [](const std::vector<double>& v) {
-    KernelCounters c{};
-    for (std::size_t m = 0; m < metrics::all.size(); ++m) c.*metrics::all[m].field = v[m];
-    return metrics::arithmetic_intensity(c);
-  };
-  auto group_values = [&](const Group& g) {
-    std::vector<double> v;
-    for (std::size_t m = 0; m < metrics::all.size(); ++m) v.push_back(total(g, m));
-    return v;
-  };
-  // Not measured: an empty cell, null in JSON.
-  auto cell = [](double v) { return metrics::measured(v) ? Cell(v) : Cell(std::monostate{}); };
-  auto json_number = [](double v) { return metrics::measured(v) ? nlohmann::json(v) : nullptr; };
-
-  out.summary("kernel launches", launches);
-  out.summary("measured", measured);
-  out.summary("propagated from a measured launch of the same signature", propagated);
-  out.summary("without counters", unmeasured);
-  out.summary("signatures", gs.size());
-  if (stray) out.summary("counter records of no completed launch", stray);
-  std::vector<std::string> warnings;
-  if (unmeasured)
-    warnings.push_back(std::to_string(unmeasured) +
-                       " launches have no counters: no launch of their signature was measured");
-  // dram_bytes_write stands for the cache-sensitive metrics: under CUPTI's
-  // kernel replay, measured in one pass, or only under replay (a signature
-  // launched once, or whose later launches were not measured:
-  // nv/detail/counter_plan.hpp). pasta's own replay flushes L2 before every pass.
-  constexpr std::size_t dram_write = 1;
-  static_assert(metrics::all[dram_write].field == &KernelCounters::dram_bytes_write);
-  std::uint64_t replayed = 0;
-  if (cupti_replay_)
-    for (const Group& g : gs) replayed += g.values[dram_write].n && g.values[dram_write].passes > 1;
-  if (replayed)
-    warnings.push_back(std::to_string(replayed) +
-                       " signatures have DRAM bytes and hit rates measured under kernel replay "
-                       "only (no later launch measured in one pass): the memory the profiler "
-                       "saved and restored between passes was in L2 with them");
-  if (stray)
-    warnings.push_back(std::to_string(stray) +
-                       " counter records name a launch whose completion was never seen");
-  if (evicted_)
-    warnings.push_back(std::to_string(evicted_) +
-                       " launches name an operator that left the operator table; they are listed "
-                       "as unattributed");
-  for (const auto& w : warnings) out.note(w);
-
-  std::vector<std::string> columns{"operator", "launches", "measured", "propagated", "device_ms"};
-  for (const auto& m : metrics::all) columns.emplace_back(m.key);
-  columns.emplace_back("arithmetic_intensity");
-  auto& op_table =
-      out.table("operators", "Counters per operator (ncu metric names in the JSON)", columns);
-  for (const auto& [path, r] : ops) {
-    std::vector<Cell> row{path.empty() ? "(outside every operator)" : path, r.launches, r.measured,
-                          r.propagated, r.device_ns * 1e-6};
-    for (double v : r.values) row.push_back(cell(v));
-    row.push_back(cell(intensity(r.values)));
-    op_table.row(std::move(row));
-  }
-
-  // The profile document: operators -> kernels -> metrics.
-  nlohmann::json metric_names = nlohmann::json::object();
-  for (const auto& m : metrics::all)
-    metric_names[std::string(m.key)] = {{"ncu", m.ncu}, {"unit", m.unit}};
-  auto kernel_json = [&](const Group& g) {
-    nlohmann::json k{{"kernel", std::string(name_of(g.sig.kernel))},
-                     {"grid", {g.sig.grid.x, g.sig.grid.y, g.sig.grid.z}},
-                     {"block", {g.sig.block.x, g.sig.block.y, g.sig.block.z}},
-                     {"launches", g.launches},
-                     {"measured", g.measured},
-                     {"measured_launches", g.measured_launches},
-                     {"propagated", g.measured ? g.launches - g.measured : 0},
-                     {"device_ns", g.device_ns}};
-    if (g.measured) {
-      const auto v = group_values(g);
-      nlohmann::json ms = nlohmann::json::object();
-      for (std::size_t m = 0; m < metrics::all.size(); ++m)
-        ms[std::string(metrics::all[m].key)] = json_number(v[m]);
-      ms["arithmetic_intensity"] = json_number(intensity(v));
-      k["metrics"] = std::move(ms);
-    } else {
-      k["metrics"] = nullptr;
-    }
-    return k;
-  };
-  nlohmann::json doc{{"schema", schema},
-                     {"version", schema_version},
-                     {"metrics", metric_names},
-                     {"operators", nlohmann::json::array()},
-                     {"unattributed", nlohmann::json::array()},
-                     {"warnings", warnings}};
-  for (const auto& [path, r] : ops) {
-    nlohmann::json kernels = nlohmann::json::array();
-    for (std::size_t i : r.groups) kernels.push_back(kernel_json(gs[i]));
-    if (path.empty()) {
-      doc["unattributed"] = std::move(kernels);
-      continue;
-    }
-    nlohmann::json totals = nlohmann::json::object();
-    for (std::size_t m = 0; m < metrics::all.size(); ++m)
-      totals[std::string(metrics::all[m].key)] = json_number(r.values[m]);
-    totals["arithmetic_intensity"] = json_number(intensity(r.values));
-    doc["operators"].push_back({{"path", path},
-                                {"operator", path.substr(path.rfind('/') + 1)},
-                                {"launches", r.launches},
-                                {"measured", r.measured},
-                                {"propagated", r.propagated},
-                                {"device_ns", r.device_ns},
-                                {"metrics", r.measured ? totals : nlohmann::json(nullptr)},
-                                {"kernels", std::move(kernels)}});
-  }
-  if (const auto why = detail::make_dirs(detail::parent_dir(path_)); !why.empty()) {
-    out.summary("error", why);
-  } else if (const auto why2 = detail::write_file(path_, doc.dump(2) + "\n"); !why2.empty()) {
-    out.summary("error", why2);
-  } else {
-    out.summary("profile", path_);
-    out.attach(path_);
-  }
-}
-
 }  // namespace pasta::tools
+
+#ifdef PASTA_DETAIL_DEFINE
+#include <pasta/tools/detail/op_counters_impl.hpp>
+#endif

@@ -1,0 +1,92 @@
+// Definitions for core/scope.hpp and core/detail/scope_registry.hpp: inline
+// in header-only builds, compiled once otherwise (core/detail/api.hpp).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <pasta/core/detail/scope_registry.hpp>
+#include <pasta/core/detail/thread.hpp>
+#include <pasta/core/log.hpp>
+#include <pasta/core/names.hpp>
+
+namespace pasta::detail {
+
+PASTA_FUNC ScopeRegistry& scope_registry() {
+  static ScopeRegistry* registry = [] {
+#ifdef PASTA_DETAIL_NVTX
+    // NVTX initialises itself on first use without a lock; doing it here,
+    // when the first profiler starts, keeps that out of the threads' way.
+    nvtxInitialize(nullptr);
+#endif
+    return new ScopeRegistry;  // never destroyed: used from static destructors
+  }();
+  return *registry;
+}
+
+inline std::vector<NameId>& scope_stack() {
+  thread_local std::vector<NameId> stack;
+  return stack;
+}
+
+#ifdef PASTA_DETAIL_NVTX
+PASTA_FUNC nvtxDomainHandle_t nvtx_domain() {
+  static const nvtxDomainHandle_t domain = nvtxDomainCreateA("pasta");
+  return domain;
+}
+#endif
+
+PASTA_FUNC void scope_enter(NameId id, bool nvtx) {
+  auto& registry = scope_registry();  // first: it initialises NVTX once
+  auto& stack = scope_stack();
+  const ScopeBegin e{.name = id,
+                     .thread = thread_id(),
+                     .depth = static_cast<std::uint32_t>(stack.size()),
+                     .time_ns = now_ns()};
+  stack.push_back(id);
+#ifdef PASTA_DETAIL_NVTX
+  if (nvtx) {
+    nvtxEventAttributes_t a{};
+    a.version = NVTX_VERSION;
+    a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+    a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+    a.message.ascii = name_of(id).data();  // interned strings are NUL-terminated
+    nvtxDomainRangePushEx(nvtx_domain(), &a);
+  }
+#else
+  (void)nvtx;
+#endif
+  if (!registry.empty()) registry.emit(e);
+}
+
+PASTA_FUNC bool scope_exit(bool nvtx) {
+  auto& stack = scope_stack();
+  if (stack.empty()) return false;
+  const NameId id = stack.back();
+  stack.pop_back();
+#ifdef PASTA_DETAIL_NVTX
+  if (nvtx) nvtxDomainRangePop(nvtx_domain());
+#else
+  (void)nvtx;
+#endif
+  auto& registry = scope_registry();
+  if (!registry.empty())
+    registry.emit(ScopeEnd{.name = id,
+                           .thread = thread_id(),
+                           .depth = static_cast<std::uint32_t>(stack.size()),
+                           .time_ns = now_ns()});
+  return true;
+}
+
+PASTA_FUNC std::uint32_t scope_name(const char* name, std::size_t size) {
+  return intern(std::string_view(name, size)).value;
+}
+
+PASTA_FUNC void scope_begin(std::uint32_t name) { scope_enter(NameId{name}, true); }
+
+PASTA_FUNC void scope_end() {
+  if (!scope_exit(true))
+    log_once("scope:unbalanced", "pasta::end() without a matching pasta::start(); ignored");
+}
+
+}  // namespace pasta::detail
