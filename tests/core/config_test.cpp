@@ -1,6 +1,9 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <fstream>
 #include <map>
+#include <set>
 #include <string>
 
 #include <pasta/core/config.hpp>
@@ -224,5 +227,30 @@ TEST_CASE("PASTA_TOOLS: a comma list of tool names, duplicates folded; malformed
                                    "of the profiler",
                                    bad));
     CHECK(c.tools.empty());
+  }
+}
+
+TEST_CASE("docs/configuration.md lists every PASTA_* variable, and no variable pasta lacks") {
+  std::ifstream in(PASTA_SOURCE_DIR "/docs/configuration.md");
+  REQUIRE(in);
+  // Names in the first column of the variables table: "| `PASTA_X`, `PASTA_Y` | ...".
+  std::set<std::string> documented;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.starts_with("| `PASTA_")) continue;
+    const std::string first = line.substr(0, line.find(" |", 2));
+    for (std::size_t at = first.find("`PASTA_"); at != std::string::npos;
+         at = first.find("`PASTA_", at + 1))
+      documented.insert(first.substr(at + 1, first.find('`', at + 1) - at - 1));
+  }
+  for (auto name : config_variables) {
+    CAPTURE(name);
+    CHECK(documented.count(std::string(name)) == 1);
+  }
+  for (const auto& name : documented) {
+    CAPTURE(name);
+    const auto known = [&](const auto& names) {
+      return std::find(std::begin(names), std::end(names), name) != std::end(names);
+    };
+    CHECK((known(config_variables) || known(detail::other_known_variables)));
   }
 }

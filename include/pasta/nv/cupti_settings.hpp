@@ -1,0 +1,67 @@
+// What nv::Cupti can be told, in code (fields Config inherits) or by PASTA_*
+// variables: how it records launches and flushes device records, and how it
+// measures counters and stall samples. No CUPTI here: core/config.hpp
+// includes it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <pasta/core/detail/variables.hpp>
+
+namespace pasta::nv {
+
+struct CuptiSettings {
+  bool launch_callbacks = false;       // PASTA_LAUNCH_CALLBACKS: host-side launch events
+  std::uint64_t flush_ms = 1000;       // PASTA_FLUSH_MS: device-record flush period (0 = none)
+  bool flush_on_sync = true;           // PASTA_FLUSH_ON_SYNC: also flush after a device sync
+  std::uint64_t counter_launches = 1;  // PASTA_COUNTER_LAUNCHES: measured per signature (0 = all)
+  // PASTA_COUNTER_CACHE: all = write back and evict L2 before each replay
+  // pass (under PASTA_COUNTER_REPLAY=cupti, before the one-pass measurement
+  // of the cache-sensitive metrics), like ncu's default --cache-control all;
+  // none = L2 as the program (or the memory restore) left it.
+  bool counter_cache_flush = true;
+  // PASTA_COUNTER_REPLAY: pasta = pasta replays a measured kernel itself,
+  // saving and restoring all device memory, L2 flushed before every pass,
+  // like ncu; cupti = CUPTI's kernel replay (it saves only what the kernel
+  // may write, and L2 holds that restore when the kernel runs).
+  bool counter_user_replay = true;
+  unsigned pc_sampling_period = 0;  // PASTA_PC_SAMPLING_PERIOD: 2^N cycles, 5-31 (0 = CUPTI's)
+};
+
+namespace detail::cupti_rows {
+namespace var = pasta::detail::var;
+using S = CuptiSettings;
+inline constexpr pasta::detail::Choice<bool> cache[] = {{"all", true}, {"none", false}};
+inline constexpr pasta::detail::Choice<bool> replay[] = {{"pasta", true}, {"cupti", false}};
+
+inline constexpr pasta::detail::Variable<CuptiSettings> cupti_variables[] = {
+    var::flag<&S::launch_callbacks>("PASTA_LAUNCH_CALLBACKS"),
+    var::whole<&S::flush_ms>("PASTA_FLUSH_MS",
+                             "a whole number of milliseconds (0 = no periodic flush)"),
+    var::flag<&S::flush_on_sync>("PASTA_FLUSH_ON_SYNC"),
+    var::whole<&S::counter_launches>("PASTA_COUNTER_LAUNCHES",
+                                     "a whole number (0 = measure every launch)"),
+    var::one_of<&S::counter_cache_flush, cache>(
+        "PASTA_COUNTER_CACHE",
+        "all (flush L2 before measuring DRAM bytes and hit rates) or none (L2 as the program "
+        "left it)"),
+    var::one_of<&S::counter_user_replay, replay>(
+        "PASTA_COUNTER_REPLAY",
+        "pasta (pasta replays kernels, saving and restoring device memory) or cupti (CUPTI's "
+        "kernel replay)"),
+    {"PASTA_PC_SAMPLING_PERIOD",
+     "a whole number from 5 to 31 (a sample every 2^N cycles per SM; 0 = CUPTI's choice)",
+     [](S& s, std::string_view v, std::string&) {
+       const auto n = pasta::detail::parse_uint(v);
+       if (!n || (*n != 0 && (*n < 5 || *n > 31))) return false;
+       s.pc_sampling_period = static_cast<unsigned>(*n);
+       return true;
+     },
+     [](const S& s) { return std::to_string(s.pc_sampling_period); }},
+};
+}  // namespace detail::cupti_rows
+
+using detail::cupti_rows::cupti_variables;
+
+}  // namespace pasta::nv

@@ -1,0 +1,65 @@
+// What nv::Sanitizer can be told, in code (fields Config inherits) or by
+// PASTA_* variables: which patch instruments which memory spaces, and the
+// sizes of its device buffers. No Sanitizer API here: core/config.hpp
+// includes it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <pasta/core/detail/variables.hpp>
+
+namespace pasta {
+
+// Which device patch instruments memory accesses. `automatic` follows the
+// pipeline: device histograms for proc::GpuBucketing, raw records for
+// proc::Cpu. The others are for measuring: `noop` (the cost of the patch
+// call alone; counts nothing) and `atomic` (one atomic per access instead
+// of one per warp and key; histogram pipelines only), `object_atomic` (the
+// per-access atomics of AccelProf-style GPU analysis: one counter set per
+// allocation, so every access lands on page 0 of its allocation).
+enum class AccessPatch : std::uint8_t { automatic, noop, atomic, object_atomic };
+
+// Bits of Config::access_spaces.
+namespace space {
+inline constexpr unsigned global = 1, shared = 2, local = 4;
+}  // namespace space
+
+namespace nv {
+
+struct SanitizerSettings {
+  AccessPatch access_patch = AccessPatch::automatic;  // PASTA_ACCESS_PATCH (benchmarks)
+  unsigned access_spaces = space::global;             // PASTA_ACCESS_SPACES: global,shared,local
+  std::uint64_t trace_buffer_bytes = 256ull << 20;    // PASTA_TRACE_BUFFER: device access records
+  std::uint64_t annotation_bins = 1ull << 20;  // PASTA_ANNOTATION_BINS: device::Annotations table
+};
+
+namespace detail::sanitizer_rows {
+namespace var = pasta::detail::var;
+using S = SanitizerSettings;
+inline constexpr pasta::detail::Choice<AccessPatch> patches[] = {
+    {"auto", AccessPatch::automatic},
+    {"noop", AccessPatch::noop},
+    {"atomic", AccessPatch::atomic},
+    {"object_atomic", AccessPatch::object_atomic}};
+inline constexpr pasta::detail::Flag spaces[] = {
+    {"global", space::global}, {"shared", space::shared}, {"local", space::local}};
+
+inline constexpr pasta::detail::Variable<SanitizerSettings> sanitizer_variables[] = {
+    var::one_of<&S::access_patch, patches>("PASTA_ACCESS_PATCH",
+                                           "auto, noop, atomic or object_atomic",
+                                           "the previous patch"),
+    var::flags<&S::access_spaces, spaces>("PASTA_ACCESS_SPACES",
+                                          "a comma-separated list of global, shared, local",
+                                          "the previous spaces"),
+    var::size<&S::trace_buffer_bytes, 1ull << 20, 64ull << 30>(
+        "PASTA_TRACE_BUFFER", "a size from 1M to 64G (suffixes K, M, G)"),
+    var::power_of_two<&S::annotation_bins, 1024, 1ull << 30>(
+        "PASTA_ANNOTATION_BINS", "a power of two from 1K to 1G (suffixes K, M, G)"),
+};
+}  // namespace detail::sanitizer_rows
+
+using detail::sanitizer_rows::sanitizer_variables;
+
+}  // namespace nv
+}  // namespace pasta
