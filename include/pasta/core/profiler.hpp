@@ -5,20 +5,18 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
-#include <cstring>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include <unistd.h>
-
 #include <pasta/core/detail/exit_guard.hpp>
+#include <pasta/core/detail/files.hpp>
 #include <pasta/core/detail/fmt.hpp>
 #include <pasta/core/detail/process_registry.hpp>
+#include <pasta/core/detail/profiler_setup.hpp>
+#include <pasta/core/detail/scope_registry.hpp>
 #include <pasta/core/detail/thread.hpp>
-#include <pasta/core/detail/this_process.hpp>
 
 #include <pasta/core/concepts.hpp>
 #include <pasta/core/config.hpp>
@@ -26,11 +24,7 @@
 #include <pasta/core/handlers.hpp>
 #include <pasta/core/log.hpp>
 #include <pasta/core/pipeline.hpp>
-#include <pasta/core/process.hpp>
 #include <pasta/core/report_writer.hpp>
-#include <pasta/core/detail/scope_registry.hpp>
-
-extern char** environ;
 
 namespace pasta {
 
@@ -82,78 +76,6 @@ concept HasReport = requires(const T& t, Report& r) {
   t.report(r);
   { T::name } -> std::convertible_to<std::string_view>;
 };
-
-// Variables that some part of pasta reads; the unknown-variable warning
-// leaves these alone. Handlers and launchers add theirs here.
-inline constexpr std::string_view other_known_variables[] = {
-    "PASTA_HANDLER", "PASTA_CUPTI_SKIP", "PASTA_SANITIZER_LIB",
-    // read by the pasta launcher (bin/pasta)
-    "PASTA_BUILD_DIR", "PASTA_INJECT_LIB", "PASTA_TRACE_TOOL", "PASTA_STALL_ACCESS_LIB",
-    // read by CMake when pasta is built: often left exported in a shell that also runs programs
-    "PASTA_SANITIZER_ROOT", "PASTA_TORCH_ROOT",
-    // set by the launcher for the processes it starts (core/process.hpp)
-    "PASTA_RUN_ID", "PASTA_LAUNCHER_PID"};
-
-// PASTA_* variables in `env` that nothing reads: most likely typos.
-inline std::vector<std::string> unknown_variables(char** env) {
-  std::vector<std::string> unknown;
-  for (char** e = env; e && *e; ++e) {
-    const std::string_view entry(*e);
-    if (!entry.starts_with("PASTA_")) continue;
-    const std::string_view key = entry.substr(0, entry.find('='));
-    bool known = false;
-    for (auto k : config_variables) known = known || k == key;
-    for (auto k : other_known_variables) known = known || k == key;
-    if (!known) unknown.emplace_back(key);
-  }
-  return unknown;
-}
-
-// Profilers of this process that joined a job so far: each has its own entry.
-inline std::atomic<unsigned>& job_profilers() {
-  static std::atomic<unsigned> n{0};
-  return n;
-}
-
-// Who this process is, and its own output directory (core/process.hpp);
-// placeholders in the trace and stall-sample paths are expanded too.
-// Returns the job's directory, which holds every process's.
-inline std::string place_process(Config& cfg) {
-  std::string job = job_dir(cfg.output_dir);
-  auto getenv = [&](const char* name) -> const char* {
-    return cfg.read_env ? std::getenv(name) : nullptr;
-  };
-  std::vector<std::string> errors;
-  std::string host = host_name();
-  cfg.process = identify(getenv, static_cast<std::uint64_t>(::getpid()),
-                         static_cast<std::uint64_t>(::getppid()),
-                         host.empty() ? "localhost" : std::move(host), errors);
-  cfg.output_dir = process_output_dir(cfg.output_dir, cfg.process, getenv, errors);
-  for (std::string* path : {&cfg.trace_file, &cfg.stall_samples})
-    if (has_placeholder(*path)) *path = expand_placeholders(*path, cfg.process, getenv, errors);
-  for (const auto& line : errors) log_once("process:" + line, line);
-  return job;
-}
-
-inline Config configure(Config cfg) {
-  if (cfg.read_env) {
-    for (const auto& line : apply_env(cfg)) log(line);
-    for (const auto& name : unknown_variables(environ)) {
-      log_once("unknown:" + name, fmt::format("{} is not a pasta variable; ignored (known: {})",
-                                              name, join(config_variables, ", ")));
-    }
-  }
-  if (!cfg.kernel_filter.empty()) {
-    if (auto why = regex_error(cfg.kernel_filter); !why.empty()) {
-      log(
-          fmt::format("kernel filter \"{}\" is not a POSIX extended regular expression ({}); "
-                      "profiling every kernel",
-                      cfg.kernel_filter, why));
-      cfg.kernel_filter.clear();
-    }
-  }
-  return cfg;
-}
 
 // Checks Config::tools (PASTA_TOOLS) against the names of the tools this
 // profiler has. Any unknown name: one line, and every tool runs.
@@ -295,7 +217,7 @@ class Profiler {
   // of the same run already holds its rank.
   void join_job(const std::string& job) {
     registry_.emplace(config_.process, job, config_.output_dir,
-                      detail::job_profilers().fetch_add(1));
+                      detail::next_job_profiler());
     if (config_.process.rank)
       for (const auto& other : registry_->others())
         if (other.rank == config_.process.rank && other.pid != config_.process.pid)

@@ -5,7 +5,7 @@
 //
 // The client header: it includes no standard header beyond <cstddef> and
 // <cstdint>, so that marking regions costs a translation unit next to
-// nothing once pasta is compiled (PASTA_COMPILED, docs/compile-time.md).
+// nothing once pasta is compiled (PASTA_COMPILED, docs/user-guide.md, "Compile time").
 // PASTA_SCOPE interns its name once per call site: give it a literal, or
 // use pasta::Scope for a name that changes.
 #pragma once

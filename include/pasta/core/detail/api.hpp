@@ -3,7 +3,7 @@
 // includes its header. Compiled: with PASTA_COMPILED defined, headers only
 // declare them, and one object defines them: the pasta::runtime library
 // (src/runtime.cpp), or the one translation unit of the program that
-// defines PASTA_IMPLEMENT before its first pasta header (docs/compile-time.md).
+// defines PASTA_IMPLEMENT before its first pasta header (docs/user-guide.md, "Compile time").
 #pragma once
 
 #if defined(PASTA_IMPLEMENT) && !defined(PASTA_COMPILED)

@@ -4,14 +4,11 @@
 
 #include <regex.h>
 
-#include <algorithm>
-#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
-#include <vector>
 
-#include <pasta/core/detail/fmt.hpp>
+#include <pasta/core/detail/api.hpp>
 
 namespace pasta::detail {
 
@@ -23,107 +20,12 @@ namespace pasta::detail {
 // the product of nested repetition counts (*, +, ? count 2; {m,n} counts
 // n + 1) is capped. Found by fuzzing (tests/fuzz/fuzz_config.cpp).
 // Empty if the pattern may be compiled, else why not.
-inline std::string regex_complexity_error(std::string_view p) {
-  constexpr std::uint64_t limit = 4096;
-  if (p.size() > 4096) return fmt::format("a pattern of {} characters is over the 4096 limit", p.size());
-  struct Frame {
-    std::uint64_t sum = 0, last = 0;
-    bool can_quantify = false, quantified = false;
-  };
-  std::vector<Frame> stack(1);
-  auto atom = [&](std::uint64_t cost) {
-    Frame& f = stack.back();
-    f.sum += cost;
-    f.last = cost;
-    f.can_quantify = true;
-    f.quantified = false;
-  };
-  for (std::size_t i = 0; i < p.size(); ++i) {
-    const char c = p[i];
-    std::uint64_t factor = 0;
-    if (c == '\\') {
-      ++i;
-      atom(1);
-    } else if (c == '[') {  // a bracket expression is one atom
-      std::size_t j = i + 1;
-      if (j < p.size() && p[j] == '^') ++j;
-      if (j < p.size() && p[j] == ']') ++j;
-      while (j < p.size() && p[j] != ']') {
-        if (p[j] == '[' && j + 1 < p.size() && (p[j + 1] == ':' || p[j + 1] == '.' || p[j + 1] == '=')) {
-          const auto close = p.find(std::string{p[j + 1], ']'}, j + 2);
-          if (close == std::string_view::npos) break;
-          j = close + 1;
-        } else {
-          ++j;
-        }
-      }
-      i = j;
-      atom(1);
-    } else if (c == '(') {
-      stack.emplace_back();
-    } else if (c == ')' && stack.size() > 1) {
-      const std::uint64_t cost = std::max<std::uint64_t>(stack.back().sum, 1);
-      stack.pop_back();
-      atom(cost);
-    } else if (c == '|') {
-      stack.back().can_quantify = stack.back().quantified = false;
-    } else if (c == '*' || c == '+' || c == '?') {
-      factor = 2;
-    } else if (c == '{' && stack.back().can_quantify) {
-      const auto close = p.find('}', i);
-      if (close == std::string_view::npos) {
-        atom(1);
-        continue;
-      }
-      std::uint64_t bound = 0, n = 0;
-      for (std::size_t j = i + 1; j < close; ++j) {
-        if (p[j] >= '0' && p[j] <= '9') {
-          n = std::min<std::uint64_t>(n * 10 + static_cast<std::uint64_t>(p[j] - '0'), limit);
-        } else {
-          bound = std::max(bound, n);
-          n = 0;
-        }
-      }
-      factor = std::max(bound, n) + 1;
-      i = close;
-    } else {
-      atom(1);
-    }
-    if (factor) {
-      Frame& f = stack.back();
-      if (f.quantified)
-        return fmt::format("a repetition follows another at offset {} (\"{}\"): write one", i,
-                           p.substr(0, i + 1));
-      if (!f.can_quantify) continue;  // nothing to repeat: regcomp decides
-      f.sum -= f.last;
-      f.last = std::min(f.last * factor, limit + 1);
-      f.sum += f.last;
-      f.quantified = true;
-      if (f.last > limit || f.sum > limit)
-        return "nested repetitions too deep: the regex engine would need too much memory";
-    }
-  }
-  std::uint64_t total = 0;
-  for (const Frame& f : stack) total += f.sum;
-  if (total > limit) return "the pattern is too large for the regex engine";
-  return {};
-}
+PASTA_FUNC std::string regex_complexity_error(std::string_view p);
 
 class Regex {
  public:
   // Compiles `pattern`; on failure, valid() is false and error() says why.
-  explicit Regex(const std::string& pattern) {
-    error_ = regex_complexity_error(pattern);
-    if (!error_.empty()) return;
-    auto re = std::make_unique<regex_t>();
-    if (const int rc = ::regcomp(re.get(), pattern.c_str(), REG_EXTENDED | REG_NOSUB); rc != 0) {
-      char buf[256];
-      ::regerror(rc, re.get(), buf, sizeof buf);
-      error_ = buf;
-      return;  // a regex_t that failed to compile is not freed
-    }
-    re_.reset(re.release());
-  }
+  PASTA_FUNC explicit Regex(const std::string& pattern);
 
   bool valid() const { return re_ != nullptr; }
   const std::string& error() const { return error_; }
@@ -145,3 +47,7 @@ class Regex {
 };
 
 }  // namespace pasta::detail
+
+#ifdef PASTA_DETAIL_DEFINE
+#include <pasta/core/detail/regex_impl.hpp>
+#endif

@@ -1,0 +1,48 @@
+// What a Profiler does once, before its pipeline exists: the Config it
+// runs with (PASTA_* variables applied, typos and a bad kernel filter
+// reported) and the process's place in a job. Not templates: compiled once
+// in a compiled build (core/detail/api.hpp).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <pasta/core/config.hpp>
+#include <pasta/core/detail/api.hpp>
+
+namespace pasta::detail {
+
+// Variables that some part of pasta reads; the unknown-variable warning
+// leaves these alone. Handlers and launchers add theirs here.
+inline constexpr std::string_view other_known_variables[] = {
+    "PASTA_HANDLER", "PASTA_CUPTI_SKIP", "PASTA_SANITIZER_LIB",
+    // read by the pasta launcher (bin/pasta)
+    "PASTA_BUILD_DIR", "PASTA_INJECT_LIB", "PASTA_TRACE_TOOL", "PASTA_STALL_ACCESS_LIB",
+    // read by CMake when pasta is built: often left exported in a shell that also runs programs
+    "PASTA_SANITIZER_ROOT", "PASTA_TORCH_ROOT",
+    // set by the launcher for the processes it starts (core/process.hpp)
+    "PASTA_RUN_ID", "PASTA_LAUNCHER_PID"};
+
+// PASTA_* variables in `env` that nothing reads: most likely typos.
+PASTA_FUNC std::vector<std::string> unknown_variables(char** env);
+
+// `cfg` with the environment's PASTA_* variables applied (when
+// Config::read_env), each bad value and unknown variable logged once, and
+// a kernel filter that is no POSIX extended regex cleared.
+PASTA_FUNC Config configure(Config cfg);
+
+// Who this process is, and its own output directory (core/process.hpp);
+// placeholders in the trace and stall-sample paths are expanded too.
+// Returns the job's directory, which holds every process's.
+PASTA_FUNC std::string place_process(Config& cfg);
+
+// 0 for this process's first profiler to join a job, then 1, 2...: each
+// has its own entry in the job's list.
+PASTA_FUNC unsigned next_job_profiler();
+
+}  // namespace pasta::detail
+
+#ifdef PASTA_DETAIL_DEFINE
+#include <pasta/core/detail/profiler_setup_impl.hpp>
+#endif

@@ -1,0 +1,78 @@
+// Definitions for core/detail/profiler_setup.hpp: inline in header-only
+// builds, compiled once otherwise (core/detail/api.hpp).
+#pragma once
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+
+#include <pasta/core/detail/fmt.hpp>
+
+#include <pasta/core/detail/profiler_setup.hpp>
+#include <pasta/core/detail/this_process.hpp>
+#include <pasta/core/log.hpp>
+#include <pasta/core/process.hpp>
+
+extern char** environ;
+
+namespace pasta::detail {
+
+PASTA_FUNC std::vector<std::string> unknown_variables(char** env) {
+  std::vector<std::string> unknown;
+  for (char** e = env; e && *e; ++e) {
+    const std::string_view entry(*e);
+    if (!entry.starts_with("PASTA_")) continue;
+    const std::string_view key = entry.substr(0, entry.find('='));
+    bool known = false;
+    for (auto k : config_variables) known = known || k == key;
+    for (auto k : other_known_variables) known = known || k == key;
+    if (!known) unknown.emplace_back(key);
+  }
+  return unknown;
+}
+
+PASTA_FUNC unsigned next_job_profiler() {
+  static std::atomic<unsigned> n{0};
+  return n.fetch_add(1);
+}
+
+PASTA_FUNC std::string place_process(Config& cfg) {
+  std::string job = job_dir(cfg.output_dir);
+  auto getenv = [&](const char* name) -> const char* {
+    return cfg.read_env ? std::getenv(name) : nullptr;
+  };
+  std::vector<std::string> errors;
+  std::string host = host_name();
+  cfg.process = identify(getenv, static_cast<std::uint64_t>(::getpid()),
+                         static_cast<std::uint64_t>(::getppid()),
+                         host.empty() ? "localhost" : std::move(host), errors);
+  cfg.output_dir = process_output_dir(cfg.output_dir, cfg.process, getenv, errors);
+  for (std::string* path : {&cfg.trace_file, &cfg.stall_samples})
+    if (has_placeholder(*path)) *path = expand_placeholders(*path, cfg.process, getenv, errors);
+  for (const auto& line : errors) log_once("process:" + line, line);
+  return job;
+}
+
+PASTA_FUNC Config configure(Config cfg) {
+  if (cfg.read_env) {
+    for (const auto& line : apply_env(cfg)) log(line);
+    for (const auto& name : unknown_variables(environ)) {
+      log_once("unknown:" + name, fmt::format("{} is not a pasta variable; ignored (known: {})",
+                                              name, join(config_variables, ", ")));
+    }
+  }
+  if (!cfg.kernel_filter.empty()) {
+    if (auto why = regex_error(cfg.kernel_filter); !why.empty()) {
+      log(
+          fmt::format("kernel filter \"{}\" is not a POSIX extended regular expression ({}); "
+                      "profiling every kernel",
+                      cfg.kernel_filter, why));
+      cfg.kernel_filter.clear();
+    }
+  }
+  return cfg;
+}
+
+}  // namespace pasta::detail
