@@ -59,6 +59,21 @@ TEST_CASE("scopes on other threads carry their own thread id and depth") {
   CHECK(prof.tool<tools::ScopeTime>().stats("inner")->calls == 1);
 }
 
+TEST_CASE("PASTA_SCOPE interns its name once per call site; pasta::Scope on every entry") {
+  test::TempDir dir;
+  ScopeProf prof(test::quiet(dir));
+  for (std::string_view name : {"first", "second"}) {
+    PASTA_SCOPE(name);  // a call site names one scope: its first name
+    const pasta::Scope scope(name);
+  }
+  const auto begins = prof.tool<test::Collect>().of<ScopeBegin>();
+  REQUIRE(begins.size() == 4);
+  CHECK(name_of(begins[0].name) == "first");
+  CHECK(name_of(begins[1].name) == "first");
+  CHECK(name_of(begins[2].name) == "first");
+  CHECK(name_of(begins[3].name) == "second");
+}
+
 TEST_CASE("end() without start() is reported once and ignored") {
   test::TempDir dir;
   test::CapturedLog log;
