@@ -1,5 +1,6 @@
 // Composes a pipeline, records a few events, replays them through another
-// pipeline and checks the counts: the library works from an install.
+// pipeline and checks the counts: the library works from an install, header-only
+// (consumer) and against pasta::runtime (consumer_compiled).
 #include <cstdio>
 #include <string>
 
