@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <pasta/core/detail/api.hpp>
 #include <pasta/core/events.hpp>
 #include <pasta/core/report.hpp>
 
@@ -52,21 +53,7 @@ class ScopeTime {
     return nullptr;
   }
 
-  void report(Report& out) const {
-    std::vector<std::pair<NameId, Stats>> rows(by_name_.begin(), by_name_.end());
-    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
-      return a.second.total_ns != b.second.total_ns ? a.second.total_ns > b.second.total_ns
-                                                    : name_of(a.first) < name_of(b.first);
-    });
-    out.summary("scopes", rows.size());
-    out.summary("ends without a matching begin", unmatched_);
-    auto& t = out.table("scopes", "Time per scope (host, inclusive)",
-                        {"scope", "calls", "total_ms", "mean_us", "min_us", "max_us"});
-    t.precision(2, 3).precision(3, 2).precision(4, 2).precision(5, 2);
-    for (const auto& [id, s] : rows)
-      t.row(std::string(name_of(id)), s.calls, s.total_ns * 1e-6, s.total_ns * 1e-3 / s.calls,
-            s.min_ns * 1e-3, s.max_ns * 1e-3);
-  }
+  void report(Report& out) const;
 
  private:
   struct Open {
@@ -79,3 +66,7 @@ class ScopeTime {
 };
 
 }  // namespace pasta::tools
+
+#ifdef PASTA_DETAIL_DEFINE
+#include <pasta/tools/detail/scope_time_impl.hpp>
+#endif
