@@ -210,24 +210,25 @@ class CounterCallbacks {
 };
 
 inline void CounterCallbacks::log_summary(bool verbose) const {
-  const bool unmeasured = counters_.unsaved() || counters_.unreplayed();
+  const CounterTally& t = counters_.tally();
+  const bool unmeasured = t.unsaved || t.unreplayed;
   if (counters_.user_replay() && (verbose || unmeasured))
     pasta::detail::log(fmt::format(
         "cupti handler: hardware counters by user replay: {} launches replayed by pasta, "
         "{:.2f} GiB of device memory saved per launch on average ({} allocations known at the "
         "end), L2 flushed before {} passes; not measured: {} (no room to save memory), {} "
         "(no driver launch call seen)",
-        counters_.measured(),
-        counters_.measured() ? static_cast<double>(counters_.replayed_bytes()) /
-                                   static_cast<double>(counters_.measured()) / (1ull << 30)
-                             : 0.0,
-        counters_.allocations(), counters_.flushes(), counters_.unsaved(), counters_.unreplayed()));
-  if (counters_.captured())
+        t.measured,
+        t.measured
+            ? static_cast<double>(t.replayed_bytes) / static_cast<double>(t.measured) / (1ull << 30)
+            : 0.0,
+        counters_.allocations(), t.flushes, t.unsaved, t.unreplayed));
+  if (t.captured)
     pasta::detail::log(fmt::format(
         "cupti handler: hardware counters: {} launches captured into CUDA graphs were not "
         "measured, nor are the kernels the graphs run",
-        counters_.captured()));
-  if (verbose || counters_.mismatched() || counters_.other_context())
+        t.captured));
+  if (verbose || t.mismatched || t.other_context)
     pasta::detail::log(fmt::format(
         "cupti handler: hardware counters of {} launches ({} replay passes each), {} launches "
         "measured again in one pass for {} (L2 flushed before {}), {} "
@@ -236,9 +237,8 @@ inline void CounterCallbacks::log_summary(bool verbose) const {
         "measured; {} ranges more than launches; profiling stopped {} times for copies, memsets "
         "or graphs; {} launches profiled in one pass and passed over; {} launches to measure in "
         "one pass left for their signature's next launch",
-        counters_.measured(), counters_.passes(), counters_.remeasured(), counters_.cache_metrics(),
-        counters_.flushes(), counters_.skipped(), counters_.other_context(), counters_.mismatched(),
-        counters_.extra_ranges(), counters_.interrupts(), counters_.passed_over(),
+        t.measured, counters_.passes(), t.remeasured, counters_.cache_metrics(), t.flushes,
+        t.skipped, t.other_context, t.mismatched, t.extra_ranges, t.interrupts, t.passed_over,
         counters_.waited()));
   if (verbose) {
     pasta::detail::log("cupti handler: hardware counters time: " + counters_.timing());

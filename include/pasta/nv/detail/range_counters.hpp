@@ -52,7 +52,8 @@
 //
 // Here is the launch policy; its parts are under detail/: range_profiler.hpp
 // (CUPTI's Range Profiler), range_ledger.hpp (which range is which launch),
-// counter_plan.hpp (which set measures a launch), user_replay.hpp.
+// counter_plan.hpp (which set measures a launch), user_replay.hpp,
+// counter_stats.hpp.
 #pragma once
 
 #include <algorithm>
@@ -72,7 +73,7 @@
 #include <pasta/core/metrics.hpp>
 #include <pasta/core/pipeline.hpp>
 #include <pasta/nv/detail/counter_plan.hpp>
-#include <pasta/nv/detail/counter_timing.hpp>
+#include <pasta/nv/detail/counter_stats.hpp>
 #include <pasta/nv/detail/cupti_api.hpp>
 #include <pasta/nv/detail/driver.hpp>
 #include <pasta/nv/detail/l2_flush.hpp>
@@ -148,7 +149,7 @@ class RangeCounters {
           enable(ctx);
       }
       if (ctx != ctx_) {
-        ++other_context_;
+        ++tally_.other_context;
         return false;
       }
       if (driver_.capturing(stream)) {
@@ -156,7 +157,7 @@ class RangeCounters {
         // kernels a graph runs: they have no launch callback). Profiling
         // stopped at the capture's begin (an interrupt); stopping now would
         // synchronise and so break the capture.
-        ++captured_;
+        ++tally_.captured;
         note('g');
         return false;
       }
@@ -165,12 +166,12 @@ class RangeCounters {
                        : k == CounterPlan::full ? &full_
                                                 : &cache_[static_cast<std::size_t>(k - 1)];
       if (!set) {
-        ++skipped_;
+        ++tally_.skipped;
         // Profiling a few launches in one pass and passing over their
         // ranges costs less than stopping and starting again.
         if (profiler_.running() && profiler_.configured() != &full_ && ledger_.can_pass_over()) {
           ledger_.pass_over_launch(correlation, signature);
-          ++passed_over_;
+          ++tally_.passed_over;
           launch_ = {&spent_.passed, Clock::now()};
           note('p');
           return false;
@@ -206,7 +207,7 @@ class RangeCounters {
       // own save and restore fill it again): the flush kernel runs profiled,
       // a range passed over.
       if (flush && flush_cache_ && with_l2([&] { return l2_.flush(ctx_, stream); })) {
-        ++flushes_;
+        ++tally_.flushes;
         ledger_.add_flush();
       }
       ledger_.add_measured(correlation, signature);
@@ -224,7 +225,7 @@ class RangeCounters {
     if (owed_.due) {
       // No driver launch call came (replay() never ran): measured later.
       owed_.due = false;
-      ++unreplayed_;
+      ++tally_.unreplayed;
       plan_.lost(owed_.signature, index(&full_));
     }
     if (launch_.into) {
@@ -279,7 +280,7 @@ class RangeCounters {
     if (failed_ || !profiler_.running()) return;
     note(kind);
     try {
-      ++interrupts_;
+      ++tally_.interrupts;
       pause(emit);
     } catch (const std::exception& e) {
       fail(e.what());
@@ -300,12 +301,8 @@ class RangeCounters {
     memory_.release(ctx_);
   }
 
-  std::uint64_t measured() const { return measured_; }
-  // Launches measured again for the cache-sensitive metrics alone.
-  std::uint64_t remeasured() const { return remeasured_; }
-  std::uint64_t skipped() const { return skipped_; }
-  std::uint64_t other_context() const { return other_context_; }
-  std::uint64_t mismatched() const { return mismatched_; }
+  // Launches measured, passed over or left out (CounterTally).
+  const CounterTally& tally() const { return tally_; }
   std::uint32_t passes() const { return full_.passes; }
   // The ncu metrics measured again in one pass: comma-separated, the sets
   // (one launch each) separated by semicolons.
@@ -314,13 +311,6 @@ class RangeCounters {
     for (const MetricSet& set : cache_) sets.push_back(pasta::detail::join(set.names, ", "));
     return sets.empty() ? "none" : pasta::detail::join(sets, "; ");
   }
-  // Ranges beyond the launches profiled (work CUPTI counted as a range of its
-  // own that before() did not see).
-  std::uint64_t extra_ranges() const { return extra_ranges_; }
-  // Stops for GPU work other than launches (interrupt()).
-  std::uint64_t interrupts() const { return interrupts_; }
-  // Launches profiled in one pass and passed over, not to stop and start.
-  std::uint64_t passed_over() const { return passed_over_; }
   // Launches to measure in one pass left for their signature's next launch.
   std::uint64_t waited() const { return plan_.waits(); }
   const std::string& error() const { return error_; }
@@ -333,15 +323,6 @@ class RangeCounters {
   std::string timing() const { return spent_.summary(); }
   // Why L2 could not be flushed (then it was not, from that launch on).
   const std::string& flush_error() const { return flush_error_; }
-  std::uint64_t flushes() const { return flushes_; }
-  // Launches captured into a graph (not run then, not measured).
-  std::uint64_t captured() const { return captured_; }
-  // User replay: launches not measured because the memory could not be
-  // saved or because no driver launch call came; the bytes saved for the
-  // launches measured.
-  std::uint64_t unsaved() const { return unsaved_; }
-  std::uint64_t unreplayed() const { return unreplayed_; }
-  std::uint64_t replayed_bytes() const { return replayed_bytes_; }
   std::size_t allocations() const { return memory_.allocations().count(); }
 
  private:
@@ -402,7 +383,7 @@ class RangeCounters {
       saved = memory_.save(stream);
     }
     if (!saved) {
-      ++unsaved_;
+      ++tally_.unsaved;
       pasta::detail::log_once(
           "counters:unsaved",
           fmt::format("hardware counters: {}; launches are not measured while it is so "
@@ -420,7 +401,8 @@ class RangeCounters {
           Timer t(spent_.copy);
           memory_.restore(stream);
         }
-        if (flush && flush_cache_ && with_l2([&] { return l2_.flush(ctx_, stream); })) ++flushes_;
+        if (flush && flush_cache_ && with_l2([&] { return l2_.flush(ctx_, stream); }))
+          ++tally_.flushes;
         start();
         const CUresult launched = relaunch(driver_, launch, stream);
         const bool last = stop_pass();
@@ -444,7 +426,7 @@ class RangeCounters {
       }
       throw;
     }
-    replayed_bytes_ += memory_.saved_bytes();
+    tally_.replayed_bytes += memory_.saved_bytes();
     return true;
   }
   // A user-replay pass ended: whether it was the last one.
@@ -478,7 +460,7 @@ class RangeCounters {
       const RangeLedger::Pending& p = pending[j];
       if (!p.measured) continue;
       if (!match.matched) {
-        ++mismatched_;
+        ++tally_.mismatched;
         plan_.lost(p.signature, index(&set));
         continue;
       }
@@ -488,9 +470,9 @@ class RangeCounters {
       c.device = device_;
       c.passes = set.passes;
       emit(c);
-      ++(&set == &full_ ? measured_ : remeasured_);
+      ++(&set == &full_ ? tally_.measured : tally_.remeasured);
     }
-    extra_ranges_ += match.extra;
+    tally_.extra_ranges += match.extra;
     if (!match.matched && verbose_ && listed_++ < 5)
       pasta::detail::log(fmt::format(
           "hardware counters: {} ranges for {} launches ({} measured) in one image of the {}",
@@ -573,13 +555,10 @@ class RangeCounters {
     CUstream stream = nullptr;
     std::uint64_t correlation = 0, signature = 0;
   } owed_;
-  std::uint64_t unsaved_ = 0, captured_ = 0, unreplayed_ = 0, replayed_bytes_ = 0;
-  std::uint64_t flushes_ = 0;
   std::string flush_error_;
   std::uint64_t per_signature_ = 1;
   CounterPlan plan_;
-  std::uint64_t measured_ = 0, remeasured_ = 0, skipped_ = 0, other_context_ = 0, mismatched_ = 0,
-                extra_ranges_ = 0, interrupts_ = 0, passed_over_ = 0;
+  CounterTally tally_;
   std::string error_;
   ReplayWorker worker_;  // last: stopped before what its jobs use is destroyed
 };

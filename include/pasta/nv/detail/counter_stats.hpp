@@ -1,5 +1,6 @@
-// Where RangeCounters' wall time goes, step by step (start-up, launches
-// measured, images armed, L2 flushes, memory saved), for the verbose summary.
+// What RangeCounters did, for its summaries: launches measured, passed over
+// or left out (CounterTally), and where its wall time went, step by step
+// (CounterTiming).
 #pragma once
 
 #include <chrono>
@@ -9,6 +10,25 @@
 #include <pasta/core/detail/fmt.hpp>
 
 namespace pasta::nv::detail {
+
+struct CounterTally {
+  std::uint64_t measured = 0;       // launches measured in full
+  std::uint64_t remeasured = 0;     // measured again for the cache-sensitive metrics alone
+  std::uint64_t skipped = 0;        // not measured: given their signature's measured mean
+  std::uint64_t other_context = 0;  // on a context other than the one measured
+  std::uint64_t mismatched = 0;     // in an image whose ranges did not match its launches
+  // Ranges beyond the launches profiled (work CUPTI counted as a range of its
+  // own that before() did not see).
+  std::uint64_t extra_ranges = 0;
+  std::uint64_t interrupts = 0;   // stops for GPU work other than launches (interrupt())
+  std::uint64_t passed_over = 0;  // profiled in one pass and passed over, not to stop and start
+  std::uint64_t flushes = 0;      // L2 flushes before a measured launch or pass
+  std::uint64_t captured = 0;     // captured into a graph (not run then, not measured)
+  // User replay: launches not measured because the memory could not be
+  // saved or because no driver launch call came; the bytes saved for the
+  // launches measured.
+  std::uint64_t unsaved = 0, unreplayed = 0, replayed_bytes = 0;
+};
 
 struct CounterTiming {
   // Wall time spent in one kind of step, and how many.
