@@ -169,6 +169,7 @@ class Cupti {
   bool verbose_;
   bool flush_on_sync_;
   bool op_tags_;                       // Config::op_tags: tag device work with operators
+  bool tag_ops_ = false;               // ... and a tool reads them: the callbacks tag
   bool host_launches_ = false;         // KernelLaunch comes from callbacks, not from records
   detail::CounterCallbacks counters_;  // KernelCounters, when a tool wants them
   void (*finish_counters_)(Cupti*) = nullptr;
@@ -263,14 +264,17 @@ void Cupti::start(Sink& sink) {
     }
     if (devices && !skipped(skip_device)) enable_activity(CUPTI_ACTIVITY_KIND_DEVICE, "device");
     if (ops && op_tags_) {
-      // CUPTI writes an external correlation record only in front of an API
-      // record, so runtime and driver API records are on too (measured on
-      // the H100: without them no kernel was tagged; cuDNN and cuBLAS launch
-      // through the driver API). They are read for nothing else, and are
-      // most of what tagging costs (docs/benchmarks.md; PASTA_OP_TAGS=0).
-      enable_activity(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, "external correlation");
-      enable_activity(CUPTI_ACTIVITY_KIND_RUNTIME, "runtime API");
-      enable_activity(CUPTI_ACTIVITY_KIND_DRIVER, "driver API");
+      // The callback of each launch, copy and memset call (op_tags.hpp)
+      // records its correlation id with the calling thread's operator: no
+      // API or external-correlation records, which cost most of what
+      // tagging did (docs/benchmarks.md).
+      records_.enable_op_tags();
+      tag_ops_ = true;
+      const int tagged = detail::enable_tag_callbacks(subscriber_);
+      if (verbose_)
+        pasta::detail::log(fmt::format("cupti handler: operators tagged through {} launch, copy "
+                                       "and memset callbacks",
+                                       tagged));
       pasta::detail::op_correlator().store(&detail::op_hooks, std::memory_order_release);
     }
     activity_.start_thread();
@@ -388,6 +392,8 @@ void Cupti::on_runtime(Sink& sink, CUpti_CallbackId cbid, const CUpti_CallbackDa
     if (!enter && flush_on_sync_) activity_.request_flush();
     return;
   }
+  if (enter && tag_ops_) records_.tag_with_op(cb.correlationId);
+  if (!detail::is_launch(CUPTI_CB_DOMAIN_RUNTIME_API, cbid)) return;
   detail::runtime_depth() += enter ? 1 : -1;
   if (!enter || !host_launches_) return;
   if constexpr (Sink::template wants<KernelLaunch>())
@@ -403,6 +409,7 @@ void Cupti::on_driver(Sink& sink, CUpti_CallbackId cbid, const CUpti_CallbackDat
     if (!enter && flush_on_sync_) activity_.request_flush();
     return;
   }
+  if (enter && tag_ops_) records_.tag_with_op(cb.correlationId);
   if (!enter || detail::runtime_depth() > 0 || !host_launches_)
     return;  // the runtime launch was reported
   if constexpr (Sink::template wants<KernelLaunch>())

@@ -64,6 +64,13 @@ class ActivityRecords {
   // Kernel records are KernelLaunch too, unless launch callbacks give them.
   void set_host_launches(bool on) { host_launches_ = on; }
   OwnCalls& own_calls() { return own_calls_; }
+  // Device work is tagged with operators from now on (tag_with_op).
+  void enable_op_tags() { op_of_.enable(); }
+  // In a launch, copy or memset callback: the call's device record will
+  // carry the calling thread's operator. Any thread.
+  void tag_with_op(std::uint32_t correlation) {
+    if (const std::uint64_t op = current_op()) op_of_.add(correlation, op);
+  }
 
   // The records processed.
   template <class Sink>
@@ -92,7 +99,7 @@ class ActivityRecords {
   std::unordered_map<const char*, NameId> kernel_names_;
   const NameId l2_flush_name_ = intern("pasta_l2_flush");
   std::unordered_map<std::uint32_t, std::uint32_t> context_device_;
-  OpCorrelations op_of_;
+  OpCorrelations op_of_;  // also written by the threads that call CUDA: atomics
 };
 
 // pasta's worker thread: processes the buffers CUPTI completed (outside
@@ -258,11 +265,6 @@ std::uint64_t ActivityRecords::process(Sink& sink, std::uint8_t* buffer, std::si
           if constexpr (Sink::template wants<Memset>())
             s.emit(tagged(memset_of(*reinterpret_cast<const CUpti_ActivityMemset4*>(record))));
           break;
-        case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
-          const auto& x = *reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(record);
-          if (x.externalKind == op_kind) op_of_.add(x.correlationId, x.externalId);
-          break;
-        }
         case CUPTI_ACTIVITY_KIND_MEMORY2: {
           const auto& m = *reinterpret_cast<const CUpti_ActivityMemory4*>(record);
           if (is_allocation(m)) {
