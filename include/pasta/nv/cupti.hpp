@@ -13,7 +13,8 @@
 //
 // This file subscribes and composes; the parts are under detail/:
 // activity_worker.hpp (records, pasta's thread), launch_callbacks.hpp,
-// nvtx_scopes.hpp, op_tags.hpp, counter_callbacks.hpp, sampling_callbacks.hpp.
+// nvtx_scopes.hpp, op_tags.hpp, counter_callbacks.hpp, sampling_callbacks.hpp,
+// cupti_skip.hpp.
 #pragma once
 
 #include <dlfcn.h>
@@ -38,6 +39,7 @@
 #include <pasta/nv/detail/activity_worker.hpp>
 #include <pasta/nv/detail/counter_callbacks.hpp>
 #include <pasta/nv/detail/cupti_api.hpp>
+#include <pasta/nv/detail/cupti_skip.hpp>
 #include <pasta/nv/detail/launch_callbacks.hpp>
 #include <pasta/nv/detail/nvtx_scopes.hpp>
 #include <pasta/nv/detail/op_tags.hpp>
@@ -64,9 +66,9 @@ class Cupti {
         counters_(cfg),
         sampling_(cfg),
         activity_(stats_, std::chrono::milliseconds(cfg.flush_ms)) {
-    parse_skip(std::getenv("PASTA_CUPTI_SKIP"));
+    skip_ = detail::parse_cupti_skip(std::getenv("PASTA_CUPTI_SKIP"));
     // Now, before the profiler's first scope initialises NVTX.
-    if (!skipped(skip_nvtx)) detail::route_nvtx_to_cupti();
+    if (!skipped(detail::skip_nvtx)) detail::route_nvtx_to_cupti();
   }
   ~Cupti() { stop(); }
   Cupti(const Cupti&) = delete;
@@ -125,43 +127,7 @@ class Cupti {
       enabled_kinds_[enabled_count_++] = kind;
   }
 
-  // PASTA_CUPTI_SKIP: record kinds to leave off even when a tool wants them,
-  // to trade detail for overhead (comma list of the names below).
-  enum Skip : unsigned {
-    skip_memcpy = 1,
-    skip_memset = 2,
-    skip_sync = 4,
-    skip_memory = 8,
-    skip_nvtx = 16,
-    skip_device = 32
-  };
-  void parse_skip(const char* list) {
-    if (!list || !*list) return;
-    std::string_view rest(list);
-    while (!rest.empty()) {
-      const auto comma = rest.find(',');
-      const std::string_view item = rest.substr(0, comma);
-      if (item == "memcpy")
-        skip_ |= skip_memcpy;
-      else if (item == "memset")
-        skip_ |= skip_memset;
-      else if (item == "sync")
-        skip_ |= skip_sync;
-      else if (item == "memory")
-        skip_ |= skip_memory;
-      else if (item == "nvtx")
-        skip_ |= skip_nvtx;
-      else if (item == "device")
-        skip_ |= skip_device;
-      else
-        pasta::detail::log(fmt::format(
-            "PASTA_CUPTI_SKIP: \"{}\" is not a record kind; expected a comma list of memcpy, "
-            "memset, sync, memory, nvtx, device; ignored",
-            item));
-      if (comma == std::string_view::npos) break;
-      rest.remove_prefix(comma + 1);
-    }
-  }
+  // PASTA_CUPTI_SKIP (detail/cupti_skip.hpp).
   bool skipped(unsigned what) const { return (skip_ & what) != 0; }
 
   unsigned skip_ = 0;
@@ -246,23 +212,26 @@ void Cupti::start(Sink& sink) {
     check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE,
                               CUPTI_CBID_RESOURCE_MODULE_LOADED),
           "the module-load callback");
-  if (scopes && !skipped(skip_nvtx))
+  if (scopes && !skipped(detail::skip_nvtx))
     check(cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_NVTX), "NVTX callbacks");
 
   if constexpr (activities) {
     activity_.listen(this, &process_buffer<Sink>);
     if constexpr (kernels) enable_activity(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "kernel");
-    if (copies && !skipped(skip_memcpy)) {
+    if (copies && !skipped(detail::skip_memcpy)) {
       enable_activity(CUPTI_ACTIVITY_KIND_MEMCPY, "memcpy");
       enable_activity(CUPTI_ACTIVITY_KIND_MEMCPY2, "peer memcpy");
     }
-    if (sets && !skipped(skip_memset)) enable_activity(CUPTI_ACTIVITY_KIND_MEMSET, "memset");
-    if (memory && !skipped(skip_memory)) enable_activity(CUPTI_ACTIVITY_KIND_MEMORY2, "allocation");
-    if (syncs && !skipped(skip_sync)) {
+    if (sets && !skipped(detail::skip_memset))
+      enable_activity(CUPTI_ACTIVITY_KIND_MEMSET, "memset");
+    if (memory && !skipped(detail::skip_memory))
+      enable_activity(CUPTI_ACTIVITY_KIND_MEMORY2, "allocation");
+    if (syncs && !skipped(detail::skip_sync)) {
       enable_activity(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "synchronization");
       enable_activity(CUPTI_ACTIVITY_KIND_CONTEXT, "context");
     }
-    if (devices && !skipped(skip_device)) enable_activity(CUPTI_ACTIVITY_KIND_DEVICE, "device");
+    if (devices && !skipped(detail::skip_device))
+      enable_activity(CUPTI_ACTIVITY_KIND_DEVICE, "device");
     if (ops && op_tags_) {
       // The callback of each launch, copy and memset call (op_tags.hpp)
       // records its correlation id with the calling thread's operator: no
