@@ -4,7 +4,7 @@
 //    instruction and reason (StallSample). Stalls on a long scoreboard (the
 //    warp waits for a global, local or texture load) are moved to the loads
 //    the stalled instruction waits for, read from the kernel's SASS
-//    (detail/sass.hpp, nvdisasm). Writes <output_dir>/stall_samples.json.
+//    (nv/detail/sass.hpp, nvdisasm). Writes <output_dir>/stall_samples.json.
 // 2. Instrumented (nv::Sanitizer with proc::Cpu): every access with its pc
 //    and address (MemAccess) gives pc -> allocation or framework tensor, and
 //    the operator that launched the kernel. With PASTA_STALL_SAMPLES naming
@@ -46,8 +46,8 @@
 #include <pasta/core/names.hpp>
 #include <pasta/core/report.hpp>
 #include <pasta/nv/detail/cubin.hpp>
+#include <pasta/nv/detail/sass.hpp>
 #include <pasta/tools/detail/live_ops.hpp>
-#include <pasta/tools/detail/sass.hpp>
 
 namespace pasta::detail {
 
@@ -358,9 +358,9 @@ class StallBlame {
 // Run 1: the stalls per instruction, with the loads each memory-dependency
 // stall waits for, written for run 2.
 inline void StallBlame::report_samples(Report& out) const {
-  const std::string nvdisasm = pasta::detail::sass::find_nvdisasm(nvdisasm_);
+  const std::string nvdisasm = pasta::nv::detail::sass::find_nvdisasm(nvdisasm_);
   std::map<NameId, std::uint64_t> by_reason;
-  std::map<std::string, std::vector<pasta::detail::sass::Instruction>> sass;
+  std::map<std::string, std::vector<pasta::nv::detail::sass::Instruction>> sass;
   std::vector<std::string> problems;
   nlohmann::json functions = nlohmann::json::object();
   std::uint64_t moved = 0, unmoved = 0;
@@ -379,7 +379,7 @@ inline void StallBlame::report_samples(Report& out) const {
       f["code"] = code == code_.end() ? "" : hex(code->second.hash);
       f["pcs"] = nlohmann::json::array();
     }
-    const std::vector<pasta::detail::sass::Instruction>* instructions = nullptr;
+    const std::vector<pasta::nv::detail::sass::Instruction>* instructions = nullptr;
     bool needs_sass = false;
     for (const auto& [r, n] : reasons) needs_sass |= memory_dependency(name_of(r));
     if (code != code_.end() && !code->second.bytes.empty() && !nvdisasm.empty() &&
@@ -387,17 +387,17 @@ inline void StallBlame::report_samples(Report& out) const {
       auto [it, fresh] = sass.try_emplace(kernel);
       if (fresh) {
         std::string why;
-        it->second =
-            pasta::detail::sass::disassemble(code->second.bytes, code->second.sm, nvdisasm, why);
+        it->second = pasta::nv::detail::sass::disassemble(code->second.bytes, code->second.sm,
+                                                          nvdisasm, why);
         if (!why.empty()) problems.push_back(fmt::format("{}: {}", kernel, why));
       }
       instructions = &it->second;
     }
-    pasta::detail::sass::Producers waits;
+    pasta::nv::detail::sass::Producers waits;
     std::string opcode;
     if (instructions) {
-      waits = pasta::detail::sass::producers(*instructions, key.pc);
-      if (const auto* i = pasta::detail::sass::find(*instructions, key.pc)) opcode = i->opcode;
+      waits = pasta::nv::detail::sass::producers(*instructions, key.pc);
+      if (const auto* i = pasta::nv::detail::sass::find(*instructions, key.pc)) opcode = i->opcode;
     }
     nlohmann::json pc{{"pc", key.pc},
                       {"reasons", nlohmann::json::object()},
