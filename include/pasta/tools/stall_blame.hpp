@@ -49,6 +49,8 @@
 #include <pasta/nv/detail/sass.hpp>
 #include <pasta/tools/detail/live_ops.hpp>
 #include <pasta/tools/detail/stall_forest.hpp>
+#include <pasta/tools/detail/stall_join.hpp>
+#include <pasta/tools/detail/stall_samples.hpp>
 
 namespace pasta::detail {
 
@@ -127,7 +129,8 @@ class StallBlame {
   // Run 1.
   void on(const StallSample& e) {
     sampled_ = true;
-    if (not_issued(name_of(e.reason))) return;  // a subset of the same samples
+    if (pasta::detail::stall::not_issued(name_of(e.reason)))
+      return;  // a subset of the same samples
     total_samples_ += e.samples;
     samples_[{e.function, e.pc}][e.reason] += e.samples;
   }
@@ -228,7 +231,9 @@ class StallBlame {
   }
 
  private:
-  static constexpr std::uint32_t no_target = ~0u;
+  static constexpr std::uint32_t no_target = pasta::detail::stall::no_target;
+  using AccessKey = pasta::detail::stall::AccessKey;
+  using Accesses = pasta::detail::stall::Accesses;
 
   struct Code {
     std::uint64_t hash = 0;
@@ -271,16 +276,7 @@ class StallBlame {
     NameId kernel{}, op{};
     std::uint32_t views_begin = 0, views_end = 0;  // its operators' views in launch_views_
   };
-  struct AccessKey {
-    std::uint32_t target;
-    NameId op;
-    friend auto operator<=>(const AccessKey&, const AccessKey&) = default;
-  };
 
-  static bool not_issued(std::string_view reason) { return reason.ends_with("_not_issued"); }
-  static bool memory_dependency(std::string_view reason) {
-    return reason.find("long_scoreboard") != std::string_view::npos;
-  }
   static std::string hex(std::uint64_t v) { return fmt::format("{:016x}", v); }
 
   std::uint32_t add_target(Target t, std::uint64_t& count) {
@@ -351,9 +347,9 @@ class StallBlame {
   std::vector<std::uint32_t> launch_views_;
   std::uint64_t accesses_seen_ = 0, last_correlation_ = ~0ull;
   Launch last_launch_;
-  std::map<SampleKey, std::map<AccessKey, std::uint64_t>> accesses_;
+  std::map<SampleKey, Accesses> accesses_;
   SampleKey last_key_{};
-  std::map<AccessKey, std::uint64_t>* last_targets_ = nullptr;  // accesses_[last_key_]
+  Accesses* last_targets_ = nullptr;  // accesses_[last_key_]
 };
 
 // Run 1: the stalls per instruction, with the loads each memory-dependency
@@ -382,7 +378,8 @@ inline void StallBlame::report_samples(Report& out) const {
     }
     const std::vector<pasta::nv::detail::sass::Instruction>* instructions = nullptr;
     bool needs_sass = false;
-    for (const auto& [r, n] : reasons) needs_sass |= memory_dependency(name_of(r));
+    for (const auto& [r, n] : reasons)
+      needs_sass |= pasta::detail::stall::memory_dependency(name_of(r));
     if (code != code_.end() && !code->second.bytes.empty() && !nvdisasm.empty() &&
         (needs_sass || sass.count(kernel))) {
       auto [it, fresh] = sass.try_emplace(kernel);
@@ -408,7 +405,8 @@ inline void StallBlame::report_samples(Report& out) const {
     for (const auto& [r, n] : reasons) {
       pc["reasons"][std::string(name_of(r))] = n;
       by_reason[r] += n;
-      if (memory_dependency(name_of(r))) (waits.all.empty() ? unmoved : moved) += n;
+      if (pasta::detail::stall::memory_dependency(name_of(r)))
+        (waits.all.empty() ? unmoved : moved) += n;
       std::string list;
       for (std::uint64_t w : waits.all) list += fmt::format("{}0x{:x}", list.empty() ? "" : " ", w);
       rows.push_back({kernel, opcode, std::string(name_of(r)), list, key.pc, n});
@@ -476,119 +474,13 @@ inline void StallBlame::report_blame(Report& out) const {
                                  samples_path_, doc.value("version", 0), schema_version));
     return;
   }
-  std::map<std::pair<std::string_view, std::uint64_t>, const std::map<AccessKey, std::uint64_t>*>
-      at_pc;
-  std::set<std::string_view> ran;
-  for (const auto& [key, targets] : accesses_) {
-    at_pc[{name_of(key.function), key.pc}] = &targets;
-    ran.insert(name_of(key.function));
-  }
+  pasta::detail::stall::AccessesAt at_pc;
+  for (const auto& [key, targets] : accesses_) at_pc[{name_of(key.function), key.pc}] = &targets;
+  std::map<std::string, std::string, std::less<>> code;
+  for (const auto& [kernel, c] : code_) code[kernel] = hex(c.hash);
   const double total = doc.value("samples", 0.0);
-  // Each stall, with the instructions it is charged at: the loads it waits
-  // for (memory dependencies) or its own instruction.
-  struct Stall {
-    std::string_view kernel;
-    std::vector<std::uint64_t> at, reads;
-    double samples;
-    bool dependency;
-  };
-  std::vector<Stall> stalls;
-  std::map<std::string, double> unattributed;
-  std::vector<std::string> changed;
-  for (const auto& [kernel_json, f] : doc["functions"].items()) {
-    if (!f.is_object() || !f.contains("pcs") || !f["pcs"].is_array()) continue;
-    const auto& kernel = kernel_json;
-    const auto code = code_.find(kernel);
-    const std::string theirs = f.value("code", std::string());
-    const bool differs = code != code_.end() && !theirs.empty() && hex(code->second.hash) != theirs;
-    if (differs) changed.push_back(kernel);
-    const auto ran_it = ran.find(kernel);
-    for (const auto& pc : f["pcs"]) {
-      if (!pc.is_object() || !pc.contains("reasons") || !pc["reasons"].is_object()) continue;
-      auto list = [&](const char* key) {
-        std::vector<std::uint64_t> v;
-        if (pc.contains(key) && pc[key].is_array())
-          for (const auto& w : pc[key])
-            if (w.is_number_unsigned()) v.push_back(w.get<std::uint64_t>());
-        return v;
-      };
-      const std::vector<std::uint64_t> waits = list("waits_for"), reads = list("reads");
-      const std::uint64_t at = pc.value("pc", std::uint64_t{0});
-      for (const auto& [reason, n_json] : pc["reasons"].items()) {
-        if (!n_json.is_number()) continue;
-        const double n = n_json.get<double>();
-        const bool dependency = memory_dependency(reason);
-        if (differs)
-          unattributed["kernel code differs between the runs"] += n;
-        else if (ran_it == ran.end())
-          unattributed["kernel made no recorded access in the instrumented run"] += n;
-        else if (dependency && waits.empty())
-          unattributed["memory dependency with no load found in the SASS"] += n;
-        else
-          stalls.push_back({*ran_it, dependency ? waits : std::vector{at}, reads, n, dependency});
-      }
-    }
-  }
-  // A stall waiting on loads that share a scoreboard waits for the slowest.
-  // Which one that is shows in the stalls that wait for one load only: the
-  // samples per access they charge each tensor (its rate). A shared wait
-  // splits by the mean rate of what each load reads; with no such evidence,
-  // over the loads whose registers it reads, else evenly.
-  auto accesses_at = [&](std::string_view kernel, std::uint64_t p) {
-    const auto it = at_pc.find({kernel, p});
-    return it == at_pc.end() ? nullptr : it->second;
-  };
-  std::map<std::uint32_t, std::pair<double, double>> evidence;  // target -> samples, accesses
-  for (const Stall& st : stalls) {
-    if (!st.dependency || st.at.size() != 1) continue;
-    if (const auto* targets = accesses_at(st.kernel, st.at.front())) {
-      std::uint64_t sum = 0;
-      for (const auto& [k, c] : *targets) sum += c;
-      for (const auto& [k, c] : *targets) {
-        evidence[k.target].first += st.samples * c / sum;
-        evidence[k.target].second += c;
-      }
-    }
-  }
-  auto rate = [&](const std::map<AccessKey, std::uint64_t>& targets) {
-    double r = 0, sum = 0;
-    for (const auto& [k, c] : targets) {
-      sum += c;
-      if (const auto e = evidence.find(k.target); e != evidence.end() && e->second.second > 0)
-        r += c * e->second.first / e->second.second;
-    }
-    return sum > 0 ? r / sum : 0.0;
-  };
-  std::map<std::pair<AccessKey, std::string>, double> blamed;  // (target, op), kernel
-  for (const Stall& st : stalls) {
-    std::vector<double> weight(st.at.size(), 0.0);
-    double weights = 0;
-    if (st.at.size() > 1) {
-      for (std::size_t i = 0; i < st.at.size(); ++i)
-        if (const auto* targets = accesses_at(st.kernel, st.at[i]))
-          weights += weight[i] = rate(*targets);
-      if (weights == 0)
-        for (std::size_t i = 0; i < st.at.size(); ++i)
-          weights += weight[i] =
-              st.reads.empty() || std::count(st.reads.begin(), st.reads.end(), st.at[i]) ? 1.0
-                                                                                         : 0.0;
-    } else {
-      weight[0] = weights = 1;
-    }
-    for (std::size_t i = 0; i < st.at.size(); ++i) {
-      if (weight[i] == 0) continue;
-      const double share = st.samples * weight[i] / weights;
-      const auto* targets = accesses_at(st.kernel, st.at[i]);
-      if (!targets) {
-        unattributed[st.dependency ? "load made no recorded access (e.g. skipped by a filter)"
-                                   : "not at a memory instruction (compute, sync, ...)"] += share;
-        continue;
-      }
-      std::uint64_t sum = 0;
-      for (const auto& [k, c] : *targets) sum += c;
-      for (const auto& [k, c] : *targets) blamed[{k, std::string(st.kernel)}] += share * c / sum;
-    }
-  }
+  const auto [blamed, unattributed, changed] = pasta::detail::stall::join(
+      pasta::detail::stall::sampled_kernels(doc["functions"]), at_pc, code);
 
   std::map<AccessKey, double> per_target_op;
   pasta::detail::BlameNode forest;
