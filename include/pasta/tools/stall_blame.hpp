@@ -51,50 +51,7 @@
 #include <pasta/tools/detail/stall_forest.hpp>
 #include <pasta/tools/detail/stall_join.hpp>
 #include <pasta/tools/detail/stall_samples.hpp>
-
-namespace pasta::detail {
-
-// A view's layout, "Float[4, 8, 64] strides [1536, 192, 1]" (TensorView::
-// layout), as (size, stride) pairs from the largest stride down, leaving
-// out dimensions that do not move (size 1, stride 0). True when they nest:
-// each stride steps past everything the smaller ones reach, so an element
-// offset splits into one index per dimension (slices, transposes, splits,
-// permutes do); false for a layout it cannot read or one whose rows
-// overlap.
-inline bool nested_dims(std::string_view layout,
-                        std::vector<std::pair<std::uint64_t, std::uint64_t>>& dims) {
-  dims.clear();
-  auto numbers = [&](std::size_t open, std::vector<std::uint64_t>& out) {
-    const std::size_t close = layout.find(']', open);
-    if (open == std::string_view::npos || close == std::string_view::npos) return false;
-    for (std::size_t i = open + 1; i < close;) {
-      while (i < close && (layout[i] == ' ' || layout[i] == ',')) ++i;
-      if (i == close) break;
-      std::uint64_t v = 0;
-      const auto [end, ec] = std::from_chars(layout.data() + i, layout.data() + close, v);
-      if (ec != std::errc()) return false;
-      out.push_back(v);
-      i = static_cast<std::size_t>(end - layout.data());
-    }
-    return true;
-  };
-  std::vector<std::uint64_t> sizes, strides;
-  const std::size_t marker = layout.find("strides [");
-  if (marker == std::string_view::npos || !numbers(layout.find('['), sizes) ||
-      !numbers(marker + 8, strides) || sizes.size() != strides.size())
-    return false;
-  for (std::size_t d = 0; d < sizes.size(); ++d)
-    if (sizes[d] > 1 && strides[d] > 0) dims.emplace_back(sizes[d], strides[d]);
-  std::sort(dims.begin(), dims.end(), [](auto& a, auto& b) { return a.second > b.second; });
-  std::uint64_t reach = 1;  // elements the smaller dimensions span
-  for (std::size_t d = dims.size(); d-- > 0;) {
-    if (dims[d].second < reach) return false;
-    reach = dims[d].second * (dims[d].first - 1) + reach;
-  }
-  return true;
-}
-
-}  // namespace pasta::detail
+#include <pasta/tools/detail/stall_targets.hpp>
 
 namespace pasta::tools {
 
@@ -152,20 +109,19 @@ class StallBlame {
     launches_[e.correlation] = l;
   }
   void on(const MemAlloc& e) {
-    allocations_.insert(Target::Range{
-        e.address, e.bytes, add_target({.base = e.address, .bytes = e.bytes}, alloc_count_)});
+    allocations_.insert(
+        Target::Range{e.address, e.bytes, targets_.add({.base = e.address, .bytes = e.bytes})});
   }
   void on(const MemFree& e) { allocations_.erase(e.address); }
   void on(const pasta::TensorAlloc& e) {
     if (e.device == host_device) return;
     const auto* segment = allocations_.find(e.address);
     tensors_.insert(Target::Range{e.address, e.bytes,
-                                  add_target({.base = e.address,
-                                              .bytes = e.bytes,
-                                              .op = ops_.name(e.thread, e.op),
-                                              .kind = Target::tensor,
-                                              .parent = segment ? segment->index : no_target},
-                                             tensor_count_)});
+                                  targets_.add({.base = e.address,
+                                                .bytes = e.bytes,
+                                                .op = ops_.name(e.thread, e.op),
+                                                .kind = Target::tensor,
+                                                .parent = segment ? segment->index : no_target})});
   }
   void on(const pasta::TensorView& e) {
     if (e.device == host_device || !e.element_bytes) return;
@@ -180,7 +136,7 @@ class StallBlame {
                .layout = e.layout,
                .element_bytes = e.element_bytes};
       v.nested = pasta::detail::nested_dims(name_of(e.layout), v.dims);
-      it->second = add_target(std::move(v), view_count_);
+      it->second = targets_.add(std::move(v));
     }
     auto& list = op_views_[e.op];
     if (std::find(list.begin(), list.end(), it->second) == list.end()) list.push_back(it->second);
@@ -196,10 +152,14 @@ class StallBlame {
     if (!last_launch_.kernel) return;
     std::uint32_t target = no_target;
     if (e.space == MemSpace::global) {
-      if (const auto* t = tensors_.find(e.address))
-        target = view_at(t->index, e.address);
-      else if (const auto* a = allocations_.find(e.address))
+      if (const auto* t = tensors_.find(e.address)) {
+        const std::uint32_t* views = launch_views_.data();
+        target =
+            targets_.view_at(t->index, e.address,
+                             {views + last_launch_.views_begin, views + last_launch_.views_end});
+      } else if (const auto* a = allocations_.find(e.address)) {
         target = a->index;
+      }
     }
     // A warp's accesses come pc by pc: the last pc's row is kept.
     const SampleKey key{last_launch_.kernel, e.pc};
@@ -234,32 +194,12 @@ class StallBlame {
   static constexpr std::uint32_t no_target = pasta::detail::stall::no_target;
   using AccessKey = pasta::detail::stall::AccessKey;
   using Accesses = pasta::detail::stall::Accesses;
+  using Target = pasta::detail::stall::Target;
 
   struct Code {
     std::uint64_t hash = 0;
     unsigned sm = 0;
     std::vector<std::byte> bytes;  // empty in the run that joins
-  };
-  // What a stall is blamed on: an allocation (the allocator's segment), a
-  // tensor (a framework allocation inside one) or a view of a tensor.
-  struct Target {
-    struct Range {
-      std::uint64_t base = 0, bytes = 0;
-      std::uint32_t index = 0;
-    };
-    enum Kind : std::uint8_t { allocation, tensor, view };
-    std::uint64_t base = 0, bytes = 0;
-    NameId op{};  // the allocating operator (tensors)
-    Kind kind = allocation;
-    std::uint32_t parent = no_target;  // the allocation of a tensor, the tensor of a view
-    std::uint64_t n = 0;               // 1 for the first target of its kind
-    // Views: the layout, and its dimensions (size, stride in elements)
-    // from the largest stride down when they nest (each stride steps over
-    // all the smaller ones), for telling the view's elements from the gaps.
-    NameId layout{};
-    std::uint32_t element_bytes = 0;
-    bool nested = false;
-    std::vector<std::pair<std::uint64_t, std::uint64_t>> dims;
   };
   struct ViewKey {
     std::uint32_t storage;
@@ -279,55 +219,6 @@ class StallBlame {
 
   static std::string hex(std::uint64_t v) { return fmt::format("{:016x}", v); }
 
-  std::uint32_t add_target(Target t, std::uint64_t& count) {
-    t.n = ++count;
-    targets_.push_back(std::move(t));
-    return static_cast<std::uint32_t>(targets_.size() - 1);
-  }
-  // The narrowest view of the launching operators that holds `address`
-  // (an element of it, not a gap between its rows); else the tensor.
-  std::uint32_t view_at(std::uint32_t tensor, std::uint64_t address) const {
-    std::uint32_t best = tensor;
-    for (std::uint32_t i = last_launch_.views_begin; i < last_launch_.views_end; ++i) {
-      const Target& v = targets_[launch_views_[i]];
-      if (v.parent == tensor && holds(v, address) &&
-          (best == tensor || v.bytes < targets_[best].bytes))
-        best = launch_views_[i];
-    }
-    return best;
-  }
-  static bool holds(const Target& v, std::uint64_t address) {
-    if (address < v.base || address - v.base >= v.bytes) return false;
-    if (!v.nested) return true;
-    std::uint64_t e = (address - v.base) / v.element_bytes;
-    for (const auto& [size, stride] : v.dims) {
-      const std::uint64_t i = e / stride;
-      if (i >= size) return false;
-      e -= i * stride;
-    }
-    return e == 0;
-  }
-  // A node of the forest: the target itself, without its parents.
-  std::string node_label(std::uint32_t t) const {
-    if (t == no_target) return "(no allocation: shared, local or unknown memory)";
-    const Target& x = targets_[t];
-    switch (x.kind) {
-      case Target::tensor:
-        return fmt::format("tensor #{} ({} B, {})", x.n, x.bytes,
-                           pasta::detail::LiveOps::label(x.op));
-      case Target::view:
-        return fmt::format("view {} at +{} B", name_of(x.layout), x.base - targets_[x.parent].base);
-      default:
-        return fmt::format("allocation #{} ({} B at 0x{:x})", x.n, x.bytes, x.base);
-    }
-  }
-  // A row of the tables: a view names its tensor.
-  std::string target_label(std::uint32_t t) const {
-    if (t != no_target && targets_[t].kind == Target::view)
-      return node_label(targets_[t].parent) + " / " + node_label(t);
-    return node_label(t);
-  }
-
   void report_samples(Report& out) const;
   void report_blame(Report& out) const;
 
@@ -339,8 +230,7 @@ class StallBlame {
 
   pasta::detail::LiveOps ops_;
   std::unordered_map<std::uint64_t, Launch> launches_;
-  std::vector<Target> targets_;
-  std::uint64_t tensor_count_ = 0, alloc_count_ = 0, view_count_ = 0;
+  pasta::detail::stall::Targets targets_;
   BasicAddressMap<Target::Range> allocations_, tensors_;
   std::map<ViewKey, std::uint32_t> views_;
   std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> op_views_;  // open operators'
@@ -493,7 +383,7 @@ inline void StallBlame::report_blame(Report& out) const {
       path.push_back(targets_[path.back()].parent);
     pasta::detail::BlameNode* node = &forest;
     for (std::size_t i = path.size(); i-- > 0;) {
-      node = &node->child(node_label(path[i]));
+      node = &node->child(targets_.node_label(path[i]));
       node->samples += n;
     }
     const std::string op =
@@ -510,7 +400,7 @@ inline void StallBlame::report_blame(Report& out) const {
                           {"tensor", "operator", "stall_samples", "share"});
   table.precision(2, 1).precision(3, 4);
   for (const auto& [k, n] : order)
-    table.row(target_label(k.target), pasta::detail::LiveOps::label(k.op), n, share(n));
+    table.row(targets_.label(k.target), pasta::detail::LiveOps::label(k.op), n, share(n));
   auto& kernels = out.table("blame_kernels", "Stall samples blamed on tensors, per kernel",
                             {"tensor", "operator", "kernel", "stall_samples", "share"});
   kernels.precision(3, 1).precision(4, 4);
@@ -518,7 +408,7 @@ inline void StallBlame::report_blame(Report& out) const {
                                                                          blamed.end());
   std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.second > b.second; });
   for (const auto& [k, n] : rows)
-    kernels.row(target_label(k.first.target), pasta::detail::LiveOps::label(k.first.op),
+    kernels.row(targets_.label(k.first.target), pasta::detail::LiveOps::label(k.first.op),
                 pasta::detail::short_kernel_name(pasta::detail::demangle(k.second)), n, share(n));
   auto& rest = out.table("unattributed", "Stall samples not blamed on a tensor",
                          {"why", "stall_samples", "share"});
