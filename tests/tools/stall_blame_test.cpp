@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <cstddef>
+#include <span>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -319,4 +321,65 @@ TEST_CASE("stall_blame: views an operator reads link to their base tensor in the
   const std::string svg = pasta::detail::read_file(dir.file("stall_blame.forest.svg"));
   CHECK(svg.find("<title>view float[2, 4] strides [12, 1] at +0 B - 100 samples (21.3%)</title>") !=
         std::string::npos);
+}
+
+namespace {
+
+// A disassembler of a made-up machine: one kernel "k" per image, one
+// 16-byte instruction per byte of code (1: a load), and a stall waiting for
+// every load before it.
+struct ToyDisassembler {
+  struct Instruction {
+    std::uint64_t pc;
+    std::string opcode;
+  };
+  struct Waits {
+    std::vector<std::uint64_t> all, reads;
+  };
+  static constexpr std::string_view not_found = "no toy disassembler";
+  explicit ToyDisassembler(const Config&) {}
+  std::string locate() const { return "toy"; }
+  template <class F>
+  static void for_each_kernel(std::span<const std::byte> image, F&& f) {
+    f("k", 1u, image);
+  }
+  static std::vector<Instruction> disassemble(std::span<const std::byte> code, unsigned,
+                                              const std::string&, std::string&) {
+    std::vector<Instruction> out;
+    for (std::size_t i = 0; i < code.size(); ++i)
+      out.push_back({16 * i, code[i] == std::byte{1} ? "LOAD" : "ADD"});
+    return out;
+  }
+  static const Instruction* at(const std::vector<Instruction>& code, std::uint64_t pc) {
+    return pc % 16 == 0 && pc / 16 < code.size() ? &code[pc / 16] : nullptr;
+  }
+  static Waits waits_for(const std::vector<Instruction>& code, std::uint64_t pc) {
+    Waits w;
+    for (const auto& i : code)
+      if (i.pc < pc && i.opcode == "LOAD") w.all.push_back(i.pc);
+    w.reads = w.all;
+    return w;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("stall_blame: the sampled run reads machine code through its Disassembler policy") {
+  static_assert(Tool<tools::BasicStallBlame<ToyDisassembler>>);
+  test::TempDir dir;
+  Config cfg;
+  cfg.output_dir = dir.path();
+  tools::BasicStallBlame<ToyDisassembler> t(cfg);
+  const std::byte image[] = {std::byte{1}, std::byte{0}, std::byte{1}, std::byte{0}};
+  t.on(ModuleImage{.image = image, .image_bytes = sizeof image});
+  t.on(StallSample{
+      .function = intern("k"), .pc = 0x30, .reason = intern("long_scoreboard"), .samples = 6});
+  Report r("stall_blame");
+  t.report(r);
+  const auto doc = nlohmann::json::parse(pasta::detail::read_file(dir.file("stall_samples.json")));
+  CHECK(doc["nvdisasm"] == "toy");
+  const auto& pc = doc["functions"]["k"]["pcs"][0];
+  CHECK(pc["opcode"] == "ADD");
+  CHECK(pc["waits_for"] == nlohmann::json{0, 0x20});
+  CHECK(std::get<std::string>(test::table(r, "stalls").rows().at(0).at(5)) == "0x0 0x20");
 }

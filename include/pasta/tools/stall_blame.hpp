@@ -3,8 +3,9 @@
 // 1. Sampled (nv::Cupti): PC sampling gives warp stall samples per
 //    instruction and reason (StallSample). Stalls on a long scoreboard (the
 //    warp waits for a global, local or texture load) are moved to the loads
-//    the stalled instruction waits for, read from the kernel's SASS
-//    (nv/detail/sass.hpp, nvdisasm). Writes <output_dir>/stall_samples.json.
+//    the stalled instruction waits for, read from the kernel's machine code
+//    by the Disassembler policy (nv::detail::Nvdisasm: SASS by nvdisasm).
+//    Writes <output_dir>/stall_samples.json.
 // 2. Instrumented (nv::Sanitizer with proc::Cpu): every access with its pc
 //    and address (MemAccess) gives pc -> allocation or framework tensor, and
 //    the operator that launched the kernel. With PASTA_STALL_SAMPLES naming
@@ -24,6 +25,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <concepts>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -45,8 +47,7 @@
 #include <pasta/core/log.hpp>
 #include <pasta/core/names.hpp>
 #include <pasta/core/report.hpp>
-#include <pasta/nv/detail/cubin.hpp>
-#include <pasta/nv/detail/sass.hpp>
+#include <pasta/nv/detail/nvdisasm.hpp>
 #include <pasta/tools/detail/live_ops.hpp>
 #include <pasta/tools/detail/stall_forest.hpp>
 #include <pasta/tools/detail/stall_join.hpp>
@@ -55,32 +56,50 @@
 
 namespace pasta::tools {
 
-class StallBlame {
+// What the tool asks of its Disassembler (see nv::detail::Nvdisasm): built
+// from the Config; locate() the disassembler (empty: none); for a kernel's
+// code, its instructions (pc, opcode), the one at a pc, and the loads a
+// memory-dependency stall there waits for (all; those whose registers it
+// reads); for_each_kernel(image, f(kernel, arch, code)) of a module image.
+template <class D>
+concept StallDisassembler = std::constructible_from<D, const Config&> &&
+    requires(const D d, std::span<const std::byte> code,
+             const std::vector<typename D::Instruction>& instructions, std::string& error) {
+  { d.locate() } -> std::convertible_to<std::string>;
+  { D::not_found } -> std::convertible_to<std::string_view>;
+  {
+    D::disassemble(code, 0u, d.locate(), error)
+    } -> std::same_as<std::vector<typename D::Instruction>>;
+  { D::at(instructions, 0)->opcode } -> std::convertible_to<std::string>;
+  { D::waits_for(instructions, 0).all } -> std::convertible_to<std::vector<std::uint64_t>>;
+  { D::waits_for(instructions, 0).reads } -> std::convertible_to<std::vector<std::uint64_t>>;
+};
+
+template <StallDisassembler Disassembler>
+class BasicStallBlame {
  public:
   static constexpr std::string_view name = "stall_blame";
   static constexpr std::string_view schema = "pasta.stall_samples";
   static constexpr int schema_version = 1;
   static constexpr std::string_view samples_file = "stall_samples.json";
 
-  explicit StallBlame(const Config& cfg)
-      : output_dir_(cfg.output_dir), samples_path_(cfg.stall_samples), nvdisasm_(cfg.nvdisasm) {}
+  explicit BasicStallBlame(const Config& cfg)
+      : output_dir_(cfg.output_dir), samples_path_(cfg.stall_samples), disassembler_(cfg) {}
 
   // Both runs: each kernel's machine code, to disassemble (run 1) and to
   // check that the two runs ran the same code.
   void on(const ModuleImage& e) {
     if (!e.image || !e.image_bytes) return;
-    const std::span<const std::byte> image(e.image, e.image_bytes);
-    const unsigned sm = nv::detail::sm_of(image);
-    nv::detail::for_each_kernel_code(image,
-                                     [&](std::string_view kernel, std::span<const std::byte> code) {
-                                       if (code.empty()) return;
-                                       Code& c = code_[std::string(kernel)];
-                                       c.hash = pasta::detail::fnv_bytes(code);
-                                       c.sm = sm;
-                                       // Kept to disassemble, unless this is the run that joins.
-                                       if (samples_path_.empty())
-                                         c.bytes.assign(code.begin(), code.end());
-                                     });
+    Disassembler::for_each_kernel(
+        std::span<const std::byte>(e.image, e.image_bytes),
+        [&](std::string_view kernel, unsigned arch, std::span<const std::byte> code) {
+          if (code.empty()) return;
+          Code& c = code_[std::string(kernel)];
+          c.hash = pasta::detail::fnv_bytes(code);
+          c.arch = arch;
+          // Kept to disassemble, unless this is the run that joins.
+          if (samples_path_.empty()) c.bytes.assign(code.begin(), code.end());
+        });
   }
 
   // Run 1.
@@ -198,7 +217,7 @@ class StallBlame {
 
   struct Code {
     std::uint64_t hash = 0;
-    unsigned sm = 0;
+    unsigned arch = 0;
     std::vector<std::byte> bytes;  // empty in the run that joins
   };
   struct ViewKey {
@@ -222,7 +241,8 @@ class StallBlame {
   void report_samples(Report& out) const;
   void report_blame(Report& out) const;
 
-  std::string output_dir_, samples_path_, nvdisasm_;
+  std::string output_dir_, samples_path_;
+  Disassembler disassembler_;
   std::map<std::string, Code> code_;
   bool sampled_ = false;
   std::uint64_t total_samples_ = 0;
@@ -244,10 +264,12 @@ class StallBlame {
 
 // Run 1: the stalls per instruction, with the loads each memory-dependency
 // stall waits for, written for run 2.
-inline void StallBlame::report_samples(Report& out) const {
-  const std::string nvdisasm = pasta::nv::detail::sass::find_nvdisasm(nvdisasm_);
+template <StallDisassembler Disassembler>
+void BasicStallBlame<Disassembler>::report_samples(Report& out) const {
+  using Instruction = typename Disassembler::Instruction;
+  const std::string tool = disassembler_.locate();
   std::map<NameId, std::uint64_t> by_reason;
-  std::map<std::string, std::vector<pasta::nv::detail::sass::Instruction>> sass;
+  std::map<std::string, std::vector<Instruction>> sass;
   std::vector<std::string> problems;
   nlohmann::json functions = nlohmann::json::object();
   std::uint64_t moved = 0, unmoved = 0;
@@ -266,26 +288,25 @@ inline void StallBlame::report_samples(Report& out) const {
       f["code"] = code == code_.end() ? "" : hex(code->second.hash);
       f["pcs"] = nlohmann::json::array();
     }
-    const std::vector<pasta::nv::detail::sass::Instruction>* instructions = nullptr;
+    const std::vector<Instruction>* instructions = nullptr;
     bool needs_sass = false;
     for (const auto& [r, n] : reasons)
       needs_sass |= pasta::detail::stall::memory_dependency(name_of(r));
-    if (code != code_.end() && !code->second.bytes.empty() && !nvdisasm.empty() &&
+    if (code != code_.end() && !code->second.bytes.empty() && !tool.empty() &&
         (needs_sass || sass.count(kernel))) {
       auto [it, fresh] = sass.try_emplace(kernel);
       if (fresh) {
         std::string why;
-        it->second = pasta::nv::detail::sass::disassemble(code->second.bytes, code->second.sm,
-                                                          nvdisasm, why);
+        it->second = Disassembler::disassemble(code->second.bytes, code->second.arch, tool, why);
         if (!why.empty()) problems.push_back(fmt::format("{}: {}", kernel, why));
       }
       instructions = &it->second;
     }
-    pasta::nv::detail::sass::Producers waits;
+    typename Disassembler::Waits waits;
     std::string opcode;
     if (instructions) {
-      waits = pasta::nv::detail::sass::producers(*instructions, key.pc);
-      if (const auto* i = pasta::nv::detail::sass::find(*instructions, key.pc)) opcode = i->opcode;
+      waits = Disassembler::waits_for(*instructions, key.pc);
+      if (const auto* i = Disassembler::at(*instructions, key.pc)) opcode = i->opcode;
     }
     nlohmann::json pc{{"pc", key.pc},
                       {"reasons", nlohmann::json::object()},
@@ -319,16 +340,15 @@ inline void StallBlame::report_samples(Report& out) const {
   if (unmoved)
     out.note(fmt::format(
         "{} memory-dependency samples stay at the stalled instruction: {}", unmoved,
-        nvdisasm.empty() ? "nvdisasm was not found (set PASTA_NVDISASM or put the CUDA "
-                           "toolkit's bin on PATH)"
-                         : "no load feeding them was found in the SASS, or the kernel's code "
-                           "was not seen loading"));
+        tool.empty() ? Disassembler::not_found
+                     : "no load feeding them was found in the SASS, or the kernel's code was "
+                       "not seen loading"));
   for (const auto& p : problems) out.note(p);
 
   nlohmann::json doc{{"schema", schema},
                      {"version", schema_version},
                      {"samples", total_samples_},
-                     {"nvdisasm", nvdisasm},
+                     {"nvdisasm", tool},
                      {"functions", std::move(functions)}};
   const std::string path = pasta::detail::join_path(output_dir_, samples_file);
   std::string why = pasta::detail::make_dirs(output_dir_);
@@ -340,7 +360,8 @@ inline void StallBlame::report_samples(Report& out) const {
 }
 
 // Run 2: run 1's stalls charged to the tensors their loads read.
-inline void StallBlame::report_blame(Report& out) const {
+template <StallDisassembler Disassembler>
+void BasicStallBlame<Disassembler>::report_blame(Report& out) const {
   out.summary("accesses recorded", accesses_seen_);
   out.summary("instructions that accessed memory", accesses_.size());
   if (samples_path_.empty()) {
@@ -439,5 +460,7 @@ inline void StallBlame::report_blame(Report& out) const {
     out.mark_partial("the blame forest was not written: " + why);
   }
 }
+
+using StallBlame = BasicStallBlame<nv::detail::Nvdisasm>;
 
 }  // namespace pasta::tools
