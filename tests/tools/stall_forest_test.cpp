@@ -1,7 +1,11 @@
 #include <doctest/doctest.h>
 
+#include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
 
+#include <pasta/core/names.hpp>
 #include <pasta/tools/detail/stall_forest.hpp>
 
 using pasta::detail::BlameNode;
@@ -36,4 +40,34 @@ TEST_CASE("stall forest: the icicle escapes labels and leaves out nodes under a 
   CHECK(svg.find(">a&lt;b&gt;</text>") != std::string::npos);
   CHECK(svg.find("tiny") == std::string::npos);
   CHECK(svg.ends_with("</svg>\n"));
+}
+
+TEST_CASE("stall forest: a view under its tensor under its allocation, then who waited") {
+  using namespace pasta::detail::stall;
+  Targets t;
+  const std::uint32_t a = t.add({.base = 0x1000, .bytes = 0x1000});
+  const std::uint32_t x = t.add({.base = 0x1000, .bytes = 64, .kind = Target::tensor, .parent = a});
+  const std::uint32_t v = t.add({.base = 0x1010,
+                                 .bytes = 16,
+                                 .kind = Target::view,
+                                 .parent = x,
+                                 .layout = pasta::intern("float[4] strides [1]"),
+                                 .element_bytes = 4});
+  const pasta::NameId mm = pasta::intern("aten::mm");
+  const std::map<std::pair<AccessKey, std::string>, double> blamed{
+      {{{v, mm}, "_Z4gemmv"}, 5}, {{{x, {}}, "_Z4gemmv"}, 2}, {{{no_target, {}}, "k"}, 1}};
+  const BlameNode forest = blame_forest(blamed, t);
+  REQUIRE(forest.children.size() == 2);
+  const BlameNode& allocation = forest.children[0];
+  CHECK(allocation.label == "allocation #1 (4096 B at 0x1000)");
+  CHECK(allocation.samples == 7);
+  REQUIRE(allocation.children.size() == 1);
+  const BlameNode& tensor = allocation.children[0];
+  CHECK(tensor.samples == 7);
+  REQUIRE(tensor.children.size() == 2);  // the view (5), then the kernel that read the tensor (2)
+  CHECK(tensor.children[0].label == "view float[4] strides [1] at +16 B");
+  CHECK(tensor.children[0].children.at(0).label == "aten::mm");
+  CHECK(tensor.children[1].label == "gemm");
+  CHECK(tensor.children[1].samples == 2);
+  CHECK(forest.children[1].label == "(no allocation: shared, local or unknown memory)");
 }

@@ -79,9 +79,9 @@ template <StallDisassembler Disassembler>
 class BasicStallBlame {
  public:
   static constexpr std::string_view name = "stall_blame";
-  static constexpr std::string_view schema = "pasta.stall_samples";
-  static constexpr int schema_version = 1;
-  static constexpr std::string_view samples_file = "stall_samples.json";
+  static constexpr std::string_view schema = pasta::detail::stall::schema;
+  static constexpr int schema_version = pasta::detail::stall::schema_version;
+  static constexpr std::string_view samples_file = pasta::detail::stall::samples_file;
 
   explicit BasicStallBlame(const Config& cfg)
       : output_dir_(cfg.output_dir), samples_path_(cfg.stall_samples), disassembler_(cfg) {}
@@ -372,17 +372,9 @@ void BasicStallBlame<Disassembler>::report_blame(Report& out) const {
   }
   const std::string text = pasta::detail::read_file(samples_path_);
   const auto doc = nlohmann::json::parse(text, nullptr, false);
-  if (text.empty() || doc.is_discarded() || !doc.is_object() ||
-      doc.value("schema", std::string()) != schema || !doc.contains("functions") ||
-      !doc["functions"].is_object()) {
-    out.mark_partial(fmt::format(
-        "PASTA_STALL_SAMPLES={}: {}", samples_path_,
-        text.empty() ? "cannot be read" : "not a stall_samples.json (schema pasta.stall_samples)"));
-    return;
-  }
-  if (doc.value("version", 0) > schema_version) {
-    out.mark_partial(fmt::format("{}: version {} is newer than this pasta reads ({})",
-                                 samples_path_, doc.value("version", 0), schema_version));
+  if (const std::string why = pasta::detail::stall::unreadable(samples_path_, text, doc);
+      !why.empty()) {
+    out.mark_partial(why);
     return;
   }
   pasta::detail::stall::AccessesAt at_pc;
@@ -394,26 +386,12 @@ void BasicStallBlame<Disassembler>::report_blame(Report& out) const {
       pasta::detail::stall::sampled_kernels(doc["functions"]), at_pc, code);
 
   std::map<AccessKey, double> per_target_op;
-  pasta::detail::BlameNode forest;
   double blamed_total = 0;
   for (const auto& [key, n] : blamed) {
     per_target_op[key.first] += n;
     blamed_total += n;
-    std::vector<std::uint32_t> path{key.first.target};  // from the target up to its root
-    while (path.back() != no_target && targets_[path.back()].parent != no_target)
-      path.push_back(targets_[path.back()].parent);
-    pasta::detail::BlameNode* node = &forest;
-    for (std::size_t i = path.size(); i-- > 0;) {
-      node = &node->child(targets_.node_label(path[i]));
-      node->samples += n;
-    }
-    const std::string op =
-        key.first.op ? pasta::detail::LiveOps::label(key.first.op)
-                     : pasta::detail::short_kernel_name(pasta::detail::demangle(key.second));
-    node = &node->child(op);
-    node->samples += n;
   }
-  forest.sort();
+  const pasta::detail::BlameNode forest = pasta::detail::stall::blame_forest(blamed, targets_);
   std::vector<std::pair<AccessKey, double>> order(per_target_op.begin(), per_target_op.end());
   std::sort(order.begin(), order.end(), [](auto& a, auto& b) { return a.second > b.second; });
   auto share = [&](double n) { return total > 0 ? n / total : 0.0; };

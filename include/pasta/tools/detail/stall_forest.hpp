@@ -1,15 +1,22 @@
 // tools::StallBlame's blame forest: allocations hold tensors, tensors the
 // views operators read them through, each split over the operators whose
-// loads waited; drawn as Graphviz dot and as an SVG icicle.
+// loads waited; built from the join's blame, drawn as dot and as SVG.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include <pasta/core/detail/demangle.hpp>
 #include <pasta/core/detail/fmt.hpp>
+#include <pasta/tools/detail/live_ops.hpp>
+#include <pasta/tools/detail/stall_join.hpp>
+#include <pasta/tools/detail/stall_targets.hpp>
 
 namespace pasta::detail {
 
@@ -31,6 +38,34 @@ struct BlameNode {
     for (auto& c : children) c.sort();
   }
 };
+
+namespace stall {
+
+// The join's blame as a forest: each target under the ones it lies in (a
+// view under its tensor, a tensor under its allocation), and under it the
+// operators, or with none the kernels, that waited for it. Largest first.
+inline BlameNode blame_forest(const std::map<std::pair<AccessKey, std::string>, double>& blamed,
+                              const Targets& targets) {
+  BlameNode forest;
+  for (const auto& [key, n] : blamed) {
+    std::vector<std::uint32_t> path{key.first.target};  // from the target up to its root
+    while (path.back() != no_target && targets[path.back()].parent != no_target)
+      path.push_back(targets[path.back()].parent);
+    BlameNode* node = &forest;
+    for (std::size_t i = path.size(); i-- > 0;) {
+      node = &node->child(targets.node_label(path[i]));
+      node->samples += n;
+    }
+    const std::string op =
+        key.first.op ? LiveOps::label(key.first.op) : short_kernel_name(demangle(key.second));
+    node = &node->child(op);
+    node->samples += n;
+  }
+  forest.sort();
+  return forest;
+}
+
+}  // namespace stall
 
 inline std::string xml_escape(std::string_view s) {
   std::string out;

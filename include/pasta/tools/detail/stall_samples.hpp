@@ -1,16 +1,39 @@
 // tools::StallBlame's stall_samples.json, which the sampled run writes:
-// read back for the join in the instrumented run.
+// checked and read back for the join in the instrumented run.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include <pasta/core/detail/fmt.hpp>
+
 #include <pasta/tools/detail/stall_join.hpp>
 
 namespace pasta::detail::stall {
+
+inline constexpr std::string_view schema = "pasta.stall_samples";
+inline constexpr int schema_version = 1;
+inline constexpr std::string_view samples_file = "stall_samples.json";
+
+// Why the file at `path`, whose text is `text` (empty: unreadable) and
+// `doc` that text parsed, cannot be joined; empty when it can.
+inline std::string unreadable(const std::string& path, const std::string& text,
+                              const nlohmann::json& doc) {
+  if (text.empty() || doc.is_discarded() || !doc.is_object() ||
+      doc.value("schema", std::string()) != schema || !doc.contains("functions") ||
+      !doc["functions"].is_object())
+    return fmt::format(
+        "PASTA_STALL_SAMPLES={}: {}", path,
+        text.empty() ? "cannot be read" : "not a stall_samples.json (schema pasta.stall_samples)");
+  if (doc.value("version", 0) > schema_version)
+    return fmt::format("{}: version {} is newer than this pasta reads ({})", path,
+                       doc.value("version", 0), schema_version);
+  return {};
+}
 
 // The file's "functions", as the join takes them: entries that are not
 // what the sampled run writes are left out.
