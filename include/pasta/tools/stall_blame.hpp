@@ -24,11 +24,10 @@
 #pragma once
 
 #include <algorithm>
-#include <charconv>
 #include <concepts>
+#include <cstddef>
 #include <cstdint>
 #include <map>
-#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -42,9 +41,9 @@
 #include <pasta/core/config.hpp>
 #include <pasta/core/detail/demangle.hpp>
 #include <pasta/core/detail/files.hpp>
+#include <pasta/core/detail/fmt.hpp>
 #include <pasta/core/detail/hash.hpp>
 #include <pasta/core/events.hpp>
-#include <pasta/core/log.hpp>
 #include <pasta/core/names.hpp>
 #include <pasta/core/report.hpp>
 #include <pasta/nv/detail/nvdisasm.hpp>
