@@ -104,8 +104,8 @@ class BasicStallBlame {
   // Run 1.
   void on(const StallSample& e) {
     sampled_ = true;
-    if (pasta::detail::stall::not_issued(name_of(e.reason)))
-      return;  // a subset of the same samples
+    // A reason's not-issued samples are a subset of its samples.
+    if (pasta::detail::stall::not_issued(name_of(e.reason))) return;
     total_samples_ += e.samples;
     samples_[{e.function, e.pc}][e.reason] += e.samples;
   }
@@ -189,7 +189,9 @@ class BasicStallBlame {
   }
 
   void report(Report& out) const {
-    if (sampled_) report_samples(out);
+    if (sampled_)
+      pasta::detail::stall::report_sampled(out, disassembler_, samples_, code_, total_samples_,
+                                           output_dir_);
     if (accesses_seen_) report_blame(out);
     if (!sampled_ && !accesses_seen_)
       out.note(
@@ -213,31 +215,20 @@ class BasicStallBlame {
   using AccessKey = pasta::detail::stall::AccessKey;
   using Accesses = pasta::detail::stall::Accesses;
   using Target = pasta::detail::stall::Target;
+  using Code = pasta::detail::stall::KernelCode;
+  using SampleKey = pasta::detail::stall::SampleKey;
 
-  struct Code {
-    std::uint64_t hash = 0;
-    unsigned arch = 0;
-    std::vector<std::byte> bytes;  // empty in the run that joins
-  };
   struct ViewKey {
     std::uint32_t storage;
     std::uint64_t address;
     NameId layout;
     friend auto operator<=>(const ViewKey&, const ViewKey&) = default;
   };
-  struct SampleKey {
-    NameId function{};
-    std::uint64_t pc = 0;
-    friend auto operator<=>(const SampleKey&, const SampleKey&) = default;
-  };
   struct Launch {
     NameId kernel{}, op{};
     std::uint32_t views_begin = 0, views_end = 0;  // its operators' views in launch_views_
   };
 
-  static std::string hex(std::uint64_t v) { return fmt::format("{:016x}", v); }
-
-  void report_samples(Report& out) const;
   void report_blame(Report& out) const;
 
   std::string output_dir_, samples_path_;
@@ -245,7 +236,7 @@ class BasicStallBlame {
   std::map<std::string, Code> code_;
   bool sampled_ = false;
   std::uint64_t total_samples_ = 0;
-  std::map<SampleKey, std::map<NameId, std::uint64_t>> samples_;
+  pasta::detail::stall::Samples samples_;
 
   pasta::detail::LiveOps ops_;
   std::unordered_map<std::uint64_t, Launch> launches_;
@@ -260,103 +251,6 @@ class BasicStallBlame {
   SampleKey last_key_{};
   Accesses* last_targets_ = nullptr;  // accesses_[last_key_]
 };
-
-// Run 1: the stalls per instruction, with the loads each memory-dependency
-// stall waits for, written for run 2.
-template <StallDisassembler Disassembler>
-void BasicStallBlame<Disassembler>::report_samples(Report& out) const {
-  using Instruction = typename Disassembler::Instruction;
-  const std::string tool = disassembler_.locate();
-  std::map<NameId, std::uint64_t> by_reason;
-  std::map<std::string, std::vector<Instruction>> sass;
-  std::vector<std::string> problems;
-  nlohmann::json functions = nlohmann::json::object();
-  std::uint64_t moved = 0, unmoved = 0;
-  auto& top = out.table("stalls", "Stall samples per instruction",
-                        {"kernel", "pc", "opcode", "reason", "samples", "waits_for"});
-  struct Row {
-    std::string kernel, opcode, reason, waits;
-    std::uint64_t pc, samples;
-  };
-  std::vector<Row> rows;
-  for (const auto& [key, reasons] : samples_) {
-    const std::string kernel(name_of(key.function));
-    auto& f = functions[kernel];
-    const auto code = code_.find(kernel);
-    if (!f.contains("code")) {
-      f["code"] = code == code_.end() ? "" : hex(code->second.hash);
-      f["pcs"] = nlohmann::json::array();
-    }
-    const std::vector<Instruction>* instructions = nullptr;
-    bool needs_sass = false;
-    for (const auto& [r, n] : reasons)
-      needs_sass |= pasta::detail::stall::memory_dependency(name_of(r));
-    if (code != code_.end() && !code->second.bytes.empty() && !tool.empty() &&
-        (needs_sass || sass.count(kernel))) {
-      auto [it, fresh] = sass.try_emplace(kernel);
-      if (fresh) {
-        std::string why;
-        it->second = Disassembler::disassemble(code->second.bytes, code->second.arch, tool, why);
-        if (!why.empty()) problems.push_back(fmt::format("{}: {}", kernel, why));
-      }
-      instructions = &it->second;
-    }
-    typename Disassembler::Waits waits;
-    std::string opcode;
-    if (instructions) {
-      waits = Disassembler::waits_for(*instructions, key.pc);
-      if (const auto* i = Disassembler::at(*instructions, key.pc)) opcode = i->opcode;
-    }
-    nlohmann::json pc{{"pc", key.pc},
-                      {"reasons", nlohmann::json::object()},
-                      {"waits_for", waits.all},
-                      {"reads", waits.reads}};
-    if (!opcode.empty()) pc["opcode"] = opcode;
-    for (const auto& [r, n] : reasons) {
-      pc["reasons"][std::string(name_of(r))] = n;
-      by_reason[r] += n;
-      if (pasta::detail::stall::memory_dependency(name_of(r)))
-        (waits.all.empty() ? unmoved : moved) += n;
-      std::string list;
-      for (std::uint64_t w : waits.all) list += fmt::format("{}0x{:x}", list.empty() ? "" : " ", w);
-      rows.push_back({kernel, opcode, std::string(name_of(r)), list, key.pc, n});
-    }
-    f["pcs"].push_back(std::move(pc));
-  }
-  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
-    return a.samples != b.samples ? a.samples > b.samples : a.pc < b.pc;
-  });
-  for (const Row& r : rows)
-    top.row(pasta::detail::short_kernel_name(pasta::detail::demangle(r.kernel)),
-            fmt::format("0x{:x}", r.pc), r.opcode, r.reason, r.samples, r.waits);
-  auto& reasons = out.table("reasons", "Stall samples per reason", {"reason", "samples", "share"});
-  std::vector<std::pair<NameId, std::uint64_t>> order(by_reason.begin(), by_reason.end());
-  std::sort(order.begin(), order.end(), [](auto& a, auto& b) { return a.second > b.second; });
-  for (const auto& [r, n] : order)
-    reasons.row(std::string(name_of(r)), n, total_samples_ ? double(n) / total_samples_ : 0.0);
-  out.summary("stall samples", total_samples_);
-  out.summary("memory-dependency samples moved to their load", moved);
-  if (unmoved)
-    out.note(fmt::format(
-        "{} memory-dependency samples stay at the stalled instruction: {}", unmoved,
-        tool.empty() ? Disassembler::not_found
-                     : "no load feeding them was found in the SASS, or the kernel's code was "
-                       "not seen loading"));
-  for (const auto& p : problems) out.note(p);
-
-  nlohmann::json doc{{"schema", schema},
-                     {"version", schema_version},
-                     {"samples", total_samples_},
-                     {"nvdisasm", tool},
-                     {"functions", std::move(functions)}};
-  const std::string path = pasta::detail::join_path(output_dir_, samples_file);
-  std::string why = pasta::detail::make_dirs(output_dir_);
-  if (why.empty()) why = pasta::detail::write_file(path, doc.dump(1));
-  if (why.empty())
-    out.attach(path);
-  else
-    out.mark_partial(fmt::format("{} not written: {}", samples_file, why));
-}
 
 // Run 2: run 1's stalls charged to the tensors their loads read.
 template <StallDisassembler Disassembler>
@@ -379,7 +273,7 @@ void BasicStallBlame<Disassembler>::report_blame(Report& out) const {
   pasta::detail::stall::AccessesAt at_pc;
   for (const auto& [key, targets] : accesses_) at_pc[{name_of(key.function), key.pc}] = &targets;
   std::map<std::string, std::string, std::less<>> code;
-  for (const auto& [kernel, c] : code_) code[kernel] = hex(c.hash);
+  for (const auto& [kernel, c] : code_) code[kernel] = pasta::detail::stall::code_hash(c.hash);
   const double total = doc.value("samples", 0.0);
   const auto [blamed, unattributed, changed] = pasta::detail::stall::join(
       pasta::detail::stall::sampled_kernels(doc["functions"]), at_pc, code);
