@@ -57,6 +57,7 @@ VARIANTS = {
                              {"PASTA_CUPTI_SKIP": "memcpy,memset,sync,memory,nvtx,device"}),
     "torch": ("pasta run --torch", [], ["--torch"], {}),
     "torch-no-tags": ("  same, PASTA_OP_TAGS=0", [], ["--torch"], {"PASTA_OP_TAGS": "0"}),
+    "torch-no-queue": ("  same, PASTA_HOST_QUEUE=0", [], ["--torch"], {"PASTA_HOST_QUEUE": "0"}),
     "torch-two-tools": ("  same events, only op_summary,tensor_alloc run", [], ["--torch"],
                         {"PASTA_TOOLS": "op_summary,tensor_alloc"}),
     "torch-bench": ("pasta --torch OpSummary+TensorAlloc", [], ["--torch"],

@@ -181,7 +181,7 @@ class Pipeline {
  public:
   using ToolsType = ToolSet<Tools...>;
 
-  explicit Pipeline(const Config& c) : proc_(c), tools_(c) {}
+  explicit Pipeline(const Config& c) : proc_(c), tools_(c), queue_(c.host_queue) {}
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
 
@@ -205,7 +205,7 @@ class Pipeline {
       std::unique_lock lock(mutex_, std::try_to_lock);
       if (!lock.owns_lock()) {
         if constexpr (PendingEvents::holds<E>) {
-          if (pending_.push(e)) {
+          if (queue_ && pending_.push(e)) {
             pending_.count();
             return;
           }
@@ -317,6 +317,7 @@ class Pipeline {
   ToolsType tools_;
   Activity activity_;  // guarded by mutex_
   PendingEvents pending_;
+  const bool queue_;  // Config::host_queue
   std::atomic<std::uint64_t> reentrant_{0};
   std::atomic<std::uint64_t> failures_{0};
 };
