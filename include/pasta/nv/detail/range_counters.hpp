@@ -1,59 +1,6 @@
-// Hardware counters per kernel launch for nv::Cupti, through CUPTI's Range
-// Profiler (CUDA 12.6 and later): auto ranges, one per kernel, each kernel
-// run as many passes as the metrics need. The metrics are core/metrics.hpp's,
-// under ncu's names. Two ways to replay (PASTA_COUNTER_REPLAY):
-//
-// pasta (the default): user replay, as ncu does it. At the driver's launch
-// call, before it runs, pasta saves the program's device memory
-// (ReplayMemory), then for each pass restores it, flushes L2 (L2Flush),
-// starts the profiler, launches the kernel itself with the program's
-// arguments and stops the profiler; it restores the memory once more and
-// the program's own launch then runs, unprofiled, on what the program had.
-// Every pass starts from the same memory and an L2 that holds none of it,
-// as under `ncu --cache-control all`. Measured on the H100 (bench/gpu/probe):
-// a 4 MB in-place kernel writes 1 KB to DRAM in every pass, as ncu says
-// (0), where kernel replay reports 3.4 MB; a launch costs ~100 ms. Every
-// range-profiler call runs on a thread of pasta's (ReplayWorker), and CUPTI's
-// kernel records are off during the passes (with them on, the
-// SASS-instruction counts, and so the flop count, read 0).
-//
-// cupti: CUPTI's kernel replay, which saves and restores the
-// memory the kernel may write itself, inside the launch.
-//
-// Ranges carry no launch id, only their order (their names are their
-// indices): launches are serialised between before() and after() (kernel
-// replay serialises them anyway), and the k-th range since profiling started
-// is the k-th launch profiled. Other GPU work (copies, memsets, graphs) stops
-// profiling first (interrupt()), so it adds no range; an image whose ranges
-// still do not match its launches reports none of them. Only the first
-// context a launch came from is measured. Launches of a signature past the
-// first few are not measured: profiling is stopped around them, so they run
-// at full speed and tools give them the measured mean.
-//
-// Caches, under kernel replay: ncu writes back and evicts L2 before each
-// pass by default. Under CUPTI's kernel replay that cannot be done: CUPTI saves the memory the
-// kernel may write before the first pass and restores it before each other
-// one, inside the launch, and those copies leave L2 full of dirty lines that
-// the kernel's own traffic then writes back (a kernel whose 4 MB of output
-// stays in L2 shows megabytes of DRAM writes). So the next launches of the
-// signature are measured again for the cache-sensitive metrics alone, in
-// sets of one pass each (metrics::cache_sensitive): no save, no restore, and
-// L2 flushed just before (L2Flush), as under ncu. Fields a measurement did
-// not collect are NaN; tools take each metric from the measurements with the
-// fewest passes.
-//
-// Cost (H100, a 12-block GPT step): starting the profiler takes 70-130 ms, a
-// launch replayed in 9 passes ~160 ms, one in one pass ~15 ms, a fresh
-// range-profiler object ~25 ms, stopping and decoding under 1 ms. So an
-// image keeps its configuration across stops and takes ranges until it is
-// nearly full; a one-pass image profiles the flush kernel and up to
-// pass_over unmeasured launches in a row and passes over their ranges rather
-// than stopping and starting again.
-//
-// Here is the launch policy; its parts are under detail/: range_profiler.hpp
-// (CUPTI's Range Profiler), range_ledger.hpp (which range is which launch),
-// counter_plan.hpp (which set measures a launch), user_replay.hpp,
-// counter_stats.hpp.
+// Hardware counters per kernel launch for nv::Cupti through CUPTI's Range
+// Profiler: the launch policy (which launches to measure, replayed how, when
+// profiling stops). How and why: docs/internals-counters.md.
 #pragma once
 
 #include <algorithm>
