@@ -249,6 +249,7 @@ class Pipeline {
   // Processes the events program threads queued: what was emitted so far
   // is then in the tools' state.
   void settle() {
+    if (inside_dispatch()) return;  // this thread holds the pipeline already
     DispatchScope scope;
     std::scoped_lock lock(mutex_);
     drain_pending();
