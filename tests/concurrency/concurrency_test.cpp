@@ -164,3 +164,27 @@ TEST_CASE("a thread that finds the pipeline busy queues its events, and they arr
   CHECK(std::get<OpBegin>(events[1]).id == 1);               // then the queued ones, in order
   CHECK(std::get<OpEnd>(events[2]).id == 1);
 }
+
+TEST_CASE("queue_always: program threads only queue; settle() processes in order; "
+          "PASTA_HOST_QUEUE=0 keeps every event on its thread") {
+  test::TempDir dir;
+  for (const bool queue : {true, false}) {
+    CAPTURE(queue);
+    Config cfg = test::quiet(dir);
+    cfg.host_queue = queue;
+    detail::Pipeline<proc::PassThrough, test::Collect> pipeline(cfg);
+    pipeline.queue_always();
+    std::thread program([&] {
+      pipeline.emit(OpBegin{.id = 1, .thread = 7, .time_ns = 10});
+      pipeline.emit(OpEnd{.id = 1, .thread = 7, .time_ns = 20});
+    });
+    program.join();
+    const auto& events = pipeline.tools().get<test::Collect>().events;
+    CHECK(events.size() == (queue ? 0u : 2u));
+    CHECK(pipeline.deferred_events() == (queue ? 2u : 0u));
+    pipeline.settle();
+    REQUIRE(events.size() == 2);
+    CHECK(std::get<OpBegin>(events[0]).id == 1);
+    CHECK(std::get<OpEnd>(events[1]).id == 1);
+  }
+}

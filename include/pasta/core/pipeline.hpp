@@ -193,13 +193,21 @@ class Pipeline {
   }
 
   // A program thread that finds the pipeline busy (pasta's worker is
-  // processing a buffer) queues its event and goes on (pending_events.hpp).
+  // processing a buffer) queues its event and goes on (pending_events.hpp);
+  // once a handler's thread drains the queue (queue_always), every event of
+  // a program thread is queued, and the tools' work leaves its threads.
   template <class E>
   void emit(const E& e) {
     if constexpr (wants<E>()) {
       if (inside_dispatch()) {
         reentrant_.fetch_add(1, std::memory_order_relaxed);
         return;
+      }
+      if constexpr (PendingEvents::holds<E>) {
+        if (always_.load(std::memory_order_relaxed) && pending_.push(e)) {
+          pending_.count();
+          return;
+        }
       }
       DispatchScope scope;
       std::unique_lock lock(mutex_, std::try_to_lock);
@@ -245,6 +253,12 @@ class Pipeline {
     drain_pending();
     f(proc_.value, tools_);
   }
+
+  // For a handler with a thread of its own that calls settle() every few
+  // milliseconds: program threads queue every event from now on (unless
+  // PASTA_HOST_QUEUE=0). The thread must settle() until the handler stops.
+  void queue_always() { always_.store(queue_, std::memory_order_relaxed); }
+  void queue_when_busy() { always_.store(false, std::memory_order_relaxed); }
 
   // Processes the events program threads queued: what was emitted so far
   // is then in the tools' state.
@@ -319,6 +333,7 @@ class Pipeline {
   Activity activity_;  // guarded by mutex_
   PendingEvents pending_;
   const bool queue_;  // Config::host_queue
+  std::atomic<bool> always_{false};
   std::atomic<std::uint64_t> reentrant_{0};
   std::atomic<std::uint64_t> failures_{0};
 };

@@ -116,6 +116,11 @@ class Cupti {
         self->records_.process(*static_cast<Sink*>(self->sink_), buffer, valid),
         std::memory_order_relaxed);
   }
+  // At each wake-up of the worker: the program threads' queued events.
+  template <class Sink>
+  static void settle_sink(void* owner) {
+    static_cast<Sink*>(static_cast<Cupti*>(owner)->sink_)->settle();
+  }
   static std::atomic<Cupti*>& current() {
     static std::atomic<Cupti*> c{nullptr};
     return c;
@@ -136,6 +141,7 @@ class Cupti {
   bool flush_on_sync_;
   bool op_tags_;                       // Config::op_tags: tag device work with operators
   bool tag_ops_ = false;               // ... and a tool reads them: the callbacks tag
+  void (*unqueue_)(Cupti*) = nullptr;  // the sink's queue_when_busy, if the worker settles it
   bool host_launches_ = false;         // KernelLaunch comes from callbacks, not from records
   detail::CounterCallbacks counters_;  // KernelCounters, when a tool wants them
   void (*finish_counters_)(Cupti*) = nullptr;
@@ -246,6 +252,19 @@ void Cupti::start(Sink& sink) {
                                        tagged));
       pasta::detail::op_correlator().store(&detail::op_hooks, std::memory_order_release);
     }
+    // The worker takes the program threads' host events (operators,
+    // tensors, scopes) off them too: they only queue each one. Not with
+    // counters or PC sampling, whose events belong to the launch they
+    // measure.
+    if constexpr (requires(Sink& s) {
+                    s.queue_always();
+                    s.settle();
+                  } && !Sink::template wants<KernelCounters>() &&
+                  !Sink::template wants<StallSample>()) {
+      activity_.on_wake(&settle_sink<Sink>);
+      sink.queue_always();
+      unqueue_ = [](Cupti* self) { static_cast<Sink*>(self->sink_)->queue_when_busy(); };
+    }
     activity_.start_thread();
   }
   // Host events (scopes) share CUPTI's clock, so timelines line up.
@@ -277,6 +296,7 @@ inline void Cupti::stop() {
   }
   const pasta::detail::OpCorrelator* ours = &detail::op_hooks;
   pasta::detail::op_correlator().compare_exchange_strong(ours, nullptr);
+  if (unqueue_) unqueue_(this);  // no worker to take queued events from here on
   activity_.stop_thread();
   // The last records: CUPTI hands every buffer back, then this thread
   // processes what the worker did not.

@@ -113,6 +113,9 @@ class ActivityWorker {
   static constexpr auto min_flush_gap = std::chrono::milliseconds(100);
   // What a filled buffer goes to, on the worker or the thread that drains.
   using Process = void (*)(void* owner, std::uint8_t* buffer, std::size_t valid);
+  // What the worker also does at each wake-up (every wake_period at least).
+  using Wake = void (*)(void* owner);
+  static constexpr auto wake_period = std::chrono::milliseconds(10);
 
   // flush_period 0: flush only when asked and at exit.
   ActivityWorker(CuptiStats& stats, std::chrono::milliseconds flush_period)
@@ -129,6 +132,9 @@ class ActivityWorker {
     cupti_ok(cuptiActivityRegisterCallbacks(&buffer_requested, &buffer_completed),
              "registering activity buffers");
   }
+  // Before start_thread: `wake(owner)` at every wake-up of the worker, which
+  // then wakes every wake_period.
+  void on_wake(Wake wake) { wake_ = wake; }
   void start_thread() {
     worker_ = std::thread([this] { worker_loop(); });
   }
@@ -177,7 +183,8 @@ class ActivityWorker {
     auto last_flush = clock::now();
     std::unique_lock lock(worker_mutex_);
     while (!stopping_) {
-      worker_cv_.wait_for(lock, min_flush_gap,  // wakes often enough for both periods
+      // Wakes often enough for both periods (and for wake_).
+      worker_cv_.wait_for(lock, wake_ ? wake_period : min_flush_gap,
                           [&] { return stopping_ || flush_requested_ || !filled_.empty(); });
       if (stopping_) break;
       std::vector<Filled> work;
@@ -188,6 +195,7 @@ class ActivityWorker {
       if (flush) flush_requested_ = false;
       lock.unlock();
       process_all(work);
+      if (wake_) wake_(owner_);
       if (flush) {
         const auto t0 = clock::now();
         cuptiActivityFlushAll(0);  // completed buffers come back through buffer_completed
@@ -222,6 +230,7 @@ class ActivityWorker {
   std::chrono::milliseconds flush_period_;
   void* owner_ = nullptr;
   Process process_ = nullptr;
+  Wake wake_ = nullptr;
   std::atomic<std::size_t> outstanding_{0};
   std::thread worker_;
   std::mutex worker_mutex_;  // guards filled_, flush_requested_, stopping_
