@@ -51,7 +51,17 @@ VARIANTS = {
                      {"PASTA_INJECT_LIB": "pasta_bench_kernel_freq_timeline",
                       "PASTA_CUPTI_SKIP": "memcpy,memset,sync,memory,nvtx,device"}),
     "default": ("pasta run (default pipeline)", [], [], {}),
+    "default-no-flush": ("  same, no flush on sync or timer", [], [],
+                         {"PASTA_FLUSH_ON_SYNC": "0", "PASTA_FLUSH_MS": "0"}),
+    "default-kernels-only": ("  same, kernel records only", [], [],
+                             {"PASTA_CUPTI_SKIP": "memcpy,memset,sync,memory,nvtx,device"}),
     "torch": ("pasta run --torch", [], ["--torch"], {}),
+    "torch-no-tags": ("  same, PASTA_OP_TAGS=0", [], ["--torch"], {"PASTA_OP_TAGS": "0"}),
+    "torch-no-queue": ("  same, PASTA_HOST_QUEUE=0", [], ["--torch"], {"PASTA_HOST_QUEUE": "0"}),
+    "torch-two-tools": ("  same events, only op_summary,tensor_alloc run", [], ["--torch"],
+                        {"PASTA_TOOLS": "op_summary,tensor_alloc"}),
+    "torch-bench": ("pasta --torch OpSummary+TensorAlloc", [], ["--torch"],
+                    {"PASTA_INJECT_LIB": "pasta_torch_bench"}),
 }
 DEFAULT_VARIANTS = ["native", "torch-cpu-cuda", "torch-cuda", "kernel-freq",
                     "kernel-freq-timeline", "default", "torch"]

@@ -3,7 +3,9 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
+#include <variant>
 #include <vector>
 
 #include <pasta/pasta.hpp>
@@ -132,4 +134,57 @@ TEST_CASE("8 Replay handlers on 8 threads feeding one profiler: 8 times every co
   CHECK(s8.at("kernels") == s1.at("kernels"));
   CHECK(std::get<double>(s8.at("device time (ms)")) ==
         replayers * std::get<double>(s1.at("device time (ms)")));
+}
+
+TEST_CASE("a thread that finds the pipeline busy queues its events, and they arrive in order") {
+  test::TempDir dir;
+  Profiler<Direct, proc::Cpu, test::Collect> prof(test::quiet(dir));
+  std::atomic<bool> held{false}, emitted{false};
+  bool emitted_while_held = false;
+  std::thread worker([&] {
+    prof.batch([&](auto& sink) {
+      held = true;
+      // The program thread's events must not wait for this batch (if they did,
+      // this would wait out the 10 s and the check below would fail).
+      for (int i = 0; i < 10000 && !emitted; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      emitted_while_held = emitted;
+      sink.emit(test::launch(99, "worker_kernel"));
+    });
+  });
+  while (!held) std::this_thread::yield();
+  prof.emit(OpBegin{.id = 1, .thread = 7, .time_ns = 10});
+  prof.emit(OpEnd{.id = 1, .thread = 7, .time_ns = 20});
+  emitted = true;
+  worker.join();
+  CHECK(emitted_while_held);
+  const auto& events = prof.tool<test::Collect>().events;
+  REQUIRE(events.size() == 3);
+  CHECK(std::holds_alternative<KernelLaunch>(events[0]));  // the batch's own, first
+  CHECK(std::get<OpBegin>(events[1]).id == 1);               // then the queued ones, in order
+  CHECK(std::get<OpEnd>(events[2]).id == 1);
+}
+
+TEST_CASE("queue_always: program threads only queue; settle() processes in order; "
+          "PASTA_HOST_QUEUE=0 keeps every event on its thread") {
+  test::TempDir dir;
+  for (const bool queue : {true, false}) {
+    CAPTURE(queue);
+    Config cfg = test::quiet(dir);
+    cfg.host_queue = queue;
+    detail::Pipeline<proc::PassThrough, test::Collect> pipeline(cfg);
+    pipeline.queue_always();
+    std::thread program([&] {
+      pipeline.emit(OpBegin{.id = 1, .thread = 7, .time_ns = 10});
+      pipeline.emit(OpEnd{.id = 1, .thread = 7, .time_ns = 20});
+    });
+    program.join();
+    const auto& events = pipeline.tools().get<test::Collect>().events;
+    CHECK(events.size() == (queue ? 0u : 2u));
+    CHECK(pipeline.deferred_events() == (queue ? 2u : 0u));
+    pipeline.settle();
+    REQUIRE(events.size() == 2);
+    CHECK(std::get<OpBegin>(events[0]).id == 1);
+    CHECK(std::get<OpEnd>(events[1]).id == 1);
+  }
 }

@@ -89,12 +89,14 @@ struct CounterReader {
   void report(Report&) const {}
 };
 using Counting = Profiler<Direct, proc::Cpu, tools::EventCount, tools::Record>;
-static_assert(Counting::wants<KernelLaunch>() && Counting::wants<TensorView>());
+static_assert(Counting::wants<KernelLaunch>() && Counting::wants<TensorAlloc>());
+static_assert(!Counting::wants<TensorView>(), "nor reading every operator's inputs");
 static_assert(!Counting::wants<KernelCounters>(), "EventCount and Record must not start replay");
 static_assert(!Counting::wants<StallSample>(), "nor PC sampling");
 using Reading = Profiler<Direct, proc::Cpu, tools::EventCount, CounterReader>;
 static_assert(Reading::wants<KernelCounters>() && !Reading::wants<StallSample>());
-static_assert(on_request<KernelCounters> && on_request<StallSample> && !on_request<KernelLaunch>);
+static_assert(on_request<KernelCounters> && on_request<StallSample> && on_request<TensorView> &&
+              !on_request<KernelLaunch>);
 
 static_assert(Tool<tools::KernelFreq> && Tool<tools::MemHotness> && Tool<tools::Record>);
 static_assert(Tool<tools::EventCount> && Tool<tools::ScopeTime>);

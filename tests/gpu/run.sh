@@ -2,11 +2,14 @@
 # The one script for the GPU machine: builds from a clean tree, runs the GPU
 # tests (ctest -L gpu), the overhead benchmark, records the traces that
 # tests/data keeps, and prints a short table. Logs go to $OUT (or ./gpu-out).
-#   tests/gpu/run.sh [tests|bench|record|all|multi|memory|annotations|counters|stalls|torch|reliability|jobs|checks|record-gpt]
+#   tests/gpu/run.sh [tests|bench|record|all|multi|memory|annotations|counters|stalls|torch|reliability|jobs|checks|handlers|record-gpt]
 #   (default all)
 # `jobs`: a user's CUDA program built through FetchContent once per documented composition
 # (gpu: consumer), `pasta run -- torchrun` over a 2-rank DDP job (gpu: ddp), and the GPU tests
 # of the paths those changed (JOBS_TESTS, a regex of case names, replaces that list).
+# `handlers`: everything built, then the GPU tests of the CUPTI, Sanitizer and PyTorch handlers
+# (tracing, counters, PC sampling and stall blame, memory accesses, operators) and of in-binary
+# compositions (HANDLERS_TESTS, a regex of case names, replaces that list).
 # `checks`: the GPU cases whose checks are exact (CHECKS_TESTS, a regex, replaces the list;
 # MATRIX_SKIP and DDP_PIPELINES shorten the results matrix and the DDP job).
 # `multi` builds only the CUDA example and runs the tests that need it (the
@@ -45,7 +48,7 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPASTA_BUILD_BENCH=O
 targets=()
 [ "$what" = multi ] && targets=(--target launches_pasta)
 [ "$what" = bench ] && targets=(--target empty_kernels pasta_inject pasta_bench_kernel_freq
-  pasta_bench_kernel_freq_timeline inject_torch)
+  pasta_bench_kernel_freq_timeline inject_torch inject_torch_bench)
 [ "$what" = torch ] && targets=(--target inject_torch inject_torch_memory inject_torch_record
   inject_torch_bench libtorch_train tensor_access tensor_access_pasta pasta-trace pasta_torch_tests)
 [ "$what" = reliability ] && targets=(--target launches launches_pasta uvm_advice uvm_advice_pasta
@@ -122,6 +125,11 @@ if [ "$what" = jobs ]; then
   echo "== jobs: a user's CUDA program per composition; torchrun DDP under pasta run"
   gpu_tests jobs "gpu: (${JOBS_TESTS:-consumer|ddp|docs_examples|in_binary|threads|outputs_unchanged|injection|graph|pytorch|record|access_exact|access_injection})"
   grep -E "^([0-9]+: )?\|" "$out/gpu-tests-jobs.log" | sed -E "s/^[0-9]+: //"
+fi
+if [ "$what" = handlers ]; then
+  echo "== the handlers' GPU tests"
+  gpu_tests handlers "gpu: (${HANDLERS_TESTS:-in_binary|threads|outputs_unchanged|injection|launch_callbacks|graph|cudnn|record|access_exact|access_cpu_equal|access_overflow|access_spaces|counters_exact|counters_cupti_replay|stall_blame|stall_blame_views|annotations_exact|torch_resnet|torch_gpt|torch_libtorch|torch_hotness|pipelines_table|consumer|docs_examples})$"
+  grep -E "^ *[0-9]+/[0-9]+ Test" "$out/gpu-tests-handlers.log"
 fi
 if [ "$what" = checks ]; then
   echo "== the GPU cases whose assertions are exact now (issue: tests that cannot pass wrongly)"

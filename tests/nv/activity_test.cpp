@@ -126,8 +126,11 @@ TEST_CASE("memset records carry bytes and value") {
   CHECK(s.value == 0xab);
 }
 
-TEST_CASE("external correlation records tag activities with their operator, boundedly") {
+TEST_CASE("launch callbacks tag activities with their operator, boundedly") {
   OpCorrelations ops;
+  ops.add(7, 1001);
+  CHECK(ops.find(7) == 0);  // off until enabled: nothing recorded
+  ops.enable();
   CHECK(ops.find(7) == 0);  // nothing recorded yet
   ops.add(7, 1001);
   ops.add(8, 1002);

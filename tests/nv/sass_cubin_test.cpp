@@ -13,7 +13,9 @@
 #include <vector>
 
 #include <pasta/nv/detail/cubin.hpp>
-#include <pasta/tools/detail/sass.hpp>
+#include <pasta/nv/detail/sass.hpp>
+
+namespace sass = pasta::nv::detail::sass;
 
 namespace {
 
@@ -53,28 +55,28 @@ TEST_CASE("sass: the blend kernel's code in its cubin, disassembled by nvdisasm"
   REQUIRE(blend.size() % 16 == 0);
   REQUIRE(blend.size() > 0);
   const char* env = std::getenv("PASTA_NVDISASM");
-  const std::string nvdisasm = pasta::detail::sass::find_nvdisasm(env ? env : PASTA_TEST_NVDISASM);
+  const std::string nvdisasm = sass::find_nvdisasm(env ? env : PASTA_TEST_NVDISASM);
   REQUIRE_MESSAGE(!nvdisasm.empty(), "no nvdisasm at " << (env ? env : PASTA_TEST_NVDISASM));
   std::string why;
-  const auto code = pasta::detail::sass::disassemble(blend, 90, nvdisasm, why);
+  const auto code = sass::disassemble(blend, 90, nvdisasm, why);
   CHECK(why.empty());
   REQUIRE(code.size() == blend.size() / 16);
   // Every long-scoreboard wait in the loop is on loads (see blend.sm90.txt
   // for the same code); the sum of cold[] waits for exactly one.
   std::size_t waits = 0;
   for (const auto& i : code) {
-    const auto p = pasta::detail::sass::producers(code, i.pc);
+    const auto p = sass::producers(code, i.pc);
     for (std::uint64_t load : p.all) {
       bool is_load = false;
       for (const auto& j : code)
-        if (j.pc == load) is_load = pasta::detail::sass::is_long_load(j.opcode);
+        if (j.pc == load) is_load = sass::is_long_load(j.opcode);
       CHECK(is_load);
     }
     waits += !p.all.empty();
   }
   CHECK(waits >= 4);
   std::string empty_why;
-  CHECK(pasta::detail::sass::disassemble(blend, 90, "/nonexistent/nvdisasm", empty_why).empty());
+  CHECK(sass::disassemble(blend, 90, "/nonexistent/nvdisasm", empty_why).empty());
   CHECK(empty_why.find("failed") != std::string::npos);
 }
 #endif

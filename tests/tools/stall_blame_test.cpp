@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <cstddef>
+#include <span>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -8,31 +10,15 @@
 
 #include <pasta/core/concepts.hpp>
 #include <pasta/core/detail/files.hpp>
-#include <pasta/tools/detail/sass.hpp>
 #include <pasta/tools/stall_blame.hpp>
 
 #include "../support.hpp"
 
 using namespace pasta;
-namespace sass = pasta::detail::sass;
 
 static_assert(Tool<tools::StallBlame>);
 
 namespace {
-
-std::vector<sass::Instruction> blend() {
-  const std::string text =
-      pasta::detail::read_file(std::string(PASTA_TEST_DATA_DIR) + "/sass/blend.sm90.txt");
-  REQUIRE(!text.empty());
-  return sass::parse(text);
-}
-
-const sass::Instruction& at(const std::vector<sass::Instruction>& code, std::uint64_t pc) {
-  for (const auto& i : code)
-    if (i.pc == pc) return i;
-  FAIL("no instruction at " << pc);
-  return code.front();
-}
 
 double cell_double(const Report& r, std::string_view table, std::size_t row, std::size_t col) {
   const Cell& c = test::table(r, table).rows().at(row).at(col);
@@ -41,52 +27,6 @@ double cell_double(const Report& r, std::string_view table, std::size_t row, std
   FAIL("not a number");
   return 0;
 }
-
-}  // namespace
-
-TEST_CASE("sass: instructions, registers and scoreboards of nvdisasm -hex output") {
-  const auto code = blend();
-  REQUIRE(code.size() == 80);  // 0x000 .. 0x4f0
-  CHECK(code.front().pc == 0);
-  CHECK(code.back().pc == 0x4f0);
-  const auto& ldg = at(code, 0x220);  // LDG.E R23, desc[UR4][R18.64]
-  CHECK(ldg.opcode == "LDG.E");
-  CHECK(ldg.written == std::vector<unsigned>{23});
-  CHECK(ldg.registers == std::vector<unsigned>{23, 18, 19});
-  CHECK(ldg.write_barrier == 3);
-  CHECK(ldg.wait_mask == 0);
-  const auto& fadd = at(code, 0x370);  // FADD R23, R23, R14 waiting on scoreboard 3
-  CHECK(fadd.wait_mask == 0b001000);
-  CHECK(fadd.write_barrier == sass::no_barrier);
-  CHECK(at(code, 0x3e0).opcode == "BRA");  // "@P0 BRA 0x130": the guard is not the opcode
-  CHECK(at(code, 0x420).written.empty());  // a store writes no register
-  CHECK(sass::is_long_load("LDG.E.64"));
-  CHECK_FALSE(sass::is_long_load("LDS.U8"));
-}
-
-TEST_CASE("sass: the loads a stalled instruction waits for") {
-  const auto code = blend();
-  // cold[] loads are at 0x220, 0x270, 0x2e0, 0x310; warm[] at 0x1b0, 0x2a0, 0x2c0, 0x300.
-  CHECK(sass::producers(code, 0x370).all == std::vector<std::uint64_t>{0x220});
-  CHECK(sass::producers(code, 0x370).reads == std::vector<std::uint64_t>{0x220});
-  CHECK(sass::producers(code, 0x380).all == std::vector<std::uint64_t>{0x270});
-  CHECK(sass::producers(code, 0x360).all == std::vector<std::uint64_t>{0x1b0});
-  // Five loads set scoreboard 5; the FFMA waits for all of them and reads one.
-  const auto shared = sass::producers(code, 0x390);
-  CHECK(shared.all == std::vector<std::uint64_t>{0x2a0, 0x2c0, 0x2e0, 0x300, 0x310});
-  CHECK(shared.reads == std::vector<std::uint64_t>{0x2a0});
-  CHECK(sass::producers(code, 0x3a0).all.empty());  // waits on nothing
-  CHECK(sass::producers(code, 0x170).all.empty());  // waits on a constant load, not L1TEX
-  CHECK(sass::producers(code, 0x375).all.empty());  // not an instruction
-}
-
-TEST_CASE("sass: text that is not nvdisasm output gives no instructions") {
-  CHECK(sass::parse("").empty());
-  CHECK(sass::parse("garbage\n/*zz*/ FADD R1, R2 ;\n/*0010*/ no semicolon\n").empty());
-  CHECK(sass::parse("/*0010*/ FADD R1, R2, R3 ;\n/* 0xnothex */\n").size() == 1);
-}
-
-namespace {
 
 // Run 1's file for the blend kernel, as the sampled run writes it.
 std::string samples_json() {
@@ -381,4 +321,65 @@ TEST_CASE("stall_blame: views an operator reads link to their base tensor in the
   const std::string svg = pasta::detail::read_file(dir.file("stall_blame.forest.svg"));
   CHECK(svg.find("<title>view float[2, 4] strides [12, 1] at +0 B - 100 samples (21.3%)</title>") !=
         std::string::npos);
+}
+
+namespace {
+
+// A disassembler of a made-up machine: one kernel "k" per image, one
+// 16-byte instruction per byte of code (1: a load), and a stall waiting for
+// every load before it.
+struct ToyDisassembler {
+  struct Instruction {
+    std::uint64_t pc;
+    std::string opcode;
+  };
+  struct Waits {
+    std::vector<std::uint64_t> all, reads;
+  };
+  static constexpr std::string_view not_found = "no toy disassembler";
+  explicit ToyDisassembler(const Config&) {}
+  std::string locate() const { return "toy"; }
+  template <class F>
+  static void for_each_kernel(std::span<const std::byte> image, F&& f) {
+    f("k", 1u, image);
+  }
+  static std::vector<Instruction> disassemble(std::span<const std::byte> code, unsigned,
+                                              const std::string&, std::string&) {
+    std::vector<Instruction> out;
+    for (std::size_t i = 0; i < code.size(); ++i)
+      out.push_back({16 * i, code[i] == std::byte{1} ? "LOAD" : "ADD"});
+    return out;
+  }
+  static const Instruction* at(const std::vector<Instruction>& code, std::uint64_t pc) {
+    return pc % 16 == 0 && pc / 16 < code.size() ? &code[pc / 16] : nullptr;
+  }
+  static Waits waits_for(const std::vector<Instruction>& code, std::uint64_t pc) {
+    Waits w;
+    for (const auto& i : code)
+      if (i.pc < pc && i.opcode == "LOAD") w.all.push_back(i.pc);
+    w.reads = w.all;
+    return w;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("stall_blame: the sampled run reads machine code through its Disassembler policy") {
+  static_assert(Tool<tools::BasicStallBlame<ToyDisassembler>>);
+  test::TempDir dir;
+  Config cfg;
+  cfg.output_dir = dir.path();
+  tools::BasicStallBlame<ToyDisassembler> t(cfg);
+  const std::byte image[] = {std::byte{1}, std::byte{0}, std::byte{1}, std::byte{0}};
+  t.on(ModuleImage{.image = image, .image_bytes = sizeof image});
+  t.on(StallSample{
+      .function = intern("k"), .pc = 0x30, .reason = intern("long_scoreboard"), .samples = 6});
+  Report r("stall_blame");
+  t.report(r);
+  const auto doc = nlohmann::json::parse(pasta::detail::read_file(dir.file("stall_samples.json")));
+  CHECK(doc["nvdisasm"] == "toy");
+  const auto& pc = doc["functions"]["k"]["pcs"][0];
+  CHECK(pc["opcode"] == "ADD");
+  CHECK(pc["waits_for"] == nlohmann::json{0, 0x20});
+  CHECK(std::get<std::string>(test::table(r, "stalls").rows().at(0).at(5)) == "0x0 0x20");
 }

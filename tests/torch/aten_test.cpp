@@ -28,6 +28,14 @@ namespace {
 
 using Prof = Profiler<pasta::torch::Aten, proc::PassThrough, test::Collect>;
 
+// Names TensorView, which a tool taking every event (Collect) does not turn on.
+struct ViewReader {
+  static constexpr std::string_view name = "view_reader";
+  void on(const TensorView&) {}
+  void report(Report&) const {}
+};
+using ViewProf = Profiler<pasta::torch::Aten, proc::PassThrough, test::Collect, ViewReader>;
+
 std::map<std::string, int> calls(const test::Collect& c) {
   std::map<std::string, int> out;
   for (const OpBegin& b : c.of<OpBegin>()) ++out[std::string(name_of(b.name))];
@@ -189,7 +197,7 @@ TEST_CASE("Aten: after stop, operators reach no tool") {
 
 TEST_CASE("Aten: an operator's input views come with their base storage and layout") {
   test::TempDir dir;
-  Prof prof(test::quiet(dir));
+  ViewProf prof(test::quiet(dir));
   std::uint64_t base = 0;
   {
     at::Tensor a = at::ones({4, 6});
@@ -222,7 +230,7 @@ TEST_CASE("Aten: an operator's input views come with their base storage and layo
 
 TEST_CASE("Aten: a view whose storage holds no data (meta) is passed over, its operator kept") {
   test::TempDir dir;
-  Prof prof(test::quiet(dir));
+  ViewProf prof(test::quiet(dir));
   {
     at::Tensor meta = at::empty({4, 6}, at::TensorOptions().device(at::kMeta));
     at::Tensor slice = meta.narrow(1, 2, 3);
@@ -234,4 +242,18 @@ TEST_CASE("Aten: a view whose storage holds no data (meta) is passed over, its o
   CHECK(calls(col).at("aten::add") == 1);
   CHECK(col.of<TensorView>().empty());
   CHECK(col.of<OpEnd>().size() == col.of<OpBegin>().size());
+}
+
+TEST_CASE("Aten: without a tool that names views, operators' inputs are not read") {
+  test::TempDir dir;
+  Prof prof(test::quiet(dir));
+  {
+    at::Tensor a = at::ones({4, 6});
+    at::Tensor r = at::relu(a.narrow(1, 2, 3));
+    CHECK(r.sum().item<float>() == 12.0f);
+  }
+  prof.stop();
+  const auto& col = prof.tool<test::Collect>();
+  CHECK(calls(col).at("aten::relu") == 1);
+  CHECK(col.of<TensorView>().empty());
 }

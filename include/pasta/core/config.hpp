@@ -48,6 +48,9 @@ struct Config : nv::CuptiSettings, nv::SanitizerSettings, torch::AtenSettings {
   std::string trace_file;                // PASTA_TRACE: trace to record to / replay from
   bool op_tags = true;                   // PASTA_OP_TAGS: kernels carry the operator that launched them
   bool verbose = false;                  // PASTA_VERBOSE: handlers say what they enabled
+  // PASTA_HOST_QUEUE: a program thread that finds the pipeline busy queues
+  // its event instead of waiting (core/detail/pending_events.hpp).
+  bool host_queue = true;
   std::string stall_samples;  // PASTA_STALL_SAMPLES: the sampled run's stall_samples.json
   std::string nvdisasm;       // PASTA_NVDISASM: the disassembler (empty = search)
   // PASTA_TOOLS: run only these of the tools compiled into the Profiler, by
@@ -150,6 +153,7 @@ inline constexpr detail::Variable<Config> config_table[] = {
     detail::var::text<&Config::trace_file>("PASTA_TRACE", "a file"),
     detail::var::flag<&Config::op_tags>("PASTA_OP_TAGS"),
     detail::var::flag<&Config::verbose>("PASTA_VERBOSE"),
+    detail::var::flag<&Config::host_queue>("PASTA_HOST_QUEUE"),
     detail::var::text<&Config::stall_samples>("PASTA_STALL_SAMPLES", "a file"),
     detail::var::text<&Config::nvdisasm>("PASTA_NVDISASM", "a program"),
     {"PASTA_TOOLS", "a comma-separated list of tool names (kernel_freq,timeline)",

@@ -318,6 +318,9 @@ struct TensorFree {
 struct TensorView {
   static constexpr EventKind kind = EventKind::tensor_view;
   static constexpr std::string_view type_name = "TensorView";
+  // Every operator's inputs, read on each call: turned on only by a tool
+  // naming it (stall blame on views), never by one that takes every event.
+  static constexpr bool on_request = true;
   std::uint64_t address = 0;     // its first element
   std::uint64_t bytes = 0;       // from its first element to past its last (strides included)
   std::uint64_t base = 0;        // its storage's start: TensorAlloc::address of the base

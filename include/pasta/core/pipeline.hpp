@@ -1,6 +1,7 @@
 // The sink that handlers emit into: processor, then tools, dispatched by
 // overload resolution at compile time. Events no tool (or processor) wants
-// compile to nothing; the rest take one lock per event or per batch.
+// compile to nothing; the rest take one lock per event or per batch (a
+// program thread that finds it taken queues its event instead of waiting).
 #pragma once
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include <pasta/core/concepts.hpp>
 #include <pasta/core/config.hpp>
 #include <pasta/core/events.hpp>
+#include <pasta/core/detail/pending_events.hpp>
 #include <pasta/core/log.hpp>
 
 namespace pasta::detail {
@@ -179,7 +181,7 @@ class Pipeline {
  public:
   using ToolsType = ToolSet<Tools...>;
 
-  explicit Pipeline(const Config& c) : proc_(c), tools_(c) {}
+  explicit Pipeline(const Config& c) : proc_(c), tools_(c), queue_(c.host_queue) {}
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
 
@@ -190,6 +192,10 @@ class Pipeline {
     return Proc::template wants<ToolsType, E>();
   }
 
+  // A program thread that finds the pipeline busy (pasta's worker is
+  // processing a buffer) queues its event and goes on (pending_events.hpp);
+  // once a handler's thread drains the queue (queue_always), every event of
+  // a program thread is queued, and the tools' work leaves its threads.
   template <class E>
   void emit(const E& e) {
     if constexpr (wants<E>()) {
@@ -197,14 +203,25 @@ class Pipeline {
         reentrant_.fetch_add(1, std::memory_order_relaxed);
         return;
       }
-      DispatchScope scope;
-      std::scoped_lock lock(mutex_);
-      activity_.note<E>();
-      try {
-        proc_.value.on(e, tools_);
-      } catch (...) {
-        failed(std::current_exception());
+      if constexpr (PendingEvents::holds<E>) {
+        if (always_.load(std::memory_order_relaxed) && pending_.push(e)) {
+          pending_.count();
+          return;
+        }
       }
+      DispatchScope scope;
+      std::unique_lock lock(mutex_, std::try_to_lock);
+      if (!lock.owns_lock()) {
+        if constexpr (PendingEvents::holds<E>) {
+          if (queue_ && pending_.push(e)) {
+            pending_.count();
+            return;
+          }
+        }
+        lock.lock();
+      }
+      drain_pending();
+      process(e);
     }
   }
 
@@ -218,12 +235,14 @@ class Pipeline {
     }
     DispatchScope scope;
     std::scoped_lock lock(mutex_);
+    drain_pending();
     Locked locked{*this};
     try {
       f(locked);
     } catch (...) {
       failed(std::current_exception());
     }
+    drain_pending();
   }
 
   // f(proc, tools) with the pipeline locked: reports read a quiet state.
@@ -231,21 +250,56 @@ class Pipeline {
   void inspect(F&& f) {
     DispatchScope scope;
     std::scoped_lock lock(mutex_);
+    drain_pending();
     f(proc_.value, tools_);
+  }
+
+  // For a handler with a thread of its own that calls settle() every few
+  // milliseconds: program threads queue every event from now on (unless
+  // PASTA_HOST_QUEUE=0). The thread must settle() until the handler stops.
+  void queue_always() { always_.store(queue_, std::memory_order_relaxed); }
+  void queue_when_busy() { always_.store(false, std::memory_order_relaxed); }
+
+  // Processes the events program threads queued: what was emitted so far
+  // is then in the tools' state.
+  void settle() {
+    if (inside_dispatch()) return;  // this thread holds the pipeline already
+    DispatchScope scope;
+    std::scoped_lock lock(mutex_);
+    drain_pending();
   }
 
   Proc& processor() { return proc_.value; }
   ToolsType& tools() { return tools_; }
   const ToolsType& tools() const { return tools_; }
   std::uint64_t reentrant_events() const { return reentrant_.load(); }
+  // Events program threads queued instead of waiting for the pipeline.
+  std::uint64_t deferred_events() const { return pending_.deferred(); }
   std::uint64_t failures() const { return failures_.load(); }
   // What reached the pipeline so far.
   Activity activity() {
     std::scoped_lock lock(mutex_);
+    drain_pending();
     return activity_;
   }
 
  private:
+  // With the pipeline held.
+  template <class E>
+  void process(const E& e) {
+    activity_.note<E>();
+    try {
+      proc_.value.on(e, tools_);
+    } catch (...) {
+      failed(std::current_exception());
+    }
+  }
+  void drain_pending() {
+    pending_.drain([this](const auto& e) {
+      if constexpr (wants<std::remove_cvref_t<decltype(e)>>()) process(e);
+    });
+  }
+
   struct Locked {
     Pipeline& p;
     template <class E>
@@ -277,6 +331,9 @@ class Pipeline {
   Slot<0, Proc> proc_;
   ToolsType tools_;
   Activity activity_;  // guarded by mutex_
+  PendingEvents pending_;
+  const bool queue_;  // Config::host_queue
+  std::atomic<bool> always_{false};
   std::atomic<std::uint64_t> reentrant_{0};
   std::atomic<std::uint64_t> failures_{0};
 };

@@ -193,9 +193,11 @@ class Profiler {
     if (pipeline_) pipeline_->batch(std::forward<F>(f));
   }
 
-  // A tool's state; throws std::logic_error if PASTA_TOOLS left it out.
+  // A tool's state, with every event emitted so far in it; throws
+  // std::logic_error if PASTA_TOOLS left it out.
   template <class T>
   T& tool() {
+    pipeline_->settle();
     return pipeline_->tools().template get<T>();
   }
   // Whether T runs (PASTA_TOOLS did not leave it out).
@@ -203,7 +205,10 @@ class Profiler {
   bool running() const {
     return pipeline_ && pipeline_->tools().template running<T>();
   }
-  Proc& processor() { return pipeline_->processor(); }
+  Proc& processor() {
+    pipeline_->settle();
+    return pipeline_->processor();
+  }
   HandlerSpec& handler() { return *handler_; }
   const Config& config() const { return config_; }
   bool active() const { return pipeline_.has_value() && handler_.has_value(); }
@@ -277,6 +282,11 @@ class Profiler {
       if (auto n = pipeline_->reentrant_events())
         detail::log(
             fmt::format("{} events raised by pasta's own device work were not analysed", n));
+      if (final && config_.verbose)
+        if (auto n = pipeline_->deferred_events())
+          detail::log(fmt::format("{} events of program threads were queued while the pipeline "
+                                  "was busy, instead of waiting",
+                                  n));
       // PASTA_VERBOSE says it even with PASTA_PRINT=none: the benchmarks read the stop time.
       if ((announce || (final && config_.verbose)) && !files.empty())
         detail::log(fmt::format("{} report files in {}/ (stopping took {:.1f} ms)", files.size(),

@@ -13,6 +13,10 @@
 // CUPTI and the Sanitizer API cannot share a process (docs/user-guide.md):
 // a pipeline naming both does not compile, and a CUPTI client attached first
 // (Nsight, torch.profiler) silences the Sanitizer API, which pasta reports.
+//
+// This file subscribes and decodes callbacks; the parts are under detail/:
+// sanitizer_patcher.hpp (device patches), sanitizer_buffers.hpp (what a
+// launch's patches write, and reading it back), sanitizer_events.hpp.
 #pragma once
 
 #include <cuda.h>
@@ -21,16 +25,13 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
-#include <chrono>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
-#include <unordered_set>
-#include <vector>
 
 #include <pasta/core/detail/fmt.hpp>
 
@@ -43,7 +44,10 @@
 #include <pasta/core/pipeline.hpp>
 #include <pasta/core/report.hpp>
 #include <pasta/nv/detail/cubin.hpp>
+#include <pasta/nv/detail/sanitizer_buffers.hpp>
 #include <pasta/nv/detail/sanitizer_device.hpp>
+#include <pasta/nv/detail/sanitizer_events.hpp>
+#include <pasta/nv/detail/sanitizer_patcher.hpp>
 
 namespace pasta::nv {
 
@@ -53,19 +57,14 @@ class Sanitizer {
   // CUDA allows one tools subscriber per process; core/handlers.hpp checks it.
   static constexpr std::string_view cuda_tools_subscriber = "Compute Sanitizer API";
 
-  enum class Mode : std::uint8_t { none, histogram, trace };
-
-  struct Stats {
-    std::atomic<std::uint64_t> launches{0}, instrumented{0}, modules_patched{0}, modules_skipped{0};
-    std::atomic<std::uint64_t> patch_ns{0}, post_ns{0}, copy_bytes{0};
-    std::atomic<std::uint64_t> records{0}, records_lost{0}, overflowed_launches{0};
-    std::atomic<std::uint64_t> bins{0}, graph_kernels{0};
-  };
+  using Mode = detail::AccessMode;
+  using Stats = detail::SanitizerStats;
 
   explicit Sanitizer(const Config& cfg)
       : cfg_(cfg),
         selector_(cfg),
-        page_shift_(std::countr_zero(std::bit_floor(std::max<std::uint64_t>(cfg.page_bytes, 1)))) {}
+        buffers_(stats_,
+                 std::countr_zero(std::bit_floor(std::max<std::uint64_t>(cfg.page_bytes, 1)))) {}
   ~Sanitizer() { stop(); }
   Sanitizer(const Sanitizer&) = delete;
   Sanitizer& operator=(const Sanitizer&) = delete;
@@ -113,28 +112,13 @@ class Sanitizer {
   }
 
  private:
-  struct Launch {  // the launch this thread is inside, from BEGIN to END
-    std::uint64_t correlation = 0;
-    NameId name{};
-    std::uint32_t device = 0;
-    Dim3 grid{}, block{};
-    detail::ContextState* ctx = nullptr;  // set when instrumented
-  };
+  using Launch = detail::LaunchState;
   // The Sanitizer API's functions, loaded at the first start() (detail/sanitizer_api.hpp).
   static const detail::SanitizerApi& api() { return detail::sanitizer_api(); }
   static Launch& this_launch() {
     thread_local Launch l;
     return l;
   }
-  // pasta's own CUDA work (post-pass, module load) on this thread: ignored.
-  static int& own_work() {
-    thread_local int depth = 0;
-    return depth;
-  }
-  struct OwnWork {
-    OwnWork() { ++own_work(); }
-    ~OwnWork() { --own_work(); }
-  };
 
   template <class Sink>
   static void SANITIZERAPI on_callback(void* user, Sanitizer_CallbackDomain domain,
@@ -145,12 +129,10 @@ class Sanitizer {
   void launch_begin(Sink& sink, const Sanitizer_LaunchData& d);
   template <class Sink>
   void launch_end(Sink& sink, const Sanitizer_LaunchData& d);
-  template <class Sink>
-  void collect_histogram(Sink& sink, const Sanitizer_LaunchData& d, const Launch& l);
-  template <class Sink>
-  void collect_trace(Sink& sink, const Sanitizer_LaunchData& d, const Launch& l);
 
-  void patch_module(detail::ContextState& c, CUmodule module);
+  void patch_module(detail::ContextState& c, CUmodule module) {
+    patcher_.patch_module(c, module, patch_family(), cfg_.access_spaces, mode_ == Mode::histogram);
+  }
   // Whether a loading module has a kernel the filter keeps. A module it
   // leaves unpatched runs at native speed; its patches would cost every
   // launch of it even with the callback data off. Unreadable: patched.
@@ -163,24 +145,6 @@ class Sanitizer {
         [&](std::string_view name) { any = any || selector_.matches(std::string(name)); });
     if (!any && read) stats_.modules_skipped.fetch_add(1, std::memory_order_relaxed);
     return any || !read;
-  }
-  void prepare_launch(detail::ContextState& c, const Sanitizer_LaunchData& d);
-  // Loads the post-pass into the context, outside any launch (see
-  // CONTEXT_CREATION_FINISHED); a failure stops the instrumentation.
-  void prepare_post_pass(detail::ContextState& c) {
-    std::lock_guard lock(patch_mutex_);
-    if (c.compact) return;
-    OwnWork own;
-    const detail::Driver& driver = detail::loaded_driver();
-    CUcontext previous = nullptr;
-    detail::check(driver.push(c.ctx), "entering a new context");
-    try {
-      detail::load_post_pass(c);
-    } catch (...) {
-      driver.pop(&previous);
-      throw;
-    }
-    driver.pop(&previous);
   }
   detail::ContextState& context(CUcontext ctx) {
     std::lock_guard lock(contexts_mutex_);
@@ -226,7 +190,6 @@ class Sanitizer {
 
   Config cfg_;
   KernelSelector selector_;
-  int page_shift_;
   Mode mode_ = Mode::none;
   bool active_ = false;
   Sanitizer_SubscriberHandle subscriber_ = nullptr;
@@ -238,21 +201,15 @@ class Sanitizer {
   std::mutex names_mutex_;
   std::unordered_map<std::string, NameId> names_;
   std::mutex select_mutex_;  // guards selector_
-  // Patching must be serialised, and sanitizerPatchModule calls back on the
-  // same thread: a recursive mutex.
-  std::recursive_mutex patch_mutex_;
-  std::unordered_set<CUmodule> patched_;
+  detail::AccessPatcher patcher_{stats_};
+  detail::AccessBuffers buffers_;
   // Held from an instrumented launch's BEGIN to its END: one instrumented
   // kernel at a time owns the counters.
   std::mutex launch_mutex_;
-  std::mutex table_mutex_;                       // guards live_, table_version_
-  std::map<std::uint64_t, std::uint64_t> live_;  // base -> bytes of each live allocation
-  std::uint64_t table_version_ = 0;
   // The map is guarded by contexts_mutex_; a ContextState's buffers by
-  // launch_mutex_, its patches by patch_mutex_.
+  // launch_mutex_, its patches by the patcher's mutex.
   std::mutex contexts_mutex_;
   std::unordered_map<CUcontext, std::unique_ptr<detail::ContextState>> contexts_;
-  std::vector<device::TraceRecord> host_records_;
 };
 
 template <class Sink>
@@ -307,7 +264,8 @@ void Sanitizer::start(Sink& sink) {
   active_ = true;
   if (cfg_.verbose)
     pasta::detail::log(fmt::format("sanitizer handler: patch {}, spaces {:#x}, page {} bytes",
-                                   patch_name(), cfg_.access_spaces, 1ull << page_shift_));
+                                   patch_name(), cfg_.access_spaces,
+                                   1ull << buffers_.page_shift()));
 }
 
 inline void Sanitizer::stop() {
@@ -333,7 +291,7 @@ template <class Sink>
 void SANITIZERAPI Sanitizer::on_callback(void* user, Sanitizer_CallbackDomain domain,
                                          Sanitizer_CallbackId cbid, const void* data) {
   auto* self = static_cast<Sanitizer*>(user);
-  if (own_work() > 0 || pasta::detail::inside_dispatch() || !self->active_) return;
+  if (detail::own_work() > 0 || pasta::detail::inside_dispatch() || !self->active_) return;
   Sink& sink = *static_cast<Sink*>(self->sink_);
   try {
     switch (domain) {
@@ -363,60 +321,17 @@ void SANITIZERAPI Sanitizer::on_callback(void* user, Sanitizer_CallbackDomain do
         }
         break;
       case SANITIZER_CB_DOMAIN_MEMCPY:
-        if constexpr (Sink::template wants<Memcpy>()) {
-          const auto& m = *static_cast<const Sanitizer_MemcpyData*>(data);
-          CopyKind kind = CopyKind::unknown;
-          switch (m.direction) {
-            case SANITIZER_MEMCPY_DIRECTION_HOST_TO_DEVICE:
-              kind = CopyKind::h2d;
-              break;
-            case SANITIZER_MEMCPY_DIRECTION_DEVICE_TO_HOST:
-              kind = CopyKind::d2h;
-              break;
-            case SANITIZER_MEMCPY_DIRECTION_DEVICE_TO_DEVICE:
-              kind = m.srcContext != m.dstContext ? CopyKind::peer : CopyKind::d2d;
-              break;
-            case SANITIZER_MEMCPY_DIRECTION_HOST_TO_HOST:
-              kind = CopyKind::h2h;
-              break;
-            default:
-              break;
-          }
-          const std::uint64_t bytes = m.width ? m.width * std::max<std::uint64_t>(m.height, 1) *
-                                                    std::max<std::uint64_t>(m.depth, 1)
-                                              : m.size;
-          sink.emit(Memcpy{.context = reinterpret_cast<std::uint64_t>(m.apiContext),
-                           .stream = reinterpret_cast<std::uint64_t>(m.apiStream),
-                           .copy_kind = kind,
-                           .bytes = bytes ? bytes : m.size,
-                           .start_ns = pasta::detail::now_ns()});
-        }
+        if constexpr (Sink::template wants<Memcpy>())
+          sink.emit(detail::memcpy_event(*static_cast<const Sanitizer_MemcpyData*>(data)));
         break;
       case SANITIZER_CB_DOMAIN_MEMSET:
-        if constexpr (Sink::template wants<Memset>()) {
-          const auto& m = *static_cast<const Sanitizer_MemsetData*>(data);
-          sink.emit(Memset{.context = reinterpret_cast<std::uint64_t>(m.context),
-                           .stream = reinterpret_cast<std::uint64_t>(m.stream),
-                           .value = m.value,
-                           .address = m.address,
-                           .bytes = m.width * std::max<std::uint64_t>(m.height, 1) *
-                                    std::max<std::uint32_t>(m.elementSize, 1),
-                           .start_ns = pasta::detail::now_ns()});
-        }
+        if constexpr (Sink::template wants<Memset>())
+          sink.emit(detail::memset_event(*static_cast<const Sanitizer_MemsetData*>(data)));
         break;
       case SANITIZER_CB_DOMAIN_SYNCHRONIZE:
-        if constexpr (Sink::template wants<Synchronize>()) {
-          const auto& s = *static_cast<const Sanitizer_SynchronizeData*>(data);
-          const auto t = pasta::detail::now_ns();
-          sink.emit(Synchronize{.sync_kind = cbid == SANITIZER_CBID_SYNCHRONIZE_STREAM_SYNCHRONIZED
-                                                 ? SyncKind::stream
-                                                 : SyncKind::context,
-                                .context = reinterpret_cast<std::uint64_t>(s.context),
-                                .stream = reinterpret_cast<std::uint64_t>(s.stream),
-                                .thread = pasta::detail::thread_id(),
-                                .start_ns = t,
-                                .end_ns = t});
-        }
+        if constexpr (Sink::template wants<Synchronize>())
+          sink.emit(detail::synchronize_event(
+              cbid, *static_cast<const Sanitizer_SynchronizeData*>(data)));
         break;
       default:
         break;
@@ -435,20 +350,9 @@ void Sanitizer::on_resource(Sink& sink, Sanitizer_CallbackId cbid, const void* d
     case SANITIZER_CBID_RESOURCE_HOST_MEMORY_ALLOC:
     case SANITIZER_CBID_RESOURCE_MEMORY_ALLOC_ASYNC: {
       const auto& m = *static_cast<const Sanitizer_ResourceMemoryData*>(data);
-      MemKind kind = MemKind::device;
-      if (m.flags & SANITIZER_MEMORY_FLAG_MANAGED)
-        kind = MemKind::managed;
-      else if (cbid == SANITIZER_CBID_RESOURCE_HOST_MEMORY_ALLOC ||
-               (m.flags & (SANITIZER_MEMORY_FLAG_HOST_PINNED | SANITIZER_MEMORY_FLAG_HOST_MAPPED)))
-        kind = MemKind::pinned_host;
-      else if (cbid == SANITIZER_CBID_RESOURCE_MEMORY_ALLOC_ASYNC)
-        kind = MemKind::pool;
+      const MemKind kind = detail::alloc_kind(cbid, m);
       const auto device = static_cast<std::uint32_t>(m.device);
-      if (mode_ != Mode::none) {
-        std::lock_guard lock(table_mutex_);
-        live_[m.address] = m.size;
-        ++table_version_;
-      }
+      if (mode_ != Mode::none) buffers_.allocated(m.address, m.size);
       if constexpr (Sink::template wants<MemAlloc>())
         sink.emit(MemAlloc{.address = m.address,
                            .bytes = m.size,
@@ -462,11 +366,7 @@ void Sanitizer::on_resource(Sink& sink, Sanitizer_CallbackId cbid, const void* d
     case SANITIZER_CBID_RESOURCE_HOST_MEMORY_FREE:
     case SANITIZER_CBID_RESOURCE_MEMORY_FREE_ASYNC: {
       const auto& m = *static_cast<const Sanitizer_ResourceMemoryData*>(data);
-      if (mode_ != Mode::none) {
-        std::lock_guard lock(table_mutex_);
-        live_.erase(m.address);
-        ++table_version_;
-      }
+      if (mode_ != Mode::none) buffers_.freed(m.address);
       if constexpr (Sink::template wants<MemFree>())
         sink.emit(MemFree{.address = m.address,
                           .bytes = m.size,
@@ -494,9 +394,7 @@ void Sanitizer::on_resource(Sink& sink, Sanitizer_CallbackId cbid, const void* d
       break;
     }
     case SANITIZER_CBID_RESOURCE_MODULE_UNLOAD_STARTING: {
-      const auto& m = *static_cast<const Sanitizer_ResourceModuleData*>(data);
-      std::lock_guard lock(patch_mutex_);
-      patched_.erase(m.module);
+      patcher_.unloading(static_cast<const Sanitizer_ResourceModuleData*>(data)->module);
       break;
     }
     case SANITIZER_CBID_RESOURCE_CONTEXT_CREATION_FINISHED: {
@@ -506,7 +404,7 @@ void Sanitizer::on_resource(Sink& sink, Sanitizer_CallbackId cbid, const void* d
       // 580; the default stream did not), in-binary and injected alike.
       if (mode_ == Mode::histogram) {
         const auto& c = *static_cast<const Sanitizer_ResourceContextData*>(data);
-        prepare_post_pass(context(c.context));
+        patcher_.prepare_post_pass(context(c.context));
       }
       break;
     }
@@ -519,110 +417,6 @@ void Sanitizer::on_resource(Sink& sink, Sanitizer_CallbackId cbid, const void* d
     default:
       break;
   }
-}
-
-// Adds the patch image to the context (once) and patches the module's
-// memory instructions (once per module).
-inline void Sanitizer::patch_module(detail::ContextState& c, CUmodule module) {
-  std::lock_guard lock(patch_mutex_);
-  if (patched_.count(module)) return;
-  const auto t0 = pasta::detail::steady_ns();
-  if (!c.patches_added) {
-    detail::check(api().sanitizerAddPatches(generated::access_patches, c.ctx),
-                  "adding pasta's device patches");
-    c.patches_added = true;
-  }
-  // A context created before pasta subscribed: its post-pass comes with its
-  // first patched module, still outside any launch.
-  if (mode_ == Mode::histogram) prepare_post_pass(c);
-  const std::string family(patch_family());
-  struct Space {
-    unsigned bit;
-    Sanitizer_InstructionId id;
-    const char* suffix;
-  };
-  for (const Space s : {Space{space::global, SANITIZER_INSTRUCTION_GLOBAL_MEMORY_ACCESS, "global"},
-                        Space{space::shared, SANITIZER_INSTRUCTION_SHARED_MEMORY_ACCESS, "shared"},
-                        Space{space::local, SANITIZER_INSTRUCTION_LOCAL_MEMORY_ACCESS, "local"}}) {
-    if (!(cfg_.access_spaces & s.bit)) continue;
-    const std::string patch = fmt::format("pasta_{}_{}", family, s.suffix);
-    detail::check(api().sanitizerPatchInstructions(s.id, module, patch.c_str()),
-                  fmt::format("patching {} memory accesses with {}", s.suffix, patch));
-  }
-  detail::check(api().sanitizerPatchModule(module), "patching a module");
-  patched_.insert(module);
-  stats_.modules_patched.fetch_add(1, std::memory_order_relaxed);
-  stats_.patch_ns.fetch_add(pasta::detail::steady_ns() - t0, std::memory_order_relaxed);
-}
-
-// Brings the context's table, counters and parameters up to date for one
-// launch and points the launch's callback data at them. launch_mutex_ held.
-inline void Sanitizer::prepare_launch(detail::ContextState& c, const Sanitizer_LaunchData& d) {
-  using device::AllocRange;
-  const CUcontext ctx = c.ctx;
-  // Only the snapshot is taken under table_mutex_: a driver call made while
-  // holding it can run a stream-ordered allocation's callback on this very
-  // thread, which takes table_mutex_ again (seen as a hang on the H100).
-  bool changed = false;
-  {
-    std::lock_guard lock(table_mutex_);
-    if (c.table_version != table_version_) {
-      changed = true;
-      c.host_ranges.clear();
-      std::uint64_t slot = 0;
-      for (const auto& [base, bytes] : live_) {
-        c.host_ranges.push_back(AllocRange{base, base + bytes, slot});
-        slot += (bytes + (1ull << page_shift_) - 1) >> page_shift_;
-      }
-      c.slot_count = slot + device::catch_all_slots;
-      c.table_version = table_version_;
-    }
-  }
-  if (changed) {
-    try {
-      c.ranges.reserve(ctx, c.host_ranges.size() * sizeof(AllocRange), "the allocation table");
-      if (!c.host_ranges.empty())
-        detail::check(api().sanitizerMemcpyHostToDeviceAsync(
-                          c.ranges.get(), c.host_ranges.data(),
-                          c.host_ranges.size() * sizeof(AllocRange), d.hStream),
-                      "copying the allocation table");
-    } catch (...) {
-      c.table_version = ~0ull;  // the device does not hold it
-      throw;
-    }
-  }
-  device::Params p{};
-  p.ranges = c.ranges.get<const AllocRange>();
-  p.range_count = static_cast<std::uint32_t>(c.host_ranges.size());
-  p.page_shift = static_cast<std::uint32_t>(page_shift_);
-  if (mode_ == Mode::histogram) {
-    const std::size_t bytes = c.slot_count * sizeof(device::Slot);
-    if (c.slots.reserve(ctx, bytes, "page counters"))
-      detail::check(api().sanitizerMemset(c.slots.get(), 0, c.slots.bytes(), d.hStream),
-                    "clearing page counters");
-    c.bins.reserve(ctx, c.slot_count * sizeof(device::Bin), "compacted counters");
-    p.slots = c.slots.get<device::Slot>();
-    p.slot_count = c.slot_count;
-  }
-  if (c.counters.reserve(ctx, 2 * sizeof(unsigned long long), "counters"))
-    detail::check(api().sanitizerMemset(c.counters.get(), 0, c.counters.bytes(), d.hStream),
-                  "clearing counters");
-  if (mode_ == Mode::trace) {
-    c.records.reserve(ctx, cfg_.trace_buffer_bytes, "the access trace buffer");
-    p.records = c.records.get<device::TraceRecord>();
-    p.capacity = c.records.bytes() / sizeof(device::TraceRecord);
-    p.record_count = c.counters.get<unsigned long long>();
-  }
-  std::uint64_t pc = 0, size = 0;
-  if (d.functionName && api().sanitizerGetFunctionPcAndSize(d.module, d.functionName, &pc, &size) ==
-                            SANITIZER_SUCCESS)
-    p.function_pc = pc;
-  c.params.reserve(ctx, sizeof(device::Params), "launch parameters");
-  detail::check(api().sanitizerMemcpyHostToDeviceAsync(c.params.get(), &p, sizeof(p), d.hStream),
-                "copying launch parameters");
-  detail::check(
-      api().sanitizerSetLaunchCallbackData(d.hLaunch, d.function, d.hStream, c.params.get()),
-      "setting the launch's callback data");
 }
 
 template <class Sink>
@@ -655,11 +449,7 @@ void Sanitizer::launch_begin(Sink& sink, const Sanitizer_LaunchData& d) {
       detail::loaded_driver().stream_is_capturing(d.stream, &capture) == CUDA_SUCCESS &&
       capture != CU_STREAM_CAPTURE_STATUS_NONE)
     selected = false;  // captured into a graph, not run: nothing to count now
-  bool patched;
-  {
-    std::lock_guard lock(patch_mutex_);
-    patched = patched_.count(d.module) != 0;
-  }
+  const bool patched = patcher_.patched(d.module);
   if (!selected) {
     // A patched module runs its patches on every launch: tell them to do nothing.
     if (patched) api().sanitizerSetLaunchCallbackData(d.hLaunch, d.function, d.hStream, nullptr);
@@ -669,7 +459,7 @@ void Sanitizer::launch_begin(Sink& sink, const Sanitizer_LaunchData& d) {
   try {
     detail::ContextState& c = context(d.context);
     if (!patched) patch_module(c, d.module);
-    prepare_launch(c, d);
+    buffers_.prepare(c, d, mode_, cfg_.trace_buffer_bytes);
     l.ctx = &c;
     stats_.instrumented.fetch_add(1, std::memory_order_relaxed);
   } catch (...) {
@@ -688,9 +478,9 @@ void Sanitizer::launch_end(Sink& sink, const Sanitizer_LaunchData& d) {
     const auto t0 = pasta::detail::steady_ns();
     try {
       if (mode_ == Mode::histogram && cfg_.access_patch != AccessPatch::noop)
-        collect_histogram(sink, d, l);
+        buffers_.collect_histogram(sink, d, l);
       else if (mode_ == Mode::trace && cfg_.access_patch != AccessPatch::noop)
-        collect_trace(sink, d, l);
+        buffers_.collect_trace(sink, d, l);
       else
         detail::check(api().sanitizerStreamSynchronize(d.hStream), "waiting for the kernel");
     } catch (...) {
@@ -707,121 +497,6 @@ void Sanitizer::launch_end(Sink& sink, const Sanitizer_LaunchData& d) {
                              .name = l.name,
                              .grid = l.grid,
                              .block = l.block});
-}
-
-// After the kernel: the post-pass compacts the non-empty counters on the
-// device (and clears them), then only those travel to the host.
-template <class Sink>
-void Sanitizer::collect_histogram(Sink& sink, const Sanitizer_LaunchData& d, const Launch& l) {
-  detail::ContextState& c = *l.ctx;
-  unsigned long long* out_count = c.counters.get<unsigned long long>() + 1;
-  {
-    OwnWork own;
-    const detail::Driver& driver = detail::loaded_driver();
-    CUcontext previous = nullptr;
-    detail::check(driver.push(c.ctx), "entering the launch's context");
-    try {
-      // Loaded at context creation or with the first patched module: here,
-      // inside the launch, loading it can wait forever (see above).
-      if (!c.compact) throw detail::DeviceError{"pasta's post-pass kernel is not loaded"};
-      c.host_count.reserve(c.ctx, sizeof(unsigned long long), "the count of non-empty pages");
-      void* slots = c.slots.get();
-      void* bins = c.bins.get();
-      void* host_count = c.host_count.get();
-      std::uint64_t n = c.slot_count;
-      void* args[] = {&slots, &n, &bins, &out_count};
-      const std::uint64_t tiles = (n + device::compact_block - 1) / device::compact_block;
-      const unsigned grid = static_cast<unsigned>(std::min<std::uint64_t>(tiles, 1024));
-      detail::check(driver.launch(c.compact, grid, 1, 1, device::compact_block, 1, 1, 0, d.stream,
-                                  args, nullptr),
-                    "launching the post-pass");
-      void* publish_args[] = {&out_count, &host_count};
-      detail::check(driver.launch(c.publish, 1, 1, 1, 1, 1, 1, 0, d.stream, publish_args, nullptr),
-                    "launching the post-pass's count copy");
-      detail::check(api().sanitizerStreamSynchronize(d.hStream), "waiting for the post-pass");
-    } catch (...) {
-      driver.pop(&previous);
-      throw;
-    }
-    driver.pop(&previous);
-  }
-  // The bins and their count are in pinned host memory, written by the
-  // post-pass: no copy call here (a Sanitizer copy after a launch made inside
-  // a launch callback waited forever on a driver lock, on the H100, when the
-  // program's launch was on a stream of its own).
-  const unsigned long long count = *c.host_count.get<volatile unsigned long long>();
-  if (count > c.slot_count) throw detail::DeviceError{"the post-pass returned a corrupt count"};
-  const std::span<const device::Bin> host_bins(c.bins.get<const device::Bin>(), count);
-  stats_.bins.fetch_add(count, std::memory_order_relaxed);
-  stats_.copy_bytes.fetch_add(count * sizeof(device::Bin) + sizeof(count),
-                              std::memory_order_relaxed);
-  if constexpr (Sink::template wants<AccessHistogram>()) {
-    const std::uint64_t page = 1ull << page_shift_;
-    const std::uint64_t catch_all = c.slot_count - device::catch_all_slots;
-    sink.batch([&](auto& s) {
-      for (const device::Bin& b : host_bins) {
-        AccessHistogram h{.correlation = l.correlation,
-                          .device = l.device,
-                          .bin_bytes = static_cast<std::uint32_t>(page),
-                          .reads = b.counts.reads,
-                          .writes = b.counts.writes,
-                          .read_bytes = b.counts.read_bytes,
-                          .write_bytes = b.counts.write_bytes};
-        if (b.slot < catch_all) {
-          // The range whose slots hold this one: the last with first_slot <= slot.
-          auto it = std::upper_bound(
-              c.host_ranges.begin(), c.host_ranges.end(), b.slot,
-              [](std::uint64_t v, const device::AllocRange& r) { return v < r.first_slot; });
-          const device::AllocRange& r = *(it - 1);
-          h.alloc_base = r.base;
-          h.address = r.base + ((b.slot - r.first_slot) << page_shift_);
-        }
-        s.emit(h);
-      }
-    });
-  }
-}
-
-// After the kernel: every record goes to the host, which does the rest.
-template <class Sink>
-void Sanitizer::collect_trace(Sink& sink, const Sanitizer_LaunchData& d, const Launch& l) {
-  detail::ContextState& c = *l.ctx;
-  auto* counter = c.counters.get<unsigned long long>();
-  unsigned long long written = 0;
-  detail::check(api().sanitizerStreamSynchronize(d.hStream), "waiting for the kernel");
-  detail::check(api().sanitizerMemcpyDeviceToHost(&written, counter, sizeof(written), d.hStream),
-                "reading the number of access records");
-  const std::uint64_t capacity = c.records.bytes() / sizeof(device::TraceRecord);
-  const std::uint64_t n = std::min<std::uint64_t>(written, capacity);
-  if (written > capacity) {
-    stats_.records_lost.fetch_add(written - capacity, std::memory_order_relaxed);
-    stats_.overflowed_launches.fetch_add(1, std::memory_order_relaxed);
-  }
-  stats_.records.fetch_add(n, std::memory_order_relaxed);
-  constexpr std::uint64_t chunk = (64ull << 20) / sizeof(device::TraceRecord);
-  for (std::uint64_t first = 0; first < n; first += chunk) {
-    const std::uint64_t m = std::min(chunk, n - first);
-    host_records_.resize(m);
-    detail::check(api().sanitizerMemcpyDeviceToHost(host_records_.data(),
-                                                    c.records.get<device::TraceRecord>() + first,
-                                                    m * sizeof(device::TraceRecord), d.hStream),
-                  "copying access records");
-    stats_.copy_bytes.fetch_add(m * sizeof(device::TraceRecord), std::memory_order_relaxed);
-    if constexpr (Sink::template wants<MemAccess>()) {
-      sink.batch([&](auto& s) {
-        for (const device::TraceRecord& r : host_records_)
-          s.emit(MemAccess{.correlation = l.correlation,
-                           .address = r.address,
-                           .pc = r.pc,
-                           .device = l.device,
-                           .bytes = r.bytes,
-                           .flags = r.flags,
-                           .space = static_cast<MemSpace>(r.space)});
-      });
-    }
-  }
-  detail::check(api().sanitizerMemset(counter, 0, sizeof(written), d.hStream),
-                "clearing the record count");
 }
 
 }  // namespace pasta::nv

@@ -3,8 +3,9 @@
 // 1. Sampled (nv::Cupti): PC sampling gives warp stall samples per
 //    instruction and reason (StallSample). Stalls on a long scoreboard (the
 //    warp waits for a global, local or texture load) are moved to the loads
-//    the stalled instruction waits for, read from the kernel's SASS
-//    (detail/sass.hpp, nvdisasm). Writes <output_dir>/stall_samples.json.
+//    the stalled instruction waits for, read from the kernel's machine code
+//    by the Disassembler policy (nv::detail::Nvdisasm: SASS by nvdisasm).
+//    Writes <output_dir>/stall_samples.json.
 // 2. Instrumented (nv::Sanitizer with proc::Cpu): every access with its pc
 //    and address (MemAccess) gives pc -> allocation or framework tensor, and
 //    the operator that launched the kernel. With PASTA_STALL_SAMPLES naming
@@ -23,10 +24,10 @@
 #pragma once
 
 #include <algorithm>
-#include <charconv>
+#include <concepts>
+#include <cstddef>
 #include <cstdint>
 #include <map>
-#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -40,93 +41,71 @@
 #include <pasta/core/config.hpp>
 #include <pasta/core/detail/demangle.hpp>
 #include <pasta/core/detail/files.hpp>
+#include <pasta/core/detail/fmt.hpp>
 #include <pasta/core/detail/hash.hpp>
 #include <pasta/core/events.hpp>
-#include <pasta/core/log.hpp>
 #include <pasta/core/names.hpp>
 #include <pasta/core/report.hpp>
-#include <pasta/nv/detail/cubin.hpp>
+#include <pasta/nv/detail/nvdisasm.hpp>
 #include <pasta/tools/detail/live_ops.hpp>
-#include <pasta/tools/detail/sass.hpp>
-
-namespace pasta::detail {
-
-// A view's layout, "Float[4, 8, 64] strides [1536, 192, 1]" (TensorView::
-// layout), as (size, stride) pairs from the largest stride down, leaving
-// out dimensions that do not move (size 1, stride 0). True when they nest:
-// each stride steps past everything the smaller ones reach, so an element
-// offset splits into one index per dimension (slices, transposes, splits,
-// permutes do); false for a layout it cannot read or one whose rows
-// overlap.
-inline bool nested_dims(std::string_view layout,
-                        std::vector<std::pair<std::uint64_t, std::uint64_t>>& dims) {
-  dims.clear();
-  auto numbers = [&](std::size_t open, std::vector<std::uint64_t>& out) {
-    const std::size_t close = layout.find(']', open);
-    if (open == std::string_view::npos || close == std::string_view::npos) return false;
-    for (std::size_t i = open + 1; i < close;) {
-      while (i < close && (layout[i] == ' ' || layout[i] == ',')) ++i;
-      if (i == close) break;
-      std::uint64_t v = 0;
-      const auto [end, ec] = std::from_chars(layout.data() + i, layout.data() + close, v);
-      if (ec != std::errc()) return false;
-      out.push_back(v);
-      i = static_cast<std::size_t>(end - layout.data());
-    }
-    return true;
-  };
-  std::vector<std::uint64_t> sizes, strides;
-  const std::size_t marker = layout.find("strides [");
-  if (marker == std::string_view::npos || !numbers(layout.find('['), sizes) ||
-      !numbers(marker + 8, strides) || sizes.size() != strides.size())
-    return false;
-  for (std::size_t d = 0; d < sizes.size(); ++d)
-    if (sizes[d] > 1 && strides[d] > 0) dims.emplace_back(sizes[d], strides[d]);
-  std::sort(dims.begin(), dims.end(), [](auto& a, auto& b) { return a.second > b.second; });
-  std::uint64_t reach = 1;  // elements the smaller dimensions span
-  for (std::size_t d = dims.size(); d-- > 0;) {
-    if (dims[d].second < reach) return false;
-    reach = dims[d].second * (dims[d].first - 1) + reach;
-  }
-  return true;
-}
-
-}  // namespace pasta::detail
+#include <pasta/tools/detail/stall_forest.hpp>
+#include <pasta/tools/detail/stall_join.hpp>
+#include <pasta/tools/detail/stall_samples.hpp>
+#include <pasta/tools/detail/stall_targets.hpp>
 
 namespace pasta::tools {
 
-class StallBlame {
+// What the tool asks of its Disassembler (see nv::detail::Nvdisasm): built
+// from the Config; locate() the disassembler (empty: none); for a kernel's
+// code, its instructions (pc, opcode), the one at a pc, and the loads a
+// memory-dependency stall there waits for (all; those whose registers it
+// reads); for_each_kernel(image, f(kernel, arch, code)) of a module image.
+template <class D>
+concept StallDisassembler = std::constructible_from<D, const Config&> &&
+    requires(const D d, std::span<const std::byte> code,
+             const std::vector<typename D::Instruction>& instructions, std::string& error) {
+  { d.locate() } -> std::convertible_to<std::string>;
+  { D::not_found } -> std::convertible_to<std::string_view>;
+  {
+    D::disassemble(code, 0u, d.locate(), error)
+    } -> std::same_as<std::vector<typename D::Instruction>>;
+  { D::at(instructions, 0)->opcode } -> std::convertible_to<std::string>;
+  { D::waits_for(instructions, 0).all } -> std::convertible_to<std::vector<std::uint64_t>>;
+  { D::waits_for(instructions, 0).reads } -> std::convertible_to<std::vector<std::uint64_t>>;
+};
+
+template <StallDisassembler Disassembler>
+class BasicStallBlame {
  public:
   static constexpr std::string_view name = "stall_blame";
-  static constexpr std::string_view schema = "pasta.stall_samples";
-  static constexpr int schema_version = 1;
-  static constexpr std::string_view samples_file = "stall_samples.json";
+  static constexpr std::string_view schema = pasta::detail::stall::schema;
+  static constexpr int schema_version = pasta::detail::stall::schema_version;
+  static constexpr std::string_view samples_file = pasta::detail::stall::samples_file;
 
-  explicit StallBlame(const Config& cfg)
-      : output_dir_(cfg.output_dir), samples_path_(cfg.stall_samples), nvdisasm_(cfg.nvdisasm) {}
+  explicit BasicStallBlame(const Config& cfg)
+      : output_dir_(cfg.output_dir), samples_path_(cfg.stall_samples), disassembler_(cfg) {}
 
   // Both runs: each kernel's machine code, to disassemble (run 1) and to
   // check that the two runs ran the same code.
   void on(const ModuleImage& e) {
     if (!e.image || !e.image_bytes) return;
-    const std::span<const std::byte> image(e.image, e.image_bytes);
-    const unsigned sm = nv::detail::sm_of(image);
-    nv::detail::for_each_kernel_code(image,
-                                     [&](std::string_view kernel, std::span<const std::byte> code) {
-                                       if (code.empty()) return;
-                                       Code& c = code_[std::string(kernel)];
-                                       c.hash = pasta::detail::fnv_bytes(code);
-                                       c.sm = sm;
-                                       // Kept to disassemble, unless this is the run that joins.
-                                       if (samples_path_.empty())
-                                         c.bytes.assign(code.begin(), code.end());
-                                     });
+    Disassembler::for_each_kernel(
+        std::span<const std::byte>(e.image, e.image_bytes),
+        [&](std::string_view kernel, unsigned arch, std::span<const std::byte> code) {
+          if (code.empty()) return;
+          Code& c = code_[std::string(kernel)];
+          c.hash = pasta::detail::fnv_bytes(code);
+          c.arch = arch;
+          // Kept to disassemble, unless this is the run that joins.
+          if (samples_path_.empty()) c.bytes.assign(code.begin(), code.end());
+        });
   }
 
   // Run 1.
   void on(const StallSample& e) {
     sampled_ = true;
-    if (not_issued(name_of(e.reason))) return;  // a subset of the same samples
+    // A reason's not-issued samples are a subset of its samples.
+    if (pasta::detail::stall::not_issued(name_of(e.reason))) return;
     total_samples_ += e.samples;
     samples_[{e.function, e.pc}][e.reason] += e.samples;
   }
@@ -148,20 +127,19 @@ class StallBlame {
     launches_[e.correlation] = l;
   }
   void on(const MemAlloc& e) {
-    allocations_.insert(Target::Range{
-        e.address, e.bytes, add_target({.base = e.address, .bytes = e.bytes}, alloc_count_)});
+    allocations_.insert(
+        Target::Range{e.address, e.bytes, targets_.add({.base = e.address, .bytes = e.bytes})});
   }
   void on(const MemFree& e) { allocations_.erase(e.address); }
   void on(const pasta::TensorAlloc& e) {
     if (e.device == host_device) return;
     const auto* segment = allocations_.find(e.address);
     tensors_.insert(Target::Range{e.address, e.bytes,
-                                  add_target({.base = e.address,
-                                              .bytes = e.bytes,
-                                              .op = ops_.name(e.thread, e.op),
-                                              .kind = Target::tensor,
-                                              .parent = segment ? segment->index : no_target},
-                                             tensor_count_)});
+                                  targets_.add({.base = e.address,
+                                                .bytes = e.bytes,
+                                                .op = ops_.name(e.thread, e.op),
+                                                .kind = Target::tensor,
+                                                .parent = segment ? segment->index : no_target})});
   }
   void on(const pasta::TensorView& e) {
     if (e.device == host_device || !e.element_bytes) return;
@@ -176,7 +154,7 @@ class StallBlame {
                .layout = e.layout,
                .element_bytes = e.element_bytes};
       v.nested = pasta::detail::nested_dims(name_of(e.layout), v.dims);
-      it->second = add_target(std::move(v), view_count_);
+      it->second = targets_.add(std::move(v));
     }
     auto& list = op_views_[e.op];
     if (std::find(list.begin(), list.end(), it->second) == list.end()) list.push_back(it->second);
@@ -192,10 +170,14 @@ class StallBlame {
     if (!last_launch_.kernel) return;
     std::uint32_t target = no_target;
     if (e.space == MemSpace::global) {
-      if (const auto* t = tensors_.find(e.address))
-        target = view_at(t->index, e.address);
-      else if (const auto* a = allocations_.find(e.address))
+      if (const auto* t = tensors_.find(e.address)) {
+        const std::uint32_t* views = launch_views_.data();
+        target =
+            targets_.view_at(t->index, e.address,
+                             {views + last_launch_.views_begin, views + last_launch_.views_end});
+      } else if (const auto* a = allocations_.find(e.address)) {
         target = a->index;
+      }
     }
     // A warp's accesses come pc by pc: the last pc's row is kept.
     const SampleKey key{last_launch_.kernel, e.pc};
@@ -207,7 +189,9 @@ class StallBlame {
   }
 
   void report(Report& out) const {
-    if (sampled_) report_samples(out);
+    if (sampled_)
+      pasta::detail::stall::report_sampled(out, disassembler_, samples_, code_, total_samples_,
+                                           output_dir_);
     if (accesses_seen_) report_blame(out);
     if (!sampled_ && !accesses_seen_)
       out.note(
@@ -227,346 +211,50 @@ class StallBlame {
   }
 
  private:
-  static constexpr std::uint32_t no_target = ~0u;
+  static constexpr std::uint32_t no_target = pasta::detail::stall::no_target;
+  using AccessKey = pasta::detail::stall::AccessKey;
+  using Accesses = pasta::detail::stall::Accesses;
+  using Target = pasta::detail::stall::Target;
+  using Code = pasta::detail::stall::KernelCode;
+  using SampleKey = pasta::detail::stall::SampleKey;
 
-  struct Code {
-    std::uint64_t hash = 0;
-    unsigned sm = 0;
-    std::vector<std::byte> bytes;  // empty in the run that joins
-  };
-  // What a stall is blamed on: an allocation (the allocator's segment), a
-  // tensor (a framework allocation inside one) or a view of a tensor.
-  struct Target {
-    struct Range {
-      std::uint64_t base = 0, bytes = 0;
-      std::uint32_t index = 0;
-    };
-    enum Kind : std::uint8_t { allocation, tensor, view };
-    std::uint64_t base = 0, bytes = 0;
-    NameId op{};  // the allocating operator (tensors)
-    Kind kind = allocation;
-    std::uint32_t parent = no_target;  // the allocation of a tensor, the tensor of a view
-    std::uint64_t n = 0;               // 1 for the first target of its kind
-    // Views: the layout, and its dimensions (size, stride in elements)
-    // from the largest stride down when they nest (each stride steps over
-    // all the smaller ones), for telling the view's elements from the gaps.
-    NameId layout{};
-    std::uint32_t element_bytes = 0;
-    bool nested = false;
-    std::vector<std::pair<std::uint64_t, std::uint64_t>> dims;
-  };
   struct ViewKey {
     std::uint32_t storage;
     std::uint64_t address;
     NameId layout;
     friend auto operator<=>(const ViewKey&, const ViewKey&) = default;
   };
-  struct SampleKey {
-    NameId function{};
-    std::uint64_t pc = 0;
-    friend auto operator<=>(const SampleKey&, const SampleKey&) = default;
-  };
   struct Launch {
     NameId kernel{}, op{};
     std::uint32_t views_begin = 0, views_end = 0;  // its operators' views in launch_views_
   };
-  struct AccessKey {
-    std::uint32_t target;
-    NameId op;
-    friend auto operator<=>(const AccessKey&, const AccessKey&) = default;
-  };
 
-  static bool not_issued(std::string_view reason) { return reason.ends_with("_not_issued"); }
-  static bool memory_dependency(std::string_view reason) {
-    return reason.find("long_scoreboard") != std::string_view::npos;
-  }
-  static std::string hex(std::uint64_t v) { return fmt::format("{:016x}", v); }
-
-  std::uint32_t add_target(Target t, std::uint64_t& count) {
-    t.n = ++count;
-    targets_.push_back(std::move(t));
-    return static_cast<std::uint32_t>(targets_.size() - 1);
-  }
-  // The narrowest view of the launching operators that holds `address`
-  // (an element of it, not a gap between its rows); else the tensor.
-  std::uint32_t view_at(std::uint32_t tensor, std::uint64_t address) const {
-    std::uint32_t best = tensor;
-    for (std::uint32_t i = last_launch_.views_begin; i < last_launch_.views_end; ++i) {
-      const Target& v = targets_[launch_views_[i]];
-      if (v.parent == tensor && holds(v, address) &&
-          (best == tensor || v.bytes < targets_[best].bytes))
-        best = launch_views_[i];
-    }
-    return best;
-  }
-  static bool holds(const Target& v, std::uint64_t address) {
-    if (address < v.base || address - v.base >= v.bytes) return false;
-    if (!v.nested) return true;
-    std::uint64_t e = (address - v.base) / v.element_bytes;
-    for (const auto& [size, stride] : v.dims) {
-      const std::uint64_t i = e / stride;
-      if (i >= size) return false;
-      e -= i * stride;
-    }
-    return e == 0;
-  }
-  // A node of the forest: the target itself, without its parents.
-  std::string node_label(std::uint32_t t) const {
-    if (t == no_target) return "(no allocation: shared, local or unknown memory)";
-    const Target& x = targets_[t];
-    switch (x.kind) {
-      case Target::tensor:
-        return fmt::format("tensor #{} ({} B, {})", x.n, x.bytes,
-                           pasta::detail::LiveOps::label(x.op));
-      case Target::view:
-        return fmt::format("view {} at +{} B", name_of(x.layout), x.base - targets_[x.parent].base);
-      default:
-        return fmt::format("allocation #{} ({} B at 0x{:x})", x.n, x.bytes, x.base);
-    }
-  }
-  // A row of the tables: a view names its tensor.
-  std::string target_label(std::uint32_t t) const {
-    if (t != no_target && targets_[t].kind == Target::view)
-      return node_label(targets_[t].parent) + " / " + node_label(t);
-    return node_label(t);
-  }
-
-  void report_samples(Report& out) const;
   void report_blame(Report& out) const;
 
-  std::string output_dir_, samples_path_, nvdisasm_;
+  std::string output_dir_, samples_path_;
+  Disassembler disassembler_;
   std::map<std::string, Code> code_;
   bool sampled_ = false;
   std::uint64_t total_samples_ = 0;
-  std::map<SampleKey, std::map<NameId, std::uint64_t>> samples_;
+  pasta::detail::stall::Samples samples_;
 
   pasta::detail::LiveOps ops_;
   std::unordered_map<std::uint64_t, Launch> launches_;
-  std::vector<Target> targets_;
-  std::uint64_t tensor_count_ = 0, alloc_count_ = 0, view_count_ = 0;
+  pasta::detail::stall::Targets targets_;
   BasicAddressMap<Target::Range> allocations_, tensors_;
   std::map<ViewKey, std::uint32_t> views_;
   std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> op_views_;  // open operators'
   std::vector<std::uint32_t> launch_views_;
   std::uint64_t accesses_seen_ = 0, last_correlation_ = ~0ull;
   Launch last_launch_;
-  std::map<SampleKey, std::map<AccessKey, std::uint64_t>> accesses_;
+  std::map<SampleKey, Accesses> accesses_;
   SampleKey last_key_{};
-  std::map<AccessKey, std::uint64_t>* last_targets_ = nullptr;  // accesses_[last_key_]
+  Accesses* last_targets_ = nullptr;  // accesses_[last_key_]
 };
-
-// Run 1: the stalls per instruction, with the loads each memory-dependency
-// stall waits for, written for run 2.
-inline void StallBlame::report_samples(Report& out) const {
-  const std::string nvdisasm = pasta::detail::sass::find_nvdisasm(nvdisasm_);
-  std::map<NameId, std::uint64_t> by_reason;
-  std::map<std::string, std::vector<pasta::detail::sass::Instruction>> sass;
-  std::vector<std::string> problems;
-  nlohmann::json functions = nlohmann::json::object();
-  std::uint64_t moved = 0, unmoved = 0;
-  auto& top = out.table("stalls", "Stall samples per instruction",
-                        {"kernel", "pc", "opcode", "reason", "samples", "waits_for"});
-  struct Row {
-    std::string kernel, opcode, reason, waits;
-    std::uint64_t pc, samples;
-  };
-  std::vector<Row> rows;
-  for (const auto& [key, reasons] : samples_) {
-    const std::string kernel(name_of(key.function));
-    auto& f = functions[kernel];
-    const auto code = code_.find(kernel);
-    if (!f.contains("code")) {
-      f["code"] = code == code_.end() ? "" : hex(code->second.hash);
-      f["pcs"] = nlohmann::json::array();
-    }
-    const std::vector<pasta::detail::sass::Instruction>* instructions = nullptr;
-    bool needs_sass = false;
-    for (const auto& [r, n] : reasons) needs_sass |= memory_dependency(name_of(r));
-    if (code != code_.end() && !code->second.bytes.empty() && !nvdisasm.empty() &&
-        (needs_sass || sass.count(kernel))) {
-      auto [it, fresh] = sass.try_emplace(kernel);
-      if (fresh) {
-        std::string why;
-        it->second =
-            pasta::detail::sass::disassemble(code->second.bytes, code->second.sm, nvdisasm, why);
-        if (!why.empty()) problems.push_back(fmt::format("{}: {}", kernel, why));
-      }
-      instructions = &it->second;
-    }
-    pasta::detail::sass::Producers waits;
-    std::string opcode;
-    if (instructions) {
-      waits = pasta::detail::sass::producers(*instructions, key.pc);
-      if (const auto* i = pasta::detail::sass::find(*instructions, key.pc)) opcode = i->opcode;
-    }
-    nlohmann::json pc{{"pc", key.pc},
-                      {"reasons", nlohmann::json::object()},
-                      {"waits_for", waits.all},
-                      {"reads", waits.reads}};
-    if (!opcode.empty()) pc["opcode"] = opcode;
-    for (const auto& [r, n] : reasons) {
-      pc["reasons"][std::string(name_of(r))] = n;
-      by_reason[r] += n;
-      if (memory_dependency(name_of(r))) (waits.all.empty() ? unmoved : moved) += n;
-      std::string list;
-      for (std::uint64_t w : waits.all) list += fmt::format("{}0x{:x}", list.empty() ? "" : " ", w);
-      rows.push_back({kernel, opcode, std::string(name_of(r)), list, key.pc, n});
-    }
-    f["pcs"].push_back(std::move(pc));
-  }
-  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
-    return a.samples != b.samples ? a.samples > b.samples : a.pc < b.pc;
-  });
-  for (const Row& r : rows)
-    top.row(pasta::detail::short_kernel_name(pasta::detail::demangle(r.kernel)),
-            fmt::format("0x{:x}", r.pc), r.opcode, r.reason, r.samples, r.waits);
-  auto& reasons = out.table("reasons", "Stall samples per reason", {"reason", "samples", "share"});
-  std::vector<std::pair<NameId, std::uint64_t>> order(by_reason.begin(), by_reason.end());
-  std::sort(order.begin(), order.end(), [](auto& a, auto& b) { return a.second > b.second; });
-  for (const auto& [r, n] : order)
-    reasons.row(std::string(name_of(r)), n, total_samples_ ? double(n) / total_samples_ : 0.0);
-  out.summary("stall samples", total_samples_);
-  out.summary("memory-dependency samples moved to their load", moved);
-  if (unmoved)
-    out.note(fmt::format(
-        "{} memory-dependency samples stay at the stalled instruction: {}", unmoved,
-        nvdisasm.empty() ? "nvdisasm was not found (set PASTA_NVDISASM or put the CUDA "
-                           "toolkit's bin on PATH)"
-                         : "no load feeding them was found in the SASS, or the kernel's code "
-                           "was not seen loading"));
-  for (const auto& p : problems) out.note(p);
-
-  nlohmann::json doc{{"schema", schema},
-                     {"version", schema_version},
-                     {"samples", total_samples_},
-                     {"nvdisasm", nvdisasm},
-                     {"functions", std::move(functions)}};
-  const std::string path = pasta::detail::join_path(output_dir_, samples_file);
-  std::string why = pasta::detail::make_dirs(output_dir_);
-  if (why.empty()) why = pasta::detail::write_file(path, doc.dump(1));
-  if (why.empty())
-    out.attach(path);
-  else
-    out.mark_partial(fmt::format("{} not written: {}", samples_file, why));
-}
-
-}  // namespace pasta::tools
-
-namespace pasta::detail {
-
-// The blame forest: allocations (the allocator's segments) hold tensors,
-// tensors hold the views operators read them through, and each one's
-// stalls split over the operators (or kernels) whose loads waited for it. Nodes are sized by their
-// share of the samples.
-struct BlameNode {
-  std::string label;
-  double samples = 0;
-  std::vector<BlameNode> children;
-  BlameNode& child(const std::string& l) {
-    for (auto& c : children)
-      if (c.label == l) return c;
-    children.push_back({l, 0, {}});
-    return children.back();
-  }
-  void sort() {
-    std::sort(children.begin(), children.end(),
-              [](const BlameNode& a, const BlameNode& b) { return a.samples > b.samples; });
-    for (auto& c : children) c.sort();
-  }
-};
-
-inline std::string xml_escape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
-inline std::string forest_dot(const BlameNode& root, double total) {
-  std::string out = "digraph stall_blame {\n  rankdir=LR;\n  node [shape=box, style=filled];\n";
-  int next = 0;
-  auto visit = [&](auto& self, const BlameNode& n, int parent) -> void {
-    const int id = next++;
-    const double share = total > 0 ? n.samples / total : 0;
-    std::string label = n.label;
-    for (std::size_t i = 0; (i = label.find('"', i)) != std::string::npos; i += 2)
-      label.insert(i, "\\");
-    out += fmt::format(
-        "  n{} [label=\"{}\\n{:.0f} samples ({:.1f}%)\", width={:.2f}, fontsize={:.0f}, "
-        "fillcolor=\"0.0 {:.2f} 1.0\"];\n",
-        id, label, n.samples, 100 * share, 1.0 + 6 * share, 10 + 14 * share, 0.1 + 0.9 * share);
-    if (parent >= 0) out += fmt::format("  n{} -> n{};\n", parent, id);
-    for (const auto& c : n.children) self(self, c, id);
-  };
-  for (const auto& c : root.children) visit(visit, c, -1);
-  return out + "}\n";
-}
-
-// An icicle picture of the forest: one row per level, each node as wide as
-// its share of the samples.
-inline std::string forest_svg(const BlameNode& root, double total) {
-  constexpr double width = 1200, row = 40, pad = 2;
-  int depth = 0;
-  auto measure = [&](auto& self, const BlameNode& n, int d) -> void {
-    depth = std::max(depth, d);
-    for (const auto& c : n.children) self(self, c, d + 1);
-  };
-  measure(measure, root, 0);
-  std::string out = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
-      "font-family=\"sans-serif\" font-size=\"12\">\n"
-      "<text x=\"4\" y=\"16\">Stall samples blamed on allocations, tensors and operators "
-      "({:.0f} samples; width = share)</text>\n",
-      width, row * depth + 30, total);
-  auto draw = [&](auto& self, const BlameNode& n, int d, double x) -> void {
-    double cx = x;
-    for (const auto& c : n.children) {
-      const double w = total > 0 ? width * c.samples / total : 0;
-      if (w >= 1) {
-        const double y = 24 + row * d;
-        const double heat = total > 0 ? c.samples / total : 0;
-        out += fmt::format(
-            "<g><title>{} - {:.0f} samples ({:.1f}%)</title><rect x=\"{:.1f}\" y=\"{:.1f}\" "
-            "width=\"{:.1f}\" height=\"{:.1f}\" fill=\"hsl(10,{:.0f}%,60%)\" stroke=\"white\"/>",
-            xml_escape(c.label), c.samples, 100 * heat, cx, y, std::max(w - pad, 1.0), row - pad,
-            20 + 80 * heat);
-        const std::size_t chars = static_cast<std::size_t>(w / 7);
-        if (chars >= 4)
-          out += fmt::format(
-              "<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>", cx + 3, y + row / 2 + 4,
-              xml_escape(c.label.size() > chars ? c.label.substr(0, chars - 1) + "~" : c.label));
-        out += "</g>\n";
-        self(self, c, d + 1, cx);
-      }
-      cx += w;
-    }
-  };
-  draw(draw, root, 0, 0);
-  return out + "</svg>\n";
-}
-
-}  // namespace pasta::detail
-
-namespace pasta::tools {
 
 // Run 2: run 1's stalls charged to the tensors their loads read.
-inline void StallBlame::report_blame(Report& out) const {
+template <StallDisassembler Disassembler>
+void BasicStallBlame<Disassembler>::report_blame(Report& out) const {
   out.summary("accesses recorded", accesses_seen_);
   out.summary("instructions that accessed memory", accesses_.size());
   if (samples_path_.empty()) {
@@ -577,154 +265,26 @@ inline void StallBlame::report_blame(Report& out) const {
   }
   const std::string text = pasta::detail::read_file(samples_path_);
   const auto doc = nlohmann::json::parse(text, nullptr, false);
-  if (text.empty() || doc.is_discarded() || !doc.is_object() ||
-      doc.value("schema", std::string()) != schema || !doc.contains("functions") ||
-      !doc["functions"].is_object()) {
-    out.mark_partial(fmt::format(
-        "PASTA_STALL_SAMPLES={}: {}", samples_path_,
-        text.empty() ? "cannot be read" : "not a stall_samples.json (schema pasta.stall_samples)"));
+  if (const std::string why = pasta::detail::stall::unreadable(samples_path_, text, doc);
+      !why.empty()) {
+    out.mark_partial(why);
     return;
   }
-  if (doc.value("version", 0) > schema_version) {
-    out.mark_partial(fmt::format("{}: version {} is newer than this pasta reads ({})",
-                                 samples_path_, doc.value("version", 0), schema_version));
-    return;
-  }
-  std::map<std::pair<std::string_view, std::uint64_t>, const std::map<AccessKey, std::uint64_t>*>
-      at_pc;
-  std::set<std::string_view> ran;
-  for (const auto& [key, targets] : accesses_) {
-    at_pc[{name_of(key.function), key.pc}] = &targets;
-    ran.insert(name_of(key.function));
-  }
+  pasta::detail::stall::AccessesAt at_pc;
+  for (const auto& [key, targets] : accesses_) at_pc[{name_of(key.function), key.pc}] = &targets;
+  std::map<std::string, std::string, std::less<>> code;
+  for (const auto& [kernel, c] : code_) code[kernel] = pasta::detail::stall::code_hash(c.hash);
   const double total = doc.value("samples", 0.0);
-  // Each stall, with the instructions it is charged at: the loads it waits
-  // for (memory dependencies) or its own instruction.
-  struct Stall {
-    std::string_view kernel;
-    std::vector<std::uint64_t> at, reads;
-    double samples;
-    bool dependency;
-  };
-  std::vector<Stall> stalls;
-  std::map<std::string, double> unattributed;
-  std::vector<std::string> changed;
-  for (const auto& [kernel_json, f] : doc["functions"].items()) {
-    if (!f.is_object() || !f.contains("pcs") || !f["pcs"].is_array()) continue;
-    const auto& kernel = kernel_json;
-    const auto code = code_.find(kernel);
-    const std::string theirs = f.value("code", std::string());
-    const bool differs = code != code_.end() && !theirs.empty() && hex(code->second.hash) != theirs;
-    if (differs) changed.push_back(kernel);
-    const auto ran_it = ran.find(kernel);
-    for (const auto& pc : f["pcs"]) {
-      if (!pc.is_object() || !pc.contains("reasons") || !pc["reasons"].is_object()) continue;
-      auto list = [&](const char* key) {
-        std::vector<std::uint64_t> v;
-        if (pc.contains(key) && pc[key].is_array())
-          for (const auto& w : pc[key])
-            if (w.is_number_unsigned()) v.push_back(w.get<std::uint64_t>());
-        return v;
-      };
-      const std::vector<std::uint64_t> waits = list("waits_for"), reads = list("reads");
-      const std::uint64_t at = pc.value("pc", std::uint64_t{0});
-      for (const auto& [reason, n_json] : pc["reasons"].items()) {
-        if (!n_json.is_number()) continue;
-        const double n = n_json.get<double>();
-        const bool dependency = memory_dependency(reason);
-        if (differs)
-          unattributed["kernel code differs between the runs"] += n;
-        else if (ran_it == ran.end())
-          unattributed["kernel made no recorded access in the instrumented run"] += n;
-        else if (dependency && waits.empty())
-          unattributed["memory dependency with no load found in the SASS"] += n;
-        else
-          stalls.push_back({*ran_it, dependency ? waits : std::vector{at}, reads, n, dependency});
-      }
-    }
-  }
-  // A stall waiting on loads that share a scoreboard waits for the slowest.
-  // Which one that is shows in the stalls that wait for one load only: the
-  // samples per access they charge each tensor (its rate). A shared wait
-  // splits by the mean rate of what each load reads; with no such evidence,
-  // over the loads whose registers it reads, else evenly.
-  auto accesses_at = [&](std::string_view kernel, std::uint64_t p) {
-    const auto it = at_pc.find({kernel, p});
-    return it == at_pc.end() ? nullptr : it->second;
-  };
-  std::map<std::uint32_t, std::pair<double, double>> evidence;  // target -> samples, accesses
-  for (const Stall& st : stalls) {
-    if (!st.dependency || st.at.size() != 1) continue;
-    if (const auto* targets = accesses_at(st.kernel, st.at.front())) {
-      std::uint64_t sum = 0;
-      for (const auto& [k, c] : *targets) sum += c;
-      for (const auto& [k, c] : *targets) {
-        evidence[k.target].first += st.samples * c / sum;
-        evidence[k.target].second += c;
-      }
-    }
-  }
-  auto rate = [&](const std::map<AccessKey, std::uint64_t>& targets) {
-    double r = 0, sum = 0;
-    for (const auto& [k, c] : targets) {
-      sum += c;
-      if (const auto e = evidence.find(k.target); e != evidence.end() && e->second.second > 0)
-        r += c * e->second.first / e->second.second;
-    }
-    return sum > 0 ? r / sum : 0.0;
-  };
-  std::map<std::pair<AccessKey, std::string>, double> blamed;  // (target, op), kernel
-  for (const Stall& st : stalls) {
-    std::vector<double> weight(st.at.size(), 0.0);
-    double weights = 0;
-    if (st.at.size() > 1) {
-      for (std::size_t i = 0; i < st.at.size(); ++i)
-        if (const auto* targets = accesses_at(st.kernel, st.at[i]))
-          weights += weight[i] = rate(*targets);
-      if (weights == 0)
-        for (std::size_t i = 0; i < st.at.size(); ++i)
-          weights += weight[i] =
-              st.reads.empty() || std::count(st.reads.begin(), st.reads.end(), st.at[i]) ? 1.0
-                                                                                         : 0.0;
-    } else {
-      weight[0] = weights = 1;
-    }
-    for (std::size_t i = 0; i < st.at.size(); ++i) {
-      if (weight[i] == 0) continue;
-      const double share = st.samples * weight[i] / weights;
-      const auto* targets = accesses_at(st.kernel, st.at[i]);
-      if (!targets) {
-        unattributed[st.dependency ? "load made no recorded access (e.g. skipped by a filter)"
-                                   : "not at a memory instruction (compute, sync, ...)"] += share;
-        continue;
-      }
-      std::uint64_t sum = 0;
-      for (const auto& [k, c] : *targets) sum += c;
-      for (const auto& [k, c] : *targets) blamed[{k, std::string(st.kernel)}] += share * c / sum;
-    }
-  }
+  const auto [blamed, unattributed, changed] = pasta::detail::stall::join(
+      pasta::detail::stall::sampled_kernels(doc["functions"]), at_pc, code);
 
   std::map<AccessKey, double> per_target_op;
-  pasta::detail::BlameNode forest;
   double blamed_total = 0;
   for (const auto& [key, n] : blamed) {
     per_target_op[key.first] += n;
     blamed_total += n;
-    std::vector<std::uint32_t> path{key.first.target};  // from the target up to its root
-    while (path.back() != no_target && targets_[path.back()].parent != no_target)
-      path.push_back(targets_[path.back()].parent);
-    pasta::detail::BlameNode* node = &forest;
-    for (std::size_t i = path.size(); i-- > 0;) {
-      node = &node->child(node_label(path[i]));
-      node->samples += n;
-    }
-    const std::string op =
-        key.first.op ? pasta::detail::LiveOps::label(key.first.op)
-                     : pasta::detail::short_kernel_name(pasta::detail::demangle(key.second));
-    node = &node->child(op);
-    node->samples += n;
   }
-  forest.sort();
+  const pasta::detail::BlameNode forest = pasta::detail::stall::blame_forest(blamed, targets_);
   std::vector<std::pair<AccessKey, double>> order(per_target_op.begin(), per_target_op.end());
   std::sort(order.begin(), order.end(), [](auto& a, auto& b) { return a.second > b.second; });
   auto share = [&](double n) { return total > 0 ? n / total : 0.0; };
@@ -732,7 +292,7 @@ inline void StallBlame::report_blame(Report& out) const {
                           {"tensor", "operator", "stall_samples", "share"});
   table.precision(2, 1).precision(3, 4);
   for (const auto& [k, n] : order)
-    table.row(target_label(k.target), pasta::detail::LiveOps::label(k.op), n, share(n));
+    table.row(targets_.label(k.target), pasta::detail::LiveOps::label(k.op), n, share(n));
   auto& kernels = out.table("blame_kernels", "Stall samples blamed on tensors, per kernel",
                             {"tensor", "operator", "kernel", "stall_samples", "share"});
   kernels.precision(3, 1).precision(4, 4);
@@ -740,7 +300,7 @@ inline void StallBlame::report_blame(Report& out) const {
                                                                          blamed.end());
   std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.second > b.second; });
   for (const auto& [k, n] : rows)
-    kernels.row(target_label(k.first.target), pasta::detail::LiveOps::label(k.first.op),
+    kernels.row(targets_.label(k.first.target), pasta::detail::LiveOps::label(k.first.op),
                 pasta::detail::short_kernel_name(pasta::detail::demangle(k.second)), n, share(n));
   auto& rest = out.table("unattributed", "Stall samples not blamed on a tensor",
                          {"why", "stall_samples", "share"});
@@ -771,5 +331,7 @@ inline void StallBlame::report_blame(Report& out) const {
     out.mark_partial("the blame forest was not written: " + why);
   }
 }
+
+using StallBlame = BasicStallBlame<nv::detail::Nvdisasm>;
 
 }  // namespace pasta::tools

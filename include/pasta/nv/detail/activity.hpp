@@ -2,7 +2,9 @@
 // CPU tests can feed them hand-built records.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <memory>
 #include <cstdint>
 #include <vector>
 
@@ -11,30 +13,40 @@
 
 namespace pasta::nv::detail {
 
-// Activity correlation id -> operator id, from EXTERNAL_CORRELATION records.
-// Direct-mapped and bounded: an entry is overwritten by the record 2^16
-// correlation ids later, long after its kernel's record has been processed
-// (CUPTI writes the external record before the activity it precedes).
+// Activity correlation id -> operator id. The threads that call CUDA write
+// it (the callback of each launch, copy and memset call, with the calling
+// thread's operator) and pasta's worker reads it when the device record of
+// that call arrives, so entries are atomics: an id is stored after its
+// operator, and a reader that sees the id sees the operator. Direct-mapped
+// and bounded: an entry is overwritten 2^16 correlation ids later, long
+// after its device record has been processed. Off (and empty) until enable().
 class OpCorrelations {
  public:
   static constexpr std::size_t slots = std::size_t{1} << 16;
 
+  void enable() {
+    if (!table_) table_ = std::make_unique<Entry[]>(slots);
+  }
   void add(std::uint32_t correlation, std::uint64_t op) {
-    if (table_.empty()) table_.resize(slots);
-    table_[correlation & (slots - 1)] = {correlation, op};
+    if (!table_) return;
+    Entry& e = table_[correlation & (slots - 1)];
+    e.op.store(op, std::memory_order_relaxed);
+    e.correlation.store(correlation, std::memory_order_release);
   }
   std::uint64_t find(std::uint32_t correlation) const {
-    if (table_.empty()) return 0;
+    if (!table_) return 0;
     const Entry& e = table_[correlation & (slots - 1)];
-    return e.correlation == correlation ? e.op : 0;
+    return e.correlation.load(std::memory_order_acquire) == correlation
+               ? e.op.load(std::memory_order_relaxed)
+               : 0;
   }
 
  private:
   struct Entry {
-    std::uint32_t correlation = 0;
-    std::uint64_t op = 0;
+    std::atomic<std::uint32_t> correlation{0};
+    std::atomic<std::uint64_t> op{0};
   };
-  std::vector<Entry> table_;  // allocated at the first record
+  std::unique_ptr<Entry[]> table_;
 };
 
 inline Dim3 dim3_of(std::int32_t x, std::int32_t y, std::int32_t z) {

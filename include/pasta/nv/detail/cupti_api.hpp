@@ -18,9 +18,12 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <pasta/core/detail/fmt.hpp>
+
+#include <pasta/core/log.hpp>
 
 namespace pasta::nv::detail {
 
@@ -167,6 +170,21 @@ inline std::string cupti_error(CUptiResult r) {
   const char* text = nullptr;
   if (cuptiGetResultString(r, &text) != CUPTI_SUCCESS || !text) text = "unknown error";
   return fmt::format("{} ({})", text, static_cast<int>(r));
+}
+
+// Whether a CUPTI call succeeded; a failure is logged, once per `what`.
+inline bool cupti_ok(CUptiResult r, std::string_view what) {
+  if (r == CUPTI_SUCCESS) return true;
+  pasta::detail::log_once(fmt::format("cupti:{}", what),
+                          fmt::format("CUPTI: {} failed: {}", what, cupti_error(r)));
+  return false;
+}
+
+// CUPTI's clock, which host events share so that timelines line up.
+inline std::uint64_t cupti_clock() {
+  std::uint64_t t = 0;
+  cuptiGetTimestamp(&t);
+  return t;
 }
 
 }  // namespace pasta::nv::detail

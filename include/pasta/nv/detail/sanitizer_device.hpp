@@ -7,6 +7,7 @@
 #include <cuda.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -20,6 +21,29 @@
 #include <pasta/nv/generated/access_kernels.hpp>
 
 namespace pasta::nv::detail {
+
+// What nv::Sanitizer counts (nv::Sanitizer::Stats).
+struct SanitizerStats {
+  std::atomic<std::uint64_t> launches{0}, instrumented{0}, modules_patched{0}, modules_skipped{0};
+  std::atomic<std::uint64_t> patch_ns{0}, post_ns{0}, copy_bytes{0};
+  std::atomic<std::uint64_t> records{0}, records_lost{0}, overflowed_launches{0};
+  std::atomic<std::uint64_t> bins{0}, graph_kernels{0};
+};
+
+// What the patches collect: nothing, per-page counters reduced on the
+// device, or every access as a record (nv::Sanitizer::Mode).
+enum class AccessMode : std::uint8_t { none, histogram, trace };
+
+// pasta's own CUDA work (post-pass, module load) on this thread: its
+// callbacks are ignored.
+inline int& own_work() {
+  thread_local int depth = 0;
+  return depth;
+}
+struct OwnWork {
+  OwnWork() { ++own_work(); }
+  ~OwnWork() { --own_work(); }
+};
 
 inline std::string sanitizer_error(SanitizerResult r) {
   const char* s = nullptr;

@@ -1,7 +1,8 @@
 // A kernel's SASS, as nvdisasm prints it, read far enough to answer one
 // question: which loads does a warp stalled on a scoreboard at this
-// instruction wait for? tools::StallBlame moves memory-dependency stalls
-// there, so they land on the tensor the load read.
+// instruction wait for? tools::StallBlame (through nv::detail::Nvdisasm)
+// moves memory-dependency stalls there, so they land on the tensor the load
+// read.
 //
 // Each instruction of sm_70 and later carries its scheduling controls in
 // bits 105-125 of its 128-bit encoding (printed by `nvdisasm -hex` as the
@@ -29,7 +30,7 @@
 
 #include <pasta/core/detail/fmt.hpp>
 
-namespace pasta::detail::sass {
+namespace pasta::nv::detail::sass {
 
 inline constexpr std::uint8_t no_barrier = 7;
 
@@ -288,4 +289,4 @@ inline std::vector<Instruction> disassemble(std::span<const std::byte> code, uns
   return parsed;
 }
 
-}  // namespace pasta::detail::sass
+}  // namespace pasta::nv::detail::sass

@@ -1,0 +1,66 @@
+// What RangeCounters did, for its summaries: launches measured, passed over
+// or left out (CounterTally), and where its wall time went, step by step
+// (CounterTiming).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include <pasta/core/detail/fmt.hpp>
+
+namespace pasta::nv::detail {
+
+struct CounterTally {
+  std::uint64_t measured = 0;       // launches measured in full
+  std::uint64_t remeasured = 0;     // measured again for the cache-sensitive metrics alone
+  std::uint64_t skipped = 0;        // not measured: given their signature's measured mean
+  std::uint64_t other_context = 0;  // on a context other than the one measured
+  std::uint64_t mismatched = 0;     // in an image whose ranges did not match its launches
+  // Ranges beyond the launches profiled (work CUPTI counted as a range of its
+  // own that before() did not see).
+  std::uint64_t extra_ranges = 0;
+  std::uint64_t interrupts = 0;   // stops for GPU work other than launches (interrupt())
+  std::uint64_t passed_over = 0;  // profiled in one pass and passed over, not to stop and start
+  std::uint64_t flushes = 0;      // L2 flushes before a measured launch or pass
+  std::uint64_t captured = 0;     // captured into a graph (not run then, not measured)
+  // User replay: launches not measured because the memory could not be
+  // saved or because no driver launch call came; the bytes saved for the
+  // launches measured.
+  std::uint64_t unsaved = 0, unreplayed = 0, replayed_bytes = 0;
+};
+
+struct CounterTiming {
+  // Wall time spent in one kind of step, and how many.
+  using Clock = std::chrono::steady_clock;
+  struct Spent {
+    double ms = 0;
+    std::uint64_t n = 0;
+    void add(Clock::time_point since) {
+      ms += std::chrono::duration<double, std::milli>(Clock::now() - since).count();
+      ++n;
+    }
+  };
+  struct Timer {
+    Spent& into;
+    Clock::time_point start = Clock::now();
+    ~Timer() { into.add(start); }
+  };
+
+  Spent startup, full, cache, passed, use, arm, start, drain, flush, copy;
+
+  std::string summary() const {
+    const auto& s = *this;
+    return fmt::format(
+        "start-up {:.0f} ms; launches measured in full {:.0f} ms ({}), in one pass {:.0f} ms ({}), "
+        "passed over {:.0f} ms ({}); range profiler set up for another metric set {:.0f} ms ({}); "
+        "images configured {:.0f} "
+        "ms ({}); profiling started {:.0f} ms ({}), stopped and decoded {:.0f} ms ({}); L2 "
+        "flushes {:.0f} ms ({}); memory saved and restored {:.0f} ms ({})",
+        s.startup.ms, s.full.ms, s.full.n, s.cache.ms, s.cache.n, s.passed.ms, s.passed.n, s.use.ms,
+        s.use.n, s.arm.ms, s.arm.n, s.start.ms, s.start.n, s.drain.ms, s.drain.n, s.flush.ms,
+        s.flush.n, s.copy.ms, s.copy.n);
+  }
+};
+
+}  // namespace pasta::nv::detail
