@@ -148,7 +148,14 @@ constexpr Variable<owner<Field>> whole(std::string_view name, std::string_view a
   return {name, accepts,
           [](owner<Field>& s, std::string_view v, std::string&) {
             const auto n = Sized ? parse_bytes(v) : parse_uint(v);
-            if (!n || *n < Min || *n > Max || (PowerOfTwo && (*n & (*n - 1)) != 0)) return false;
+            if (!n) return false;
+            // Only the bounds there are: nvcc warns of a comparison that is always false.
+            if constexpr (Min > 0)
+              if (*n < Min) return false;
+            if constexpr (Max < UINT64_MAX)
+              if (*n > Max) return false;
+            if constexpr (PowerOfTwo)
+              if ((*n & (*n - 1)) != 0) return false;
             s.*Field = static_cast<std::remove_cvref_t<decltype(s.*Field)>>(*n);
             return true;
           },
