@@ -203,21 +203,13 @@ class Pipeline {
         reentrant_.fetch_add(1, std::memory_order_relaxed);
         return;
       }
-      if constexpr (PendingEvents::holds<E>) {
-        if (always_.load(std::memory_order_relaxed) && pending_.push(e)) {
-          pending_.count();
-          return;
-        }
-      }
+      if constexpr (PendingEvents::holds<E>)
+        if (always_.load(std::memory_order_relaxed) && pending_.push(e)) return;
       DispatchScope scope;
       std::unique_lock lock(mutex_, std::try_to_lock);
       if (!lock.owns_lock()) {
-        if constexpr (PendingEvents::holds<E>) {
-          if (queue_ && pending_.push(e)) {
-            pending_.count();
-            return;
-          }
-        }
+        if constexpr (PendingEvents::holds<E>)
+          if (queue_ && pending_.push(e)) return;
         lock.lock();
       }
       drain_pending();

@@ -1,8 +1,8 @@
-// Events a program thread could not hand to the pipeline at once because
-// another thread (pasta's worker, processing a buffer of device records) held
-// it: queued here instead of making the program wait, and processed, in the
-// order they came, by the next thread that takes the pipeline, before its
-// own event. Bounded: a full queue makes the emitter wait as before.
+// Events of program threads queued instead of processed on those threads:
+// when the pipeline is busy (pasta's worker is processing a buffer of device
+// records), or always where a handler's thread drains the queue. Processed
+// in the order they came, by the next thread that takes the pipeline, before
+// its own event. Bounded: a full queue makes the emitter wait as before.
 #pragma once
 
 #include <atomic>
@@ -36,10 +36,13 @@ class PendingEvents {
   // Queues e; false when the queue is full (the caller then waits its turn).
   template <class E>
   bool push(const E& e) {
-    std::scoped_lock lock(mutex_);
-    if (queue_.size() >= limit) return false;
-    queue_.emplace_back(e);
-    waiting_.store(true, std::memory_order_release);
+    {
+      std::scoped_lock lock(mutex_);
+      if (queue_.size() >= limit) return false;
+      queue_.emplace_back(e);
+      waiting_.store(true, std::memory_order_release);
+    }
+    deferred_.fetch_add(1, std::memory_order_relaxed);
     return true;
   }
 
@@ -56,8 +59,8 @@ class PendingEvents {
     draining_.clear();  // keeps its capacity for the next swap
   }
 
+  // Events queued so far.
   std::uint64_t deferred() const { return deferred_.load(std::memory_order_relaxed); }
-  void count() { deferred_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
   std::mutex mutex_;
