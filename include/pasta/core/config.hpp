@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include <pasta/core/capture.hpp>
 #include <pasta/core/detail/parse.hpp>
 #include <pasta/core/detail/regex.hpp>
 #include <pasta/core/detail/variables.hpp>
@@ -41,6 +42,9 @@ struct Config : nv::CuptiSettings, nv::SanitizerSettings, torch::AtenSettings {
   std::string kernel_filter;             // PASTA_KERNEL_FILTER: POSIX ERE searched in kernel names
   std::uint64_t launch_skip = 0;         // PASTA_LAUNCH_SKIP: ignore the first N selected launches
   std::uint64_t launch_count = 0;        // PASTA_LAUNCH_COUNT: analyse at most N (0 = all)
+  // PASTA_CAPTURE_RANGE: the window of the run to profile (core/capture.hpp);
+  // a malformed one captures nothing, and the profiler says why.
+  CaptureRange capture;
   unsigned formats = format::all;        // PASTA_REPORT: text,json,csv or none
   PrintTo print = PrintTo::stderr_;      // PASTA_PRINT: where text reports are shown
   std::size_t top = 20;                  // PASTA_TOP: rows in text tables
@@ -138,6 +142,12 @@ inline constexpr detail::Variable<Config> config_table[] = {
      [](const Config& c) {
        return c.launch_count == 0 ? std::string("all") : std::to_string(c.launch_count);
      }},
+    {"PASTA_CAPTURE_RANGE", "cudaProfilerApi, nvtx:NAME or steps:A-B",
+     [](Config& c, std::string_view v, std::string&) {
+       c.capture = parse_capture_range(v);  // a malformed range is kept: it captures nothing
+       return true;
+     },
+     [](const Config& c) { return c.capture.whole() ? std::string("none") : c.capture.spec; }},
     {"PASTA_REPORT", "a comma-separated list of text, json, csv, or \"none\"",
      [](Config& c, std::string_view v, std::string&) {
        const auto f = detail::parse_formats(v);

@@ -6,6 +6,7 @@
 #include <tuple>
 #include <utility>
 
+#include <pasta/core/detail/capture_window.hpp>
 #include <pasta/core/concepts.hpp>
 #include <pasta/core/pipeline.hpp>
 
@@ -35,6 +36,9 @@ template <std::size_t... I, class... Hs>
 class HandlersImpl<std::index_sequence<I...>, Hs...> : Slot<I, Hs>... {
  public:
   explicit HandlersImpl(const Config& c) : Slot<I, Hs>(c)... {}
+
+  // What the handlers together see of a capture range's boundaries.
+  static constexpr unsigned capture_sources = (0u | ... | capture_sources_of<Hs>());
 
   template <class Sink>
   void start(Sink& sink) {

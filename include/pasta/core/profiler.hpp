@@ -18,6 +18,7 @@
 #include <pasta/core/detail/scope_registry.hpp>
 #include <pasta/core/detail/thread.hpp>
 
+#include <pasta/core/capture.hpp>
 #include <pasta/core/concepts.hpp>
 #include <pasta/core/config.hpp>
 #include <pasta/core/events.hpp>
@@ -93,6 +94,25 @@ Config select_tools(Config cfg, const std::array<std::string_view, N>& have) {
   return cfg;
 }
 
+// Why a window of `r` cannot open under handlers that see `seen`; empty if it can.
+inline std::string unseen_boundaries(const CaptureRange& r, unsigned seen) {
+  using K = CaptureRange::Kind;
+  if (r.kind == K::profiler_api && !(seen & capture_sources::profiler_api))
+    return fmt::format("capture range {}: this profiler's handlers do not see "
+                       "cudaProfilerStart; the window never opens",
+                       r.spec);
+  if (r.kind == K::steps && !(seen & capture_sources::steps))
+    return fmt::format("capture range {}: optimizer steps come from the PyTorch handler "
+                       "(pasta run --torch, torch::Aten), which this profiler lacks; the window "
+                       "never opens",
+                       r.spec);
+  if (r.kind == K::nvtx && !(seen & capture_sources::ranges))
+    return fmt::format("capture range {}: this profiler's handlers see neither NVTX ranges nor "
+                       "record_function scopes; only pasta scopes named \"{}\" open the window",
+                       r.spec, r.name);
+  return {};
+}
+
 }  // namespace detail
 
 template <class HandlerSpec, class Proc, class... Tools>
@@ -122,6 +142,22 @@ class Profiler {
     try {
       const std::string job = detail::place_process(config_);
       if (config_.process.in_job()) join_job(job);
+      if constexpr (requires { HandlerSpec::replays_whole; })
+        if (!config_.capture.whole()) {
+          detail::log(fmt::format("capture range {}: a trace replays whole (the range applies "
+                                  "when it is recorded)",
+                                  config_.capture.spec));
+          config_.capture = {};
+        }
+      detail::capture_window().configure(config_.capture);
+      if (config_.capture.kind == CaptureRange::Kind::invalid)
+        detail::log(fmt::format("PASTA_CAPTURE_RANGE / Config::capture \"{}\" is not a capture "
+                                "range ({}); nothing will be captured",
+                                config_.capture.spec, config_.capture.error));
+      else if (auto why = detail::unseen_boundaries(
+                   config_.capture, detail::capture_sources_of<HandlerSpec>());
+               !why.empty())
+        detail::log(why);
       pipeline_.emplace(config_);
       // The handler exists before the first scope: constructing it may set
       // what NVTX reads when the scope registry initialises it.
@@ -255,8 +291,14 @@ class Profiler {
       // A job's process that did no GPU work (torchrun's own process, a
       // launcher script) writes no reports: only its entry in the job's list.
       const detail::Activity activity = pipeline_->activity();
+      // A window that never opened is said at exit, in every report and in
+      // the job's list.
+      const auto window = detail::capture_window().summary();
+      const std::string unopened = detail::never_opened(window);
+      if (final && !unopened.empty()) detail::log(unopened);
+      const std::string window_line = detail::report_line(window);
       if (registry_ && !activity.gpu_work()) {
-        if (final) registry_->finished(outcome(activity, {}), stopped_by_);
+        if (final) registry_->finished(outcome(activity, unopened), stopped_by_);
         files_.clear();
         return;
       }
@@ -266,6 +308,7 @@ class Profiler {
       if constexpr (requires(const HandlerSpec& h) { h.partial_reason(); })
         if (handler_) partial = handler_->partial_reason();
       if (!stopped_by_.empty()) partial = partial.empty() ? stopped_by_ : stopped_by_ + "; " + partial;
+      if (!unopened.empty()) partial = partial.empty() ? unopened : unopened + "; " + partial;
       std::vector<std::string> files;
       auto write = [&](const auto& part) {
         using T = std::remove_cvref_t<decltype(part)>;
@@ -273,6 +316,7 @@ class Profiler {
           Report r{std::string(T::name)};
           part.report(r);
           if (!partial.empty()) r.mark_partial(partial);
+          r.set_window(window_line);
           for (auto& f : detail::write_report(r, cfg)) files.push_back(std::move(f));
         }
       };

@@ -100,12 +100,15 @@ class Report {
   // A file the tool wrote itself (a trace, a picture), listed with the others.
   void attach(std::string path) { attachments_.push_back(std::move(path)); }
   void mark_partial(std::string why) { partial_ = std::move(why); }
+  // The part of the run the report covers (core/capture.hpp); empty = all of it.
+  void set_window(std::string what) { window_ = std::move(what); }
 
   const std::string& tool() const { return tool_; }
   const std::vector<std::pair<std::string, Cell>>& summary() const { return summary_; }
   const std::vector<std::string>& notes() const { return notes_; }
   const std::vector<std::string>& attachments() const { return attachments_; }
   const std::string& partial() const { return partial_; }
+  const std::string& window() const { return window_; }
   const std::deque<Table>& tables() const { return tables_; }
 
  private:
@@ -115,6 +118,7 @@ class Report {
   std::vector<std::string> notes_;
   std::vector<std::string> attachments_;
   std::string partial_;
+  std::string window_;
 };
 
 }  // namespace pasta

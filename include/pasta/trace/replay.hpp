@@ -21,6 +21,8 @@ namespace pasta {
 class Replay {
  public:
   static constexpr std::string_view name = "replay";
+  // A trace is replayed whole: a capture range applies when it is recorded.
+  static constexpr bool replays_whole = true;
 
   explicit Replay(const Config& cfg) : path_(cfg.trace_file) {}
 

@@ -62,6 +62,7 @@ inline std::string clip(std::string s) {
 PASTA_FUNC std::string render_text(const Report& r, std::size_t top) {
   std::string out = fmt::format("== pasta {} ==\n", r.tool());
   if (!r.partial().empty()) out += fmt::format("PARTIAL REPORT: {}\n", r.partial());
+  if (!r.window().empty()) out += fmt::format("WINDOW: {}\n", r.window());
   for (const auto& [key, value] : r.summary())
     out += fmt::format("  {}: {}\n", key, cell_text(value, 3));
   for (const Table& t : r.tables()) {
@@ -103,6 +104,7 @@ inline nlohmann::json to_json(const Report& r) {
   nlohmann::json j = nlohmann::json::object();
   j["tool"] = r.tool();
   if (!r.partial().empty()) j["partial"] = r.partial();
+  if (!r.window().empty()) j["window"] = r.window();
   nlohmann::json summary = nlohmann::json::object();
   for (const auto& [key, value] : r.summary()) summary[key] = cell_json(value);
   j["summary"] = std::move(summary);

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include <pasta/core/detail/capture_window.hpp>
 #include <pasta/core/detail/scope_registry.hpp>
 #include <pasta/core/detail/thread.hpp>
 #include <pasta/core/log.hpp>
@@ -24,8 +25,15 @@ PASTA_FUNC ScopeRegistry& scope_registry() {
   return *registry;
 }
 
-inline std::vector<NameId>& scope_stack() {
-  thread_local std::vector<NameId> stack;
+// A thread's open scopes; `emitted`: its begin reached the profilers (it
+// began inside the capture window), so its end does too.
+struct OpenScope {
+  NameId name;
+  bool emitted;
+};
+
+inline std::vector<OpenScope>& scope_stack() {
+  thread_local std::vector<OpenScope> stack;
   return stack;
 }
 
@@ -39,11 +47,14 @@ PASTA_FUNC nvtxDomainHandle_t nvtx_domain() {
 PASTA_FUNC void scope_enter(NameId id, bool nvtx) {
   auto& registry = scope_registry();  // first: it initialises NVTX once
   auto& stack = scope_stack();
+  auto& window = capture_window();
+  window.range(id, true);  // a range that opens the window is in it
+  const bool emitted = window.open();
   const ScopeBegin e{.name = id,
                      .thread = thread_id(),
                      .depth = static_cast<std::uint32_t>(stack.size()),
                      .time_ns = now_ns()};
-  stack.push_back(id);
+  stack.push_back({id, emitted});
 #ifdef PASTA_DETAIL_NVTX
   if (nvtx) {
     nvtxEventAttributes_t a{};
@@ -56,13 +67,13 @@ PASTA_FUNC void scope_enter(NameId id, bool nvtx) {
 #else
   (void)nvtx;
 #endif
-  if (!registry.empty()) registry.emit(e);
+  if (emitted && !registry.empty()) registry.emit(e);
 }
 
 PASTA_FUNC bool scope_exit(bool nvtx) {
   auto& stack = scope_stack();
   if (stack.empty()) return false;
-  const NameId id = stack.back();
+  const auto [id, emitted] = stack.back();
   stack.pop_back();
 #ifdef PASTA_DETAIL_NVTX
   if (nvtx) nvtxDomainRangePop(nvtx_domain());
@@ -70,11 +81,12 @@ PASTA_FUNC bool scope_exit(bool nvtx) {
   (void)nvtx;
 #endif
   auto& registry = scope_registry();
-  if (!registry.empty())
+  if (emitted && !registry.empty())
     registry.emit(ScopeEnd{.name = id,
                            .thread = thread_id(),
                            .depth = static_cast<std::uint32_t>(stack.size()),
                            .time_ns = now_ns()});
+  capture_window().range(id, false);  // after the range's own end
   return true;
 }
 
