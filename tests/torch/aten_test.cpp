@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include <pasta/core/capture.hpp>
 #include <pasta/core/handlers.hpp>
 #include <pasta/core/profiler.hpp>
 #include <pasta/proc/pass_through.hpp>
@@ -256,4 +257,70 @@ TEST_CASE("Aten: without a tool that names views, operators' inputs are not read
   const auto& col = prof.tool<test::Collect>();
   CHECK(calls(col).at("aten::relu") == 1);
   CHECK(col.of<TensorView>().empty());
+}
+
+namespace {
+// One training step as torch.optim marks it: the optimizer's step inside a
+// record_function named "Optimizer.step#SGD.step"; `mms` matrix products before it.
+void train_step(const at::Tensor& w, int mms) {
+  for (int i = 0; i < mms; ++i) (void)at::mm(w, w);
+  at::RecordFunction guard(at::RecordScope::USER_SCOPE);
+  guard.before("Optimizer.step#SGD.step");
+  (void)at::relu(w);
+}
+}  // namespace
+
+TEST_CASE("Aten: steps:A-B keeps the operators of optimizer steps A to B, whole") {
+  test::TempDir dir;
+  Config cfg = test::quiet(dir);
+  cfg.capture = parse_capture_range("steps:1-2");
+  Prof prof(cfg);
+  const at::Tensor w = at::ones({4, 4});
+  for (int step = 0; step < 5; ++step) train_step(w, step + 1);  // step s runs s+1 mms
+  prof.stop();
+  const auto n = calls(prof.tool<test::Collect>());
+  CHECK(n.at("aten::mm") == 2 + 3);  // steps 1 and 2
+  CHECK(n.at("aten::relu") == 2);
+  CHECK(n.at("Optimizer.step#SGD.step") == 2);
+  CHECK(n.count("aten::ones") == 0);  // before the window
+  const auto& col = prof.tool<test::Collect>();
+  CHECK(col.of<OpEnd>().size() == col.of<OpBegin>().size());
+  const auto s = pasta::detail::capture_window().summary();
+  CHECK(s.steps == 5);
+  CHECK(s.opened == 1);
+}
+
+TEST_CASE("Aten: nvtx:NAME opens at a record_function of that name; a missing one says so") {
+  test::TempDir dir;
+  Config cfg = test::quiet(dir);
+  cfg.capture = parse_capture_range("nvtx:measured");
+  {
+    Prof prof(cfg);
+    const at::Tensor w = at::ones({4, 4});
+    (void)at::mm(w, w);
+    {
+      at::RecordFunction guard(at::RecordScope::USER_SCOPE);
+      guard.before("measured");
+      (void)at::mm(w, w);
+      (void)at::relu(w);
+    }
+    (void)at::relu(w);
+    prof.stop();
+    const auto n = calls(prof.tool<test::Collect>());
+    CHECK(n.at("measured") == 1);
+    CHECK(n.at("aten::mm") == 1);
+    CHECK(n.at("aten::relu") == 1);
+  }
+  cfg.capture = parse_capture_range("steps:3-4");
+  test::CapturedLog log;
+  {
+    Prof prof(cfg);
+    train_step(at::ones({2, 2}), 1);
+    prof.stop();
+    CHECK(prof.tool<test::Collect>().of<OpBegin>().empty());
+    // Allocations pass outside the window: the state its events are read against.
+    CHECK_FALSE(prof.tool<test::Collect>().of<TensorAlloc>().empty());
+  }
+  CHECK(log.contains("capture range steps:3-4 never opened: the run ended 1 optimizer step (a "
+                     "step ends with torch.optim's Optimizer.step); nothing was captured"));
 }

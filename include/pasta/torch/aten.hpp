@@ -31,6 +31,7 @@
 #include <pasta/core/detail/fmt.hpp>
 
 #include <pasta/core/config.hpp>
+#include <pasta/core/detail/capture_window.hpp>
 #include <pasta/core/detail/op_correlation.hpp>
 #include <pasta/core/detail/thread.hpp>
 #include <pasta/core/events.hpp>
@@ -42,6 +43,8 @@ namespace pasta::torch {
 class Aten {
  public:
   static constexpr std::string_view name = "aten";
+  // record_function ranges and optimizer steps bound a capture window (core/capture.hpp).
+  static constexpr unsigned capture_sources = capture_sources::ranges | capture_sources::steps;
 
   struct Stats {
     std::atomic<std::uint64_t> ops{0};          // operator calls seen
@@ -124,13 +127,17 @@ class Aten {
     std::uint64_t id = 0;
     NameId name{};
     std::uint32_t thread = 0, depth = 0;
-    bool tagged = false;  // entered in the device handler's correlation stack
+    bool tagged = false;   // entered in the device handler's correlation stack
+    bool emitted = true;   // began inside the capture window: its end is emitted too
+    bool range = false;    // a record_function range the capture window watches
+    bool step = false;     // an optimizer step (Optimizer.step#...)
   };
 
   // Per thread: the stack of open operators, and names already interned
   // (operator names repeat; the global table takes a lock).
   struct ThreadState {
     std::vector<std::uint64_t> open;
+    std::uint32_t steps_open = 0;  // optimizer steps open on this thread
     std::unordered_map<const char*, NameId> by_pointer;
     std::unordered_map<std::string_view, NameId> names;  // views of interned text
   };
@@ -166,9 +173,15 @@ class Aten {
     try {
       ThreadState& t = thread_state();
       if (self->memory_) self->install_reporter();
+      const auto& window = pasta::detail::capture_window();
+      const bool windowed = !window.whole();
+      // Outside a capture window only user scopes (ranges, optimizer steps) matter.
+      if (windowed && !window.open() && fn.scope() != at::RecordScope::USER_SCOPE) return nullptr;
       auto ctx = std::make_unique<OpContext>();
-      ctx->id = next_id_.fetch_add(1, std::memory_order_relaxed);
       ctx->name = op_name(t, fn.name());
+      if (windowed && !self->enter_window(t, fn, *ctx))
+        return ctx->step ? std::move(ctx) : nullptr;  // outside: a step is still counted
+      ctx->id = next_id_.fetch_add(1, std::memory_order_relaxed);
       ctx->thread = pasta::detail::thread_id();
       ctx->depth = static_cast<std::uint32_t>(t.open.size());
       const std::uint64_t parent = t.open.empty() ? 0 : t.open.back();
@@ -197,6 +210,10 @@ class Aten {
   static void on_end(const at::RecordFunction&, at::ObserverContext* base) {
     auto* ctx = static_cast<OpContext*>(base);
     if (!ctx) return;
+    if (!ctx->emitted) {
+      leave_window(*ctx);
+      return;
+    }
     const std::uint64_t now = pasta::detail::now_ns();
     const bool same_thread = ctx->thread == pasta::detail::thread_id();
     if (same_thread) {
@@ -219,6 +236,35 @@ class Aten {
                                          .time_ns = now});
     } catch (...) {
       pasta::detail::log_once("aten:end", "torch::Aten: an operator callback failed");
+    }
+    leave_window(*ctx);
+  }
+
+  // With a capture range: reports the boundaries an operator call makes
+  // (a record_function range entered, an optimizer step begun) and says
+  // whether the call is inside the window. Outside, it is not emitted, and
+  // only an optimizer step is followed to its end.
+  bool enter_window(ThreadState& t, const at::RecordFunction& fn, OpContext& ctx) {
+    auto& window = pasta::detail::capture_window();
+    if (fn.scope() == at::RecordScope::USER_SCOPE) {
+      ctx.range = true;
+      window.range(ctx.name, true);  // the range that opens the window is in it
+      if (name_of(ctx.name).starts_with(pasta::detail::optimizer_step_prefix)) {
+        ctx.step = t.steps_open++ == 0;  // only the outermost one ends a step
+        if (!ctx.step) --t.steps_open;
+      }
+    }
+    ctx.emitted = window.open();
+    if (!ctx.emitted) ctx.thread = pasta::detail::thread_id();
+    return ctx.emitted;
+  }
+  static void leave_window(const OpContext& ctx) {
+    if (!ctx.range) return;
+    auto& window = pasta::detail::capture_window();
+    window.range(ctx.name, false);
+    if (ctx.step) {
+      if (ctx.thread == pasta::detail::thread_id()) --thread_state().steps_open;
+      window.step_end();
     }
   }
 
