@@ -24,12 +24,14 @@
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
+#include <mutex>
 #include <string>
 #include <string_view>
 
 #include <pasta/core/detail/fmt.hpp>
 
 #include <pasta/core/config.hpp>
+#include <pasta/core/detail/capture_window.hpp>
 #include <pasta/core/detail/op_correlation.hpp>
 #include <pasta/core/detail/thread.hpp>
 #include <pasta/core/events.hpp>
@@ -52,6 +54,9 @@ class Cupti {
   static constexpr std::string_view name = "cupti";
   // CUDA allows one tools subscriber per process; core/handlers.hpp checks it.
   static constexpr std::string_view cuda_tools_subscriber = "CUPTI";
+  // cudaProfilerStart/Stop and NVTX ranges bound a capture window (core/capture.hpp).
+  static constexpr unsigned capture_sources =
+      capture_sources::profiler_api | capture_sources::ranges;
   static constexpr std::size_t buffer_bytes = detail::ActivityWorker::buffer_bytes;
   static constexpr std::size_t max_buffers = detail::ActivityWorker::max_buffers;
   static constexpr auto min_flush_gap = detail::ActivityWorker::min_flush_gap;
@@ -127,9 +132,28 @@ class Cupti {
   }
 
   static bool check(CUptiResult r, std::string_view what) { return detail::cupti_ok(r, what); }
-  void enable_activity(CUpti_ActivityKind kind, std::string_view what) {
+  // Kinds of work the program does (kernels, copies, memsets,
+  // synchronisations) are collected only inside the capture window; the
+  // state they are read against (allocations, contexts, devices) always.
+  void enable_activity(CUpti_ActivityKind kind, std::string_view what, bool work = true) {
+    if (work && !pasta::detail::capture_window().whole()) {
+      windowed_kinds_[windowed_count_++] = kind;
+      if (!pasta::detail::capture_window().open()) return;  // enabled when it opens
+    }
     if (check(cuptiActivityEnable(kind), fmt::format("enabling {} records", what)))
       enabled_kinds_[enabled_count_++] = kind;
+  }
+  // The capture window opened or closed (on the thread that moved it).
+  static void on_window(void* owner, bool open) {
+    auto* self = static_cast<Cupti*>(owner);
+    if (!self->active_) return;
+    std::scoped_lock lock(self->window_mutex_);
+    for (int i = 0; i < self->windowed_count_; ++i)
+      open ? cuptiActivityEnable(self->windowed_kinds_[i])
+           : cuptiActivityDisable(self->windowed_kinds_[i]);
+    if (self->window_changed_) self->window_changed_(self, open);
+    // The window's records reach the tools without waiting for the next flush.
+    if (!open) self->activity_.request_flush();
   }
 
   // PASTA_CUPTI_SKIP (detail/cupti_skip.hpp).
@@ -152,6 +176,11 @@ class Cupti {
   CUpti_SubscriberHandle subscriber_ = nullptr;
   CUpti_ActivityKind enabled_kinds_[16] = {};
   int enabled_count_ = 0;
+  CUpti_ActivityKind windowed_kinds_[16] = {};  // ... of which: collected inside the window
+  int windowed_count_ = 0;
+  std::mutex window_mutex_;
+  void (*window_changed_)(Cupti*, bool open) = nullptr;  // PC sampling follows the window
+  bool profiler_api_ = false;  // cudaProfilerStart/Stop move the window
   Stats stats_;
   std::string error_;
   detail::ActivityRecords records_;
@@ -213,6 +242,17 @@ void Cupti::start(Sink& sink) {
     finish_sampling_ = [](Cupti* self) {
       self->sampling_.finish(*static_cast<Sink*>(self->sink_));
     };
+    window_changed_ = [](Cupti* self, bool open) {
+      self->sampling_.window(*static_cast<Sink*>(self->sink_), open);
+    };
+  }
+  auto& window = pasta::detail::capture_window();
+  if (window.kind() == CaptureRange::Kind::profiler_api) {
+    profiler_api_ = true;
+    for (CUpti_CallbackId id :
+         {CUPTI_DRIVER_TRACE_CBID_cuProfilerStart, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop})
+      check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id),
+            "the cuProfilerStart/Stop callbacks");
   }
   if constexpr (modules || Sink::template wants<ModuleImage>())
     check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE,
@@ -231,13 +271,13 @@ void Cupti::start(Sink& sink) {
     if (sets && !skipped(detail::skip_memset))
       enable_activity(CUPTI_ACTIVITY_KIND_MEMSET, "memset");
     if (memory && !skipped(detail::skip_memory))
-      enable_activity(CUPTI_ACTIVITY_KIND_MEMORY2, "allocation");
+      enable_activity(CUPTI_ACTIVITY_KIND_MEMORY2, "allocation", false);
     if (syncs && !skipped(detail::skip_sync)) {
       enable_activity(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "synchronization");
-      enable_activity(CUPTI_ACTIVITY_KIND_CONTEXT, "context");
+      enable_activity(CUPTI_ACTIVITY_KIND_CONTEXT, "context", false);
     }
     if (devices && !skipped(detail::skip_device))
-      enable_activity(CUPTI_ACTIVITY_KIND_DEVICE, "device");
+      enable_activity(CUPTI_ACTIVITY_KIND_DEVICE, "device", false);
     if (ops && op_tags_) {
       // The callback of each launch, copy and memset call (op_tags.hpp)
       // records its correlation id with the calling thread's operator: no
@@ -270,6 +310,7 @@ void Cupti::start(Sink& sink) {
   // Host events (scopes) share CUPTI's clock, so timelines line up.
   pasta::detail::set_clock(&detail::cupti_clock);
   active_ = true;
+  if (!window.whole()) window.listen(this, &on_window);
   if (verbose_) {
     Dl_info info{};
     ::dladdr(reinterpret_cast<void*>(&cuptiGetTimestamp), &info);
@@ -285,7 +326,11 @@ void Cupti::start(Sink& sink) {
 
 inline void Cupti::stop() {
   if (!active_) return;
-  active_ = false;
+  pasta::detail::capture_window().forget(this);
+  {
+    std::scoped_lock lock(window_mutex_);  // a window change under way ends first
+    active_ = false;
+  }
   if (finish_counters_) {
     finish_counters_(this);
     counters_.log_summary(verbose_);
@@ -310,6 +355,7 @@ inline void Cupti::stop() {
         stats_.callbacks.load(), stats_.flushes.load(), stats_.flush_ns.load() / 1e6));
   for (int i = 0; i < enabled_count_; ++i) cuptiActivityDisable(enabled_kinds_[i]);
   enabled_count_ = 0;
+  windowed_count_ = 0;
   cuptiUnsubscribe(subscriber_);
   subscriber_ = nullptr;
   pasta::detail::set_clock(nullptr);
@@ -384,7 +430,7 @@ void Cupti::on_runtime(Sink& sink, CUpti_CallbackId cbid, const CUpti_CallbackDa
   if (enter && tag_ops_) records_.tag_with_op(cb.correlationId);
   if (!detail::is_launch(CUPTI_CB_DOMAIN_RUNTIME_API, cbid)) return;
   detail::runtime_depth() += enter ? 1 : -1;
-  if (!enter || !host_launches_) return;
+  if (!enter || !host_launches_ || !pasta::detail::capture_window().open()) return;
   if constexpr (Sink::template wants<KernelLaunch>())
     if (const auto shape =
             detail::launch_shape(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, cb.functionParams))
@@ -394,13 +440,21 @@ void Cupti::on_runtime(Sink& sink, CUpti_CallbackId cbid, const CUpti_CallbackDa
 template <class Sink>
 void Cupti::on_driver(Sink& sink, CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
   const bool enter = cb.callbackSite == CUPTI_API_ENTER;
+  if (profiler_api_ && (cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart ||
+                        cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop)) {
+    // The window opens once Start returns and closes as Stop is called.
+    const bool start = cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart;
+    if (start != enter) pasta::detail::capture_window().profiler_api(start);
+    return;
+  }
   if (cbid == CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize) {
     if (!enter && flush_on_sync_) activity_.request_flush();
     return;
   }
   if (enter && tag_ops_) records_.tag_with_op(cb.correlationId);
-  if (!enter || detail::runtime_depth() > 0 || !host_launches_)
-    return;  // the runtime launch was reported
+  if (!enter || detail::runtime_depth() > 0 || !host_launches_ ||
+      !pasta::detail::capture_window().open())
+    return;  // the runtime launch was reported, or the launch is outside the window
   if constexpr (Sink::template wants<KernelLaunch>())
     if (const auto shape =
             detail::launch_shape(CUPTI_CB_DOMAIN_DRIVER_API, cbid, cb.functionParams))

@@ -36,6 +36,7 @@
 #include <pasta/core/detail/fmt.hpp>
 
 #include <pasta/core/config.hpp>
+#include <pasta/core/detail/capture_window.hpp>
 #include <pasta/core/detail/thread.hpp>
 #include <pasta/core/events.hpp>
 #include <pasta/core/kernel_selector.hpp>
@@ -56,6 +57,8 @@ class Sanitizer {
   static constexpr std::string_view name = "sanitizer";
   // CUDA allows one tools subscriber per process; core/handlers.hpp checks it.
   static constexpr std::string_view cuda_tools_subscriber = "Compute Sanitizer API";
+  // cudaProfilerStart/Stop bound a capture window (core/capture.hpp).
+  static constexpr unsigned capture_sources = capture_sources::profiler_api;
 
   using Mode = detail::AccessMode;
   using Stats = detail::SanitizerStats;
@@ -261,6 +264,15 @@ void Sanitizer::start(Sink& sink) {
   if constexpr (Sink::template wants<Memset>()) enable(SANITIZER_CB_DOMAIN_MEMSET, "memset");
   if constexpr (Sink::template wants<Synchronize>())
     enable(SANITIZER_CB_DOMAIN_SYNCHRONIZE, "synchronize");
+  if (pasta::detail::capture_window().kind() == CaptureRange::Kind::profiler_api)
+    for (Sanitizer_CallbackId id :
+         {SANITIZER_CBID_DRIVER_API_cuProfilerStart, SANITIZER_CBID_DRIVER_API_cuProfilerStop})
+      if (const auto e = api().sanitizerEnableCallback(1, subscriber_,
+                                                       SANITIZER_CB_DOMAIN_DRIVER_API, id);
+          e != SANITIZER_SUCCESS)
+        pasta::detail::log(fmt::format("sanitizer: enabling the cuProfilerStart/Stop callbacks "
+                                       "failed: {}",
+                                       detail::sanitizer_error(e)));
   active_ = true;
   if (cfg_.verbose)
     pasta::detail::log(fmt::format("sanitizer handler: patch {}, spaces {:#x}, page {} bytes",
@@ -293,8 +305,18 @@ void SANITIZERAPI Sanitizer::on_callback(void* user, Sanitizer_CallbackDomain do
   auto* self = static_cast<Sanitizer*>(user);
   if (detail::own_work() > 0 || pasta::detail::inside_dispatch() || !self->active_) return;
   Sink& sink = *static_cast<Sink*>(self->sink_);
+  // Copies, memsets and synchronisations inside the capture window only.
+  const bool in_window = pasta::detail::capture_window().open();
   try {
     switch (domain) {
+      case SANITIZER_CB_DOMAIN_DRIVER_API: {
+        // cuProfilerStart opens the window once it returns; Stop closes it as it is called.
+        const auto& cb = *static_cast<const Sanitizer_CallbackData*>(data);
+        const bool start = cbid == SANITIZER_CBID_DRIVER_API_cuProfilerStart;
+        if (start == (cb.callbackSite == SANITIZER_API_EXIT))
+          pasta::detail::capture_window().profiler_api(start);
+        break;
+      }
       case SANITIZER_CB_DOMAIN_RESOURCE:
         self->on_resource(sink, cbid, data);
         break;
@@ -322,15 +344,15 @@ void SANITIZERAPI Sanitizer::on_callback(void* user, Sanitizer_CallbackDomain do
         break;
       case SANITIZER_CB_DOMAIN_MEMCPY:
         if constexpr (Sink::template wants<Memcpy>())
-          sink.emit(detail::memcpy_event(*static_cast<const Sanitizer_MemcpyData*>(data)));
+          if (in_window) sink.emit(detail::memcpy_event(*static_cast<const Sanitizer_MemcpyData*>(data)));
         break;
       case SANITIZER_CB_DOMAIN_MEMSET:
         if constexpr (Sink::template wants<Memset>())
-          sink.emit(detail::memset_event(*static_cast<const Sanitizer_MemsetData*>(data)));
+          if (in_window) sink.emit(detail::memset_event(*static_cast<const Sanitizer_MemsetData*>(data)));
         break;
       case SANITIZER_CB_DOMAIN_SYNCHRONIZE:
         if constexpr (Sink::template wants<Synchronize>())
-          sink.emit(detail::synchronize_event(
+          if (in_window) sink.emit(detail::synchronize_event(
               cbid, *static_cast<const Sanitizer_SynchronizeData*>(data)));
         break;
       default:
@@ -427,9 +449,10 @@ void Sanitizer::launch_begin(Sink& sink, const Sanitizer_LaunchData& d) {
              .name = kernel_name(d.functionName),
              .device = static_cast<std::uint32_t>(d.device),
              .grid = {d.gridDim_x, d.gridDim_y, d.gridDim_z},
-             .block = {d.blockDim_x, d.blockDim_y, d.blockDim_z}};
+             .block = {d.blockDim_x, d.blockDim_y, d.blockDim_z},
+             .in_window = pasta::detail::capture_window().open()};
   if constexpr (Sink::template wants<KernelLaunch>())
-    sink.emit(KernelLaunch{.correlation = l.correlation,
+    if (l.in_window) sink.emit(KernelLaunch{.correlation = l.correlation,
                            .context = reinterpret_cast<std::uint64_t>(d.context),
                            .stream = reinterpret_cast<std::uint64_t>(d.stream),
                            .device = l.device,
@@ -442,7 +465,7 @@ void Sanitizer::launch_begin(Sink& sink, const Sanitizer_LaunchData& d) {
   bool selected;
   {
     std::lock_guard lock(select_mutex_);
-    selected = selector_.select(l.name);
+    selected = l.in_window && selector_.select(l.name);
   }
   CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
   if (selected && d.stream &&
@@ -490,7 +513,7 @@ void Sanitizer::launch_end(Sink& sink, const Sanitizer_LaunchData& d) {
     stats_.post_ns.fetch_add(pasta::detail::steady_ns() - t0, std::memory_order_relaxed);
   }
   if constexpr (Sink::template wants<KernelComplete>())
-    sink.emit(KernelComplete{.correlation = l.correlation,
+    if (l.in_window) sink.emit(KernelComplete{.correlation = l.correlation,
                              .context = reinterpret_cast<std::uint64_t>(d.context),
                              .stream = reinterpret_cast<std::uint64_t>(d.stream),
                              .device = l.device,

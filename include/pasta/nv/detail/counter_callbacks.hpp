@@ -223,6 +223,11 @@ inline void CounterCallbacks::log_summary(bool verbose) const {
             ? static_cast<double>(t.replayed_bytes) / static_cast<double>(t.measured) / (1ull << 30)
             : 0.0,
         counters_.allocations(), t.flushes, t.unsaved, t.unreplayed));
+  if (t.outside && verbose)
+    pasta::detail::log(fmt::format(
+        "cupti handler: hardware counters: {} launches outside the capture window were not "
+        "measured",
+        t.outside));
   if (t.captured)
     pasta::detail::log(fmt::format(
         "cupti handler: hardware counters: {} launches captured into CUDA graphs were not "

@@ -24,6 +24,7 @@ struct CounterTally {
   std::uint64_t passed_over = 0;  // profiled in one pass and passed over, not to stop and start
   std::uint64_t flushes = 0;      // L2 flushes before a measured launch or pass
   std::uint64_t captured = 0;     // captured into a graph (not run then, not measured)
+  std::uint64_t outside = 0;      // launched outside the capture window: not measured
   // User replay: launches not measured because the memory could not be
   // saved or because no driver launch call came; the bytes saved for the
   // launches measured.

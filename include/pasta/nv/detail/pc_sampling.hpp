@@ -35,6 +35,25 @@ class PcSampler {
   PcSampler& operator=(const PcSampler&) = delete;
 
   void set_period(unsigned period) { period_ = period; }
+  // With a capture window (core/capture.hpp): contexts sample only between
+  // window(true) and window(false), under CUPTI's start/stop control.
+  void set_windowed(bool windowed, bool open) {
+    windowed_ = windowed;
+    open_ = open;
+  }
+
+  // The capture window opened or closed: each context starts or stops
+  // sampling; what a closing range sampled is read at once, as CUPTI asks.
+  template <class Emit>
+  void window(bool open, Emit&& emit) {
+    std::lock_guard lock(mutex_);
+    open_ = open;
+    for (auto& owned : contexts_) {
+      Context& c = *owned;
+      if (c.failed || c.done) continue;
+      if (start_stop(c, open) && !open) read(c, c.read_buffer, emit);
+    }
+  }
 
   // Before a launch on `ctx`: sampling starts on each context the first
   // time. Cheap after that.
@@ -47,6 +66,7 @@ class PcSampler {
     Context& c = *contexts_.emplace_back(std::make_unique<Context>());
     c.ctx = ctx;
     c.failed = !start(c);
+    if (!c.failed && windowed_ && open_) start_stop(c, true);
   }
 
   // Reads what CUPTI holds for every context.
@@ -153,6 +173,9 @@ class PcSampler {
     if (period_)
       add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD)
           ->attributeData.samplingPeriodData.samplingPeriod = period_;
+    if (windowed_)
+      add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL)
+          ->attributeData.enableStartStopControlData.enableStartStopControl = 1;
 
     CUpti_PCSamplingConfigurationInfoParams config{};
     config.size = CUpti_PCSamplingConfigurationInfoParamsSize;
@@ -168,6 +191,23 @@ class PcSampler {
                            cupti_error(info[i].attributeStatus)));
       note(fmt::format("cuptiPCSamplingSetConfigurationAttribute: {}", cupti_error(r)));
       return off();
+    }
+    return true;
+  }
+
+  bool start_stop(Context& c, bool start) {
+    if (start) {
+      CUpti_PCSamplingStartParams p{CUpti_PCSamplingStartParamsSize, nullptr, c.ctx};
+      if (const CUptiResult r = cuptiPCSamplingStart(&p); r != CUPTI_SUCCESS) {
+        note(fmt::format("cuptiPCSamplingStart: {}", cupti_error(r)));
+        return false;
+      }
+    } else {
+      CUpti_PCSamplingStopParams p{CUpti_PCSamplingStopParamsSize, nullptr, c.ctx};
+      if (const CUptiResult r = cuptiPCSamplingStop(&p); r != CUPTI_SUCCESS) {
+        note(fmt::format("cuptiPCSamplingStop: {}", cupti_error(r)));
+        return false;
+      }
     }
     return true;
   }
@@ -251,6 +291,7 @@ class PcSampler {
   }
 
   std::mutex mutex_;
+  bool windowed_ = false, open_ = true;
   unsigned period_ = 0;
   std::vector<std::unique_ptr<Context>> contexts_;
   std::vector<std::uint32_t> reason_index_;

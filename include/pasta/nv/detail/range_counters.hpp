@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <pasta/core/config.hpp>
+#include <pasta/core/detail/capture_window.hpp>
 #include <pasta/core/detail/fmt.hpp>
 
 #include <pasta/core/events.hpp>
@@ -106,6 +107,14 @@ class RangeCounters {
         // synchronise and so break the capture.
         ++tally_.captured;
         note('g');
+        return false;
+      }
+      if (!pasta::detail::capture_window().open()) {
+        // Outside the capture window: run as is, neither measured nor
+        // counted toward its signature's launches to measure.
+        ++tally_.outside;
+        if (profiler_.running()) pause(emit);
+        note('w');
         return false;
       }
       const int k = plan_.pick(signature, index(profiler_.configured()));

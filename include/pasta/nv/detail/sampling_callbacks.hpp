@@ -6,6 +6,7 @@
 #include <string>
 
 #include <pasta/core/config.hpp>
+#include <pasta/core/detail/capture_window.hpp>
 #include <pasta/core/detail/fmt.hpp>
 #include <pasta/core/events.hpp>
 #include <pasta/core/log.hpp>
@@ -17,11 +18,21 @@ namespace pasta::nv::detail {
 
 class SamplingCallbacks {
  public:
-  explicit SamplingCallbacks(const Config& cfg) { sampler_.set_period(cfg.pc_sampling_period); }
+  explicit SamplingCallbacks(const Config& cfg) {
+    sampler_.set_period(cfg.pc_sampling_period);
+  }
+
+  // The capture window opened or closed (nv::Cupti listens for it).
+  template <class Sink>
+  void window(Sink& sink, bool open) {
+    sampler_.window(open, [&](const StallSample& e) { sink.emit(e); });
+  }
 
   // Sampling starts at a context's first launch; samples are read after
   // synchronisations, before a module unloads or a context ends, and at stop.
   void enable(CUpti_SubscriberHandle subscriber) {
+    const auto& window = pasta::detail::capture_window();
+    sampler_.set_windowed(!window.whole(), window.open());
     enable_launch_callbacks(subscriber);
     enable_sync_callbacks(subscriber);
     for (CUpti_CallbackId id :
@@ -43,7 +54,7 @@ class SamplingCallbacks {
       if (!is_launch(domain, cbid)) {
         if (cb.callbackSite == CUPTI_API_EXIT) sampler_.collect(emit);
       } else if (cb.callbackSite == CUPTI_API_ENTER) {
-        sampler_.enable(cb.context);
+        sampler_.enable(cb.context);  // stopped until the window opens, with a window
       }
     }
   }

@@ -33,6 +33,7 @@
   X(sanitizerAddPatches)              \
   X(sanitizerAlloc)                   \
   X(sanitizerAllocHost)               \
+  X(sanitizerEnableCallback)          \
   X(sanitizerEnableDomain)            \
   X(sanitizerFree)                    \
   X(sanitizerFreeHost)                \

@@ -26,6 +26,7 @@ struct LaunchState {
   std::uint32_t device = 0;
   Dim3 grid{}, block{};
   ContextState* ctx = nullptr;  // set when instrumented
+  bool in_window = true;         // launched inside the capture window: reported
 };
 
 class AccessBuffers {
