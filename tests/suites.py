@@ -20,7 +20,7 @@ import sys
 MAIN = {
     "pasta_tests": 184, "pasta_concurrency_tests": 6, "pasta_nv_tests": 38,
     "pasta_sanitizer_tests": 12, "pasta_torch_tests": 9, "cli": 15, "launcher": 6, "docs": 6,
-    "compile error": 7, "report": 3, "exit paths": 1, "bench": 2, "gpu": 36, "hip": 1,
+    "compile error": 7, "report": 3, "exit paths": 1, "bench": 2, "gpu": 38, "hip": 1,
     "PASTA_DISABLE leaves no pasta symbol in the object file": 1, "compiled": 3,
 }
 # The AddressSanitizer build: the library's and the trace tools' tests; no GPU tests, no
