@@ -70,7 +70,9 @@ TEST_CASE("graph nodes are forgotten with their node, graph or executable graph"
   CHECK(g.size() == 2);
   CHECK(g.op_of(20) == 7);
   CHECK(g.op_of(21) == 7);
-  g.graph_destroyed(2);  // the executable graph
+  g.graph_destroyed(2);  // a graph whose id is the executable graph's: not its copies
+  CHECK(g.size() == 2);
+  g.exec_destroyed(2);  // the executable graph
   CHECK(g.size() == 0);
   CHECK(g.op_of(20) == 0);
 }

@@ -69,8 +69,8 @@ inline void on_graph_callback(GraphOps& ops, CUpti_CallbackId cbid, const CUpti_
       if (g->graph) cuptiGetGraphId(g->graph, &graph);
       if (cuptiGetGraphNodeId(g->node, &node) != CUPTI_SUCCESS) return;
       const bool clone = cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED;
-      if (clone && (!g->originalNode ||
-                    cuptiGetGraphNodeId(g->originalNode, &original) != CUPTI_SUCCESS))
+      if (clone &&
+          (!g->originalNode || cuptiGetGraphNodeId(g->originalNode, &original) != CUPTI_SUCCESS))
         return;
       const std::uint64_t op = current_op();
       if (clone)
@@ -89,16 +89,20 @@ inline void on_graph_callback(GraphOps& ops, CUpti_CallbackId cbid, const CUpti_
       if (g->node && cuptiGetGraphNodeId(g->node, &node) == CUPTI_SUCCESS) ops.node_destroyed(node);
       return;
     case CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING:
-      if (g->graph && cuptiGetGraphId(g->graph, &graph) == CUPTI_SUCCESS) ops.graph_destroyed(graph);
+      if (g->graph && cuptiGetGraphId(g->graph, &graph) == CUPTI_SUCCESS)
+        ops.graph_destroyed(graph);
+      if (verbose && log_graph_line())
+        pasta::detail::log(fmt::format(
+            "cupti handler: graph {} destroyed; {} graph nodes still known", graph, ops.size()));
       return;
     case CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING:
       // The executable graph's nodes carry its id as their graph's.
       if (g->graphExec && cuptiGetGraphExecId(g->graphExec, &graph) == CUPTI_SUCCESS)
-        ops.graph_destroyed(graph);
+        ops.exec_destroyed(graph);
       if (verbose && log_graph_line())
-        pasta::detail::log(fmt::format(
-            "cupti handler: executable graph {} destroyed; {} graph nodes still known", graph,
-            ops.size()));
+        pasta::detail::log(
+            fmt::format("cupti handler: executable graph {} destroyed; {} graph nodes still known",
+                        graph, ops.size()));
       return;
     default:
       return;
@@ -123,8 +127,7 @@ inline void log_graph_summary(const GraphOps& ops) {
       "device records of graph launches, {} charged to the operator current at capture, {} to "
       "the operator of their launch; {} nodes still known, {} forgotten at the {} bound",
       s.created.load(), s.cloned.load(), s.records.load(), s.at_capture.load(),
-      s.records.load() - s.at_capture.load(), ops.size(), s.forgotten.load(),
-      GraphOps::max_nodes));
+      s.records.load() - s.at_capture.load(), ops.size(), s.forgotten.load(), GraphOps::max_nodes));
 }
 
 }  // namespace pasta::nv::detail

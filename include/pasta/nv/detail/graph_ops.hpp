@@ -36,7 +36,7 @@ class GraphOps {
     if (op == 0) return;
     std::lock_guard lock(mutex_);
     make_room();
-    if (nodes_.try_emplace(node, Node{op, graph}).second)
+    if (nodes_.try_emplace(node, Node{op, graph, false}).second)
       stats_.created.fetch_add(1, std::memory_order_relaxed);
   }
   // Node `node` of graph `graph` is a copy of `original` (instantiation,
@@ -51,17 +51,26 @@ class GraphOps {
     }
     const std::uint64_t op = it->second.op;
     make_room();
-    nodes_.insert_or_assign(node, Node{op, graph});
+    nodes_.insert_or_assign(node, Node{op, graph, true});
     stats_.cloned.fetch_add(1, std::memory_order_relaxed);
   }
   void node_destroyed(std::uint64_t node) {
     std::lock_guard lock(mutex_);
     nodes_.erase(node);
   }
-  // A graph or an executable graph (by its id) is destroyed with its nodes.
+  // A graph is destroyed with the nodes created in it. Not with copies: an
+  // executable graph's copies carry an id of its own as their graph's, which
+  // is not known to differ from every graph's id.
   void graph_destroyed(std::uint32_t graph) {
     std::lock_guard lock(mutex_);
-    std::erase_if(nodes_, [graph](const auto& n) { return n.second.graph == graph; });
+    std::erase_if(nodes_,
+                  [graph](const auto& n) { return !n.second.copy && n.second.graph == graph; });
+  }
+  // An executable graph (by its id) is destroyed with its copies.
+  void exec_destroyed(std::uint32_t exec) {
+    std::lock_guard lock(mutex_);
+    std::erase_if(nodes_,
+                  [exec](const auto& n) { return n.second.copy && n.second.graph == exec; });
   }
 
   // The operator current when `node`, or the node it copies, was created;
@@ -91,6 +100,7 @@ class GraphOps {
   struct Node {
     std::uint64_t op = 0;
     std::uint32_t graph = 0;  // the graph (or executable graph) that holds it
+    bool copy = false;        // made by cloned()
   };
   void make_room() {  // under mutex_
     if (nodes_.size() < max_nodes) return;
