@@ -47,13 +47,12 @@ inline bool records_device_work(CUgraphNodeType type) {
          type == CU_GRAPH_NODE_TYPE_MEMSET;
 }
 
-inline std::atomic<int>& graph_lines_logged() {
-  static std::atomic<int> n{0};
-  return n;
-}
-inline constexpr int graph_lines_max = 24;
-inline bool log_graph_line() {
-  return graph_lines_logged().fetch_add(1, std::memory_order_relaxed) < graph_lines_max;
+// Verbose lines: the first 16 graph callbacks and, apart, the first 8
+// records of graph launches.
+inline bool log_graph_line(bool record = false) {
+  static std::atomic<int> callbacks{0}, records{0};
+  return record ? records.fetch_add(1, std::memory_order_relaxed) < 8
+                : callbacks.fetch_add(1, std::memory_order_relaxed) < 16;
 }
 
 inline void on_graph_callback(GraphOps& ops, CUpti_CallbackId cbid, const CUpti_ResourceData& r,
@@ -113,7 +112,7 @@ inline void on_graph_callback(GraphOps& ops, CUpti_CallbackId cbid, const CUpti_
 // `graph`), logged while lines remain.
 inline void log_graph_record(std::string_view what, std::uint32_t graph, std::uint64_t node,
                              std::uint64_t launch_op, std::uint64_t op) {
-  if (log_graph_line())
+  if (log_graph_line(true))
     pasta::detail::log(
         fmt::format("cupti handler: {} record of graph {} node {}: launch's operator {}, "
                     "charged to {}",
