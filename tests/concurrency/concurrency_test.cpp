@@ -8,6 +8,7 @@
 #include <variant>
 #include <vector>
 
+#include <pasta/nv/detail/graph_ops.hpp>
 #include <pasta/pasta.hpp>
 #include <pasta/trace.hpp>
 
@@ -187,4 +188,26 @@ TEST_CASE("queue_always: program threads only queue; settle() processes in order
     CHECK(std::get<OpBegin>(events[0]).id == 1);
     CHECK(std::get<OpEnd>(events[1]).id == 1);
   }
+}
+
+// nv::Cupti's graph callbacks write on the threads that capture; its worker reads.
+TEST_CASE("CUDA graph nodes recorded on 4 program threads while the worker charges records") {
+  nv::detail::GraphOps g;
+  constexpr int writers = 4, nodes_each = 2000;
+  std::vector<std::thread> pool;
+  for (int t = 0; t < writers; ++t)
+    pool.emplace_back([&g, t] {
+      for (int i = 0; i < nodes_each; ++i) {
+        const std::uint64_t node = 1 + t * nodes_each + i;
+        g.created(node, 1, 100 + t);
+        g.cloned(node + 1'000'000, 2, node);
+      }
+    });
+  std::uint64_t charged = 0;
+  for (int i = 0; i < writers * nodes_each; ++i) charged += g.charge(1'000'001 + i, 0) != 0;
+  for (auto& th : pool) th.join();
+  CHECK(g.size() == 2 * writers * nodes_each);
+  CHECK(g.stats().records == writers * nodes_each);
+  CHECK(g.stats().at_capture == charged);
+  for (int t = 0; t < writers; ++t) CHECK(g.op_of(1'000'001 + t * nodes_each) == 100 + t);
 }

@@ -128,7 +128,7 @@ if [ "$what" = jobs ]; then
 fi
 if [ "$what" = handlers ]; then
   echo "== the handlers' GPU tests"
-  gpu_tests handlers "gpu: (${HANDLERS_TESTS:-in_binary|threads|outputs_unchanged|injection|launch_callbacks|graph|cudnn|record|access_exact|access_cpu_equal|access_overflow|access_spaces|counters_exact|counters_cupti_replay|stall_blame|stall_blame_views|annotations_exact|torch_resnet|torch_gpt|torch_libtorch|torch_hotness|pipelines_table|consumer|docs_examples})$"
+  gpu_tests handlers "gpu: (${HANDLERS_TESTS:-in_binary|threads|outputs_unchanged|injection|launch_callbacks|graph|cudnn|record|access_exact|access_cpu_equal|access_overflow|access_spaces|counters_exact|counters_cupti_replay|stall_blame|stall_blame_views|annotations_exact|torch_resnet|torch_gpt|torch_libtorch|torch_graph_capture|torch_graphs|torch_hotness|pipelines_table|consumer|docs_examples})$"
   grep -E "^ *[0-9]+/[0-9]+ Test" "$out/gpu-tests-handlers.log"
 fi
 if [ "$what" = checks ]; then

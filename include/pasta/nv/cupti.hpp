@@ -13,8 +13,8 @@
 //
 // This file subscribes and composes; the parts are under detail/:
 // activity_worker.hpp (records, pasta's thread), launch_callbacks.hpp,
-// nvtx_scopes.hpp, op_tags.hpp, counter_callbacks.hpp, sampling_callbacks.hpp,
-// cupti_skip.hpp.
+// nvtx_scopes.hpp, op_tags.hpp, graph_callbacks.hpp, counter_callbacks.hpp,
+// sampling_callbacks.hpp, cupti_skip.hpp.
 #pragma once
 
 #include <dlfcn.h>
@@ -42,6 +42,7 @@
 #include <pasta/nv/detail/counter_callbacks.hpp>
 #include <pasta/nv/detail/cupti_api.hpp>
 #include <pasta/nv/detail/cupti_skip.hpp>
+#include <pasta/nv/detail/graph_callbacks.hpp>
 #include <pasta/nv/detail/launch_callbacks.hpp>
 #include <pasta/nv/detail/nvtx_scopes.hpp>
 #include <pasta/nv/detail/op_tags.hpp>
@@ -283,13 +284,16 @@ void Cupti::start(Sink& sink) {
       // records its correlation id with the calling thread's operator: no
       // API or external-correlation records, which cost most of what
       // tagging did (docs/benchmarks.md).
-      records_.enable_op_tags();
+      records_.enable_op_tags(verbose_);
       tag_ops_ = true;
       const int tagged = detail::enable_tag_callbacks(subscriber_);
+      // A graph's work is charged to the operator current when it was
+      // captured, not to the one that launches it (graph_callbacks.hpp).
+      const int graphs = detail::enable_graph_callbacks(subscriber_);
       if (verbose_)
         pasta::detail::log(fmt::format("cupti handler: operators tagged through {} launch, copy "
-                                       "and memset callbacks",
-                                       tagged));
+                                       "and memset callbacks and {} graph callbacks",
+                                       tagged, graphs));
       pasta::detail::op_correlator().store(&detail::op_hooks, std::memory_order_release);
     }
     // The worker takes the program threads' host events (operators,
@@ -353,6 +357,7 @@ inline void Cupti::stop() {
         "{} flushes taking {:.1f} ms",
         stats_.records.load(), stats_.buffers.load(), stats_.dropped.load(), stats_.refused.load(),
         stats_.callbacks.load(), stats_.flushes.load(), stats_.flush_ns.load() / 1e6));
+  if (verbose_ && tag_ops_) detail::log_graph_summary(records_.graph_ops());
   for (int i = 0; i < enabled_count_; ++i) cuptiActivityDisable(enabled_kinds_[i]);
   enabled_count_ = 0;
   windowed_count_ = 0;
@@ -384,7 +389,11 @@ void CUPTIAPI Cupti::on_callback(void* user, CUpti_CallbackDomain domain, CUpti_
         detail::on_nvtx(cbid, *static_cast<const CUpti_NvtxData*>(data));
         break;
       case CUPTI_CB_DOMAIN_RESOURCE:
-        self->on_module(sink, cbid, *static_cast<const CUpti_ResourceData*>(data));
+        if (self->tag_ops_ && detail::is_graph_callback(cbid))
+          detail::on_graph_callback(self->records_.graph_ops(), cbid,
+                                    *static_cast<const CUpti_ResourceData*>(data), self->verbose_);
+        else
+          self->on_module(sink, cbid, *static_cast<const CUpti_ResourceData*>(data));
         break;
       case CUPTI_CB_DOMAIN_RUNTIME_API:
         self->on_runtime(sink, cbid, *static_cast<const CUpti_CallbackData*>(data));

@@ -19,6 +19,8 @@
 #include <pasta/core/names.hpp>
 #include <pasta/nv/detail/activity.hpp>
 #include <pasta/nv/detail/cupti_api.hpp>
+#include <pasta/nv/detail/graph_callbacks.hpp>
+#include <pasta/nv/detail/graph_ops.hpp>
 #include <pasta/nv/detail/op_tags.hpp>
 
 namespace pasta::nv::detail {
@@ -64,8 +66,15 @@ class ActivityRecords {
   // Kernel records are KernelLaunch too, unless launch callbacks give them.
   void set_host_launches(bool on) { host_launches_ = on; }
   OwnCalls& own_calls() { return own_calls_; }
-  // Device work is tagged with operators from now on (tag_with_op).
-  void enable_op_tags() { op_of_.enable(); }
+  // Device work is tagged with operators from now on (tag_with_op), and
+  // that of graph launches with the operator of their capture (graph_ops()).
+  void enable_op_tags(bool verbose = false) {
+    op_of_.enable();
+    graph_tags_ = true;
+    verbose_ = verbose;
+  }
+  // The graph nodes' operators; the graph callbacks write them. Any thread.
+  GraphOps& graph_ops() { return graph_ops_; }
   // In a launch, copy or memset callback: the call's device record will
   // carry the calling thread's operator. Any thread.
   void tag_with_op(std::uint32_t correlation) {
@@ -89,6 +98,17 @@ class ActivityRecords {
     e.op = op_of_.find(static_cast<std::uint32_t>(e.correlation));
     return e;
   }
+  // ... and, run by a graph launch (graph node `node`, 0 if not), with the
+  // operator of the node's capture where one is known.
+  template <class E>
+  E tagged(E e, std::uint32_t graph, std::uint64_t node) {
+    e = tagged(e);
+    if (node == 0 || !graph_tags_) return e;
+    const std::uint64_t launch_op = e.op;
+    e.op = graph_ops_.charge(node, launch_op);
+    if (verbose_) log_graph_record(E::type_name, graph, node, launch_op, e.op);
+    return e;
+  }
   std::uint32_t device_of_context(std::uint32_t context) const {
     auto it = context_device_.find(context);
     return it == context_device_.end() ? 0 : it->second;
@@ -100,6 +120,8 @@ class ActivityRecords {
   const NameId l2_flush_name_ = intern("pasta_l2_flush");
   std::unordered_map<std::uint32_t, std::uint32_t> context_device_;
   OpCorrelations op_of_;  // also written by the threads that call CUDA: atomics
+  bool graph_tags_ = false, verbose_ = false;
+  GraphOps graph_ops_;  // written by the graph callbacks: locked
 };
 
 // pasta's worker thread: processes the buffers CUPTI completed (outside
@@ -257,22 +279,27 @@ std::uint64_t ActivityRecords::process(Sink& sink, std::uint8_t* buffer, std::si
           if constexpr (Sink::template wants<KernelLaunch>())
             if (!host_launches_) s.emit(kernel_launch(k, name));
           if constexpr (Sink::template wants<KernelComplete>())
-            s.emit(tagged(kernel_complete(k, name)));
+            s.emit(tagged(kernel_complete(k, name), k.graphId, k.graphNodeId));
           break;
         }
         case CUPTI_ACTIVITY_KIND_MEMCPY: {
           const auto& m = *reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
           if (own_calls_.take(m.correlationId)) break;  // a replay's save or restore
-          if constexpr (Sink::template wants<Memcpy>()) s.emit(tagged(memcpy_of(m)));
+          if constexpr (Sink::template wants<Memcpy>())
+            s.emit(tagged(memcpy_of(m), m.graphId, m.graphNodeId));
           break;
         }
         case CUPTI_ACTIVITY_KIND_MEMCPY2:
-          if constexpr (Sink::template wants<Memcpy>())
-            s.emit(tagged(memcpy_of(*reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(record))));
+          if constexpr (Sink::template wants<Memcpy>()) {
+            const auto& m = *reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(record);
+            s.emit(tagged(memcpy_of(m), m.graphId, m.graphNodeId));
+          }
           break;
         case CUPTI_ACTIVITY_KIND_MEMSET:
-          if constexpr (Sink::template wants<Memset>())
-            s.emit(tagged(memset_of(*reinterpret_cast<const CUpti_ActivityMemset4*>(record))));
+          if constexpr (Sink::template wants<Memset>()) {
+            const auto& m = *reinterpret_cast<const CUpti_ActivityMemset4*>(record);
+            s.emit(tagged(memset_of(m), m.graphId, m.graphNodeId));
+          }
           break;
         case CUPTI_ACTIVITY_KIND_MEMORY2: {
           const auto& m = *reinterpret_cast<const CUpti_ActivityMemory4*>(record);
