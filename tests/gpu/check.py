@@ -1004,6 +1004,136 @@ def expect_attributed_share(out):
           [(r["kernel"][:60], r["launches"]) for r in unattributed][:10])
     return expect("kernels whose operator record was evicted",
                   summary["kernels whose operator record was evicted"], 0)
+def inductor_metadata(cache):
+    """What Inductor's own generated code says, read here independently of pasta: in every
+    compiled graph's module under the cache folder, each Triton kernel's source hash (the stem
+    of its '# kernel path:' file), its name and the operators of its 'Original ATen: [...]'
+    comment. {hash: (name, [operators as Inductor spells them])}, and the same keyed on
+    "module file:kernel name"."""
+    kernels = {}
+    define = re.compile(r"^(\w+) = async_compile\.triton\(")
+    for folder, _, files in os.walk(cache):
+        for name in files:
+            if not name.endswith(".py"):
+                continue
+            with open(os.path.join(folder, name), errors="replace") as f:
+                lines = f.read().splitlines()
+            path, ops = None, []
+            for line in lines:
+                if line.startswith("# kernel path: "):
+                    path, ops = line[len("# kernel path: "):].strip(), []
+                elif line.startswith("#") and "Original ATen: [" in line and path:
+                    inner = line.split("Original ATen: [", 1)[1].rsplit("]", 1)[0]
+                    ops = [o.strip() for o in inner.split(",") if o.strip()]
+                elif define.match(line) and path:
+                    stem = os.path.basename(path).split(".py")[0]
+                    kernel = define.match(line).group(1)
+                    kernels[stem] = (kernel, ops)
+                    kernels[os.path.join(folder, name) + ":" + kernel] = (kernel, ops)
+                    path, ops = None, []
+    return kernels
+
+
+def case_torch_compile(build, out):
+    """A torch.compile'd transformers GPT-2 (default mode), trained for 3 steps under `pasta run
+    --torch`: every Triton kernel is attributed to the aten operators Inductor's own generated
+    code names for it (read from the compiled graphs' modules, keyed on the source hash), their
+    launches equal the Triton kernels the device ran, and the results are unchanged."""
+    script = os.path.join(ROOT, "tests", "gpu", "torch_compile.py")
+    runs = {}
+    for label, pasta in (("profiled", True), ("native", False), ("native_again", False)):
+        os.makedirs(out + "-inductor", exist_ok=True)
+        cache = tempfile.mkdtemp(prefix=f"{label}-", dir=out + "-inductor")
+        # One process: compile workers would load the injection library too and write reports.
+        env = {"TORCHINDUCTOR_CACHE_DIR": cache, "TORCHINDUCTOR_COMPILE_THREADS": "1"}
+        if pasta:
+            env["PASTA_VERBOSE"] = "1"
+        cmd = [sys.executable, script]
+        if pasta:
+            cmd = [f"{build}/bin/pasta", "run", "--torch", "-o", out, "--"] + cmd
+        proc = run(cmd, {"PASTA_PRINT": "none", **env}, timeout=500)
+        if pasta:
+            with open(os.path.join(out, "pasta-stderr.log"), "w") as f:
+                f.write(proc.stderr)
+            lines = [l for l in proc.stderr.splitlines() if "inductor" in l]
+            print(f"  pasta said about Inductor ({len(lines)} lines, all in pasta-stderr.log):")
+            for line in lines if len(lines) <= 8 else lines[:6] + ["  ..."] + lines[-2:]:
+                print("    " + line)
+        runs[label] = (last_json(proc.stdout), cache)
+    profiled, cache = runs["profiled"]
+    meta = inductor_metadata(cache)
+    with open(os.path.join(out, "inductor_metadata.json"), "w") as f:
+        json.dump(meta, f, indent=1)
+    by_hash = {k: v for k, v in meta.items() if "/" not in k}
+    print(f"  Inductor's metadata: {len(by_hash)} Triton kernels in the compiled graphs' modules, "
+          f"{sum(1 for _, ops in by_hash.values() if not ops)} of them naming no operator")
+
+    summary = report(out, "op_summary")["summary"]
+    tables = report(out, "op_summary")["tables"]
+    rows = tables.get("compiled_kernels", [])
+    print("  op_summary:", {k: v for k, v in summary.items() if k.startswith("kernels")})
+    ok = expect("compiled kernels reported (at least one)", bool(rows), True)
+
+    def aten(names):  # Inductor's "aten.add" as operator events spell it, "aten::add"
+        return sorted(n if "::" in n or "." not in n else n.replace(".", "::", 1) for n in names)
+
+    wrong, unnamed, unknown, by_name = [], [], [], []
+    for r in rows:
+        ours = [o for o in r["operators"].split(", ") if o]
+        key = r["source"]
+        if key not in meta and r["graph"] + ":" + r["kernel"] in meta:
+            by_name.append(r["kernel"])
+            key = r["graph"] + ":" + r["kernel"]
+        if key not in meta:
+            unknown.append((r["kernel"], r["source"]))
+            continue
+        name, theirs = meta[key]
+        if not theirs:
+            unnamed.append(r["kernel"])
+            if ours or r["attribution"] != "unattributed":
+                wrong.append((r["kernel"], ours, theirs))
+        elif sorted(ours) != aten(theirs) or r["attribution"] != "fused by compiler" or \
+                name != r["kernel"]:
+            wrong.append((r["kernel"], ours, theirs))
+    if wrong:
+        print("  differing from Inductor's metadata (kernel, pasta, Inductor):", wrong[:10])
+    if unknown:
+        print("  kernels whose source hash no compiled graph's module lists:", unknown[:10])
+    if by_name:
+        print(f"  kernels whose file hash the module's '# kernel path' does not give, found by "
+              f"name within their graph's module ({len(by_name)}):", by_name[:10])
+    if unnamed:
+        print(f"  kernels Inductor names no operator for ({len(unnamed)}; reported unattributed):",
+              unnamed[:10])
+    ok = expect("compiled kernels whose operators differ from Inductor's metadata", len(wrong), 0) \
+        and ok
+    ok = expect("compiled kernels not found in Inductor's metadata", len(unknown), 0) and ok
+    named = [r for r in rows if meta.get(r["source"], meta.get(r["graph"] + ":" + r["kernel"],
+                                                                ("", [])))[1]]
+    ok = expect("compiled kernels naming at least one operator, of those Inductor names some for",
+                sum(1 for r in named if r["operators"]), len(named)) and ok
+
+    # Every Triton kernel the device ran is one of them: launches per name agree.
+    triton = {k: v for k, v in kernel_counts(out).items() if k.startswith("triton_")}
+    attributed = {}
+    for r in rows:
+        attributed[r["kernel"]] = attributed.get(r["kernel"], 0) + r["kernels"]
+    ok = expect("Triton kernel runs (kernel_freq) = runs of the compiled kernels (op_summary)",
+                sum(triton.values()), sum(attributed.values())) and ok
+    differ = {k: (triton.get(k), attributed.get(k)) for k in set(triton) | set(attributed)
+              if triton.get(k) != attributed.get(k)}
+    ok = expect("Triton kernel names whose runs differ", sorted(differ)[:10], []) and ok
+    outside = [r["kernel"] for r in tables.get("unattributed", []) if r["kernel"].startswith("triton_")]
+    ok = expect("Triton kernels outside every operator", outside, []) and ok
+
+    native, native_again = runs["native"][0], runs["native_again"][0]
+    print(f"  losses: pasta {profiled['loss']}, native {native['loss']}")
+    if native["checksum"] == native_again["checksum"] or \
+            profiled["checksum"] == native["checksum"]:
+        return expect_same_results(profiled, native, native_again) and ok
+    rel = abs(profiled["checksum"] - native["checksum"]) / max(abs(native["checksum"]), 1e-30)
+    return expect("parameter checksum under pasta within 1e-6 (native runs differ too)",
+                  rel <= 1e-6, True) and ok
 
 
 def expect_tensor_counts(out, truth):

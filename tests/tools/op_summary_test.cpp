@@ -1,5 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <map>
+#include <string>
+
 #include <pasta/core/concepts.hpp>
 #include <pasta/tools/op_summary.hpp>
 
@@ -206,4 +209,110 @@ TEST_CASE("OpSummary splits operators by their recorded input shapes") {
   CHECK(cell<double>(in, 1, 3) == doctest::Approx(5e-6));
   CHECK(s.stats("aten::mm")->calls == 3);
   CHECK(s.stats("aten::mm")->device_self_ns == 205);
+}
+
+TEST_CASE("OpSummary splits a compiled kernel's time equally among the operators it fuses") {
+  tools::OpSummary s;
+  // CompiledFunction launches two Triton kernels and calls one operator itself.
+  s.on(op_begin(1, 0, "CompiledFunction", 0, 0));
+  s.on(op_begin(2, 1, "triton_poi_fused_add_relu_0", 1, 10));
+  s.on(FusedKernel{.op = 2,
+                   .kernel = intern("triton_poi_fused_add_relu_0"),
+                   .source = intern("cq7abc"),
+                   .fused = intern("aten::add, aten::relu, aten::mul"),
+                   .graph = intern("/tmp/g/cgraph.py")});
+  s.on(op_end(2, 20));
+  s.on(op_begin(3, 1, "aten::mm", 1, 30));
+  s.on(op_end(3, 40));
+  s.on(op_begin(4, 1, "triton_poi_fused_0", 1, 50));
+  s.on(FusedKernel{.op = 4,
+                   .kernel = intern("triton_poi_fused_0"),
+                   .source = intern("czzfill"),
+                   .graph = intern("/tmp/g/cgraph.py")});
+  s.on(op_end(4, 60));
+  // A second launch of the first kernel: the same source, so the same kernel.
+  s.on(op_begin(5, 1, "triton_poi_fused_add_relu_0", 1, 70));
+  s.on(FusedKernel{.op = 5,
+                   .kernel = intern("triton_poi_fused_add_relu_0"),
+                   .source = intern("cq7abc"),
+                   .fused = intern("aten::add, aten::relu, aten::mul"),
+                   .graph = intern("/tmp/g/cgraph.py")});
+  s.on(op_end(5, 80));
+  s.on(op_end(1, 100));
+  s.on(kernel(2, "triton_poi_fused_add_relu_0", 1000, 1100));  // 100 ns: 34 + 33 + 33
+  s.on(kernel(3, "gemm", 2000, 2300));
+  s.on(kernel(4, "triton_poi_fused_0", 3000, 3010));
+  s.on(kernel(5, "triton_poi_fused_add_relu_0", 4000, 4200));  // 200 ns: 67 + 67 + 66
+  s.on(kernel(0, "outside", 5000, 5005));
+
+  CHECK(s.direct() == 1);
+  CHECK(s.fused() == 2);
+  CHECK(s.unattributed_total() == 2);  // "outside", and the kernel with no operator named
+  CHECK(s.attributed() == 3);
+
+  const auto* add = s.stats("aten::add");
+  REQUIRE(add);
+  CHECK(add->calls == 0);
+  CHECK(add->kernels == 0);
+  CHECK(add->fused_kernels == 2);
+  CHECK(add->device_self_ns == 34 + 67);
+  CHECK(add->device_total_ns == 34 + 67);
+  CHECK(add->fused_ns == 34 + 67);
+  CHECK(s.stats("aten::relu")->device_self_ns == 33 + 67);
+  CHECK(s.stats("aten::mul")->device_self_ns == 33 + 66);
+  const auto* launch = s.stats("triton_poi_fused_add_relu_0");
+  REQUIRE(launch);
+  CHECK(launch->calls == 2);
+  CHECK(launch->launches == 2);
+  CHECK(launch->device_self_ns == 0);
+  CHECK(launch->device_total_ns == 300);
+  const auto* compiled = s.stats("CompiledFunction");
+  CHECK(compiled->device_self_ns == 0);
+  CHECK(compiled->device_total_ns == 300 + 300 + 10);
+  // No operator named: charged to its launching call, as direct time.
+  const auto* unnamed = s.stats("triton_poi_fused_0");
+  CHECK(unnamed->kernels == 1);
+  CHECK(unnamed->device_self_ns == 10);
+
+  REQUIRE(s.compiled().size() == 2);
+  CHECK(s.compiled()[0].launches == 2);
+  CHECK(s.compiled()[0].kernels == 2);
+  CHECK(s.compiled()[0].device_ns == 300);
+  CHECK(s.compiled()[0].ops.size() == 3);
+
+  Report r("op_summary");
+  s.report(r);
+  auto sum = test::summary(r);
+  CHECK(std::get<std::uint64_t>(sum["kernels by attribution: direct operator"]) == 1);
+  CHECK(std::get<std::uint64_t>(sum["kernels by attribution: fused by compiler"]) == 2);
+  CHECK(std::get<std::uint64_t>(sum["kernels by attribution: unattributed"]) == 2);
+  CHECK(std::get<std::uint64_t>(sum["kernels attributed to an operator"]) == 3);
+  REQUIRE(r.notes().size() == 1);
+  CHECK(r.notes()[0].find("equal shares, 1/N of its device time") != std::string::npos);
+
+  const Table& ops = test::table(r, "operators");
+  std::map<std::string, std::size_t> row;
+  for (std::size_t i = 0; i < ops.rows().size(); ++i) row[cell<std::string>(ops, i, 1)] = i;
+  CHECK(row.count("triton_poi_fused_add_relu_0") == 0);  // all its time went to aten::add ...
+  REQUIRE(row.count("triton_poi_fused_0") == 1);
+  CHECK(cell<std::string>(ops, row["triton_poi_fused_0"], 12) == "compiled, no operator named");
+  CHECK(cell<std::string>(ops, row["aten::mm"], 12) == "direct operator");
+  CHECK(cell<std::string>(ops, row["aten::add"], 12) == "fused by compiler");
+  CHECK(cell<std::uint64_t>(ops, row["aten::add"], 10) == 2);
+  CHECK(cell<double>(ops, row["aten::add"], 11) == doctest::Approx(101e-6));
+  CHECK(cell<std::string>(ops, 0, 1) == "aten::mm");  // 300 ns, then aten::add's 101
+
+  const Table& ck = test::table(r, "compiled_kernels");
+  REQUIRE(ck.rows().size() == 2);
+  CHECK(cell<std::string>(ck, 0, 0) == "triton_poi_fused_add_relu_0");
+  CHECK(cell<std::string>(ck, 0, 1) == "cq7abc");
+  CHECK(cell<std::string>(ck, 0, 2) == "fused by compiler");
+  CHECK(cell<std::string>(ck, 0, 3) == "aten::add, aten::relu, aten::mul");
+  CHECK(cell<std::uint64_t>(ck, 0, 4) == 2);
+  CHECK(cell<std::uint64_t>(ck, 0, 5) == 2);
+  CHECK(cell<double>(ck, 0, 6) == doctest::Approx(300e-6));
+  CHECK(cell<std::string>(ck, 0, 7) == "/tmp/g/cgraph.py");
+  CHECK(cell<std::string>(ck, 1, 0) == "triton_poi_fused_0");
+  CHECK(cell<std::string>(ck, 1, 2) == "unattributed");
+  CHECK(cell<std::string>(ck, 1, 3) == "");
 }

@@ -145,6 +145,7 @@ std::vector<test::AnyEvent> every_event() {
                  .device = 1,
                  .op = 21,
                  .thread = 78},
+      FusedKernel{.op = 22, .kernel = s, .source = op, .fused = op, .graph = s},
   };
 }
 
@@ -205,9 +206,9 @@ TEST_CASE("the header carries the format version, the schema and the metadata") 
   write_trace(dir.file("t.pasta"), every_event());
   TraceReader r(dir.file("t.pasta"));
   CHECK(r.major_version() == 1);
-  CHECK(r.minor_version() == 4);
+  CHECK(r.minor_version() == 5);
   CHECK(r.metadata() == trace::Metadata{{"purpose", "test"}});
-  REQUIRE(r.schema().size() == 20);
+  REQUIRE(r.schema().size() == 21);
   const auto& launch = r.schema()[1];
   CHECK(launch.name == "KernelLaunch");
   CHECK(launch.payload_bytes == 8 + 8 + 8 + 4 + 4 + 12 + 12 + 4 + 4 + 8);

@@ -37,6 +37,7 @@ enum class EventKind : std::uint16_t {
   kernel_counters = 18,
   stall_sample = 19,
   tensor_view = 20,
+  fused_kernel = 21,
   module_image = 1000,  // from 1000 on: never in a trace
 };
 
@@ -362,12 +363,28 @@ struct StallSample {  // PC sampling: warps found stalled at one instruction, fo
   std::uint32_t device = 0;
 };
 
+// A kernel a compiler generated (an Inductor Triton kernel of a torch.compile'd
+// model) being launched, with the framework operators the compiler says it
+// fuses. The framework handler opens an operator call named after the kernel
+// around each launch (OpBegin `op`) and emits this right after its OpBegin, so
+// the kernel's KernelComplete::op is `op`.
+struct FusedKernel {
+  static constexpr EventKind kind = EventKind::fused_kernel;
+  static constexpr std::string_view type_name = "FusedKernel";
+  std::uint64_t op = 0;  // OpBegin::id of the launching call
+  NameId kernel{};       // the compiler's kernel name, e.g. "triton_poi_fused_add_relu_0"
+  NameId source{};       // what identifies the kernel: Inductor's source hash (its cache file's stem)
+  NameId fused{};        // the operators it fuses as the compiler lists them, in operator events'
+                         // spelling and the compiler's order: "aten::add, aten::relu"; 0 = none named
+  NameId graph{};        // where that list was read: the compiled graph's module file
+};
+
 // Every event type, in EventKind order. A new event goes here and in
 // EventKind, and gets a BOOST_HANA_ADAPT_STRUCT line in detail/reflect.hpp.
 inline constexpr TypeList<DeviceInfo, KernelLaunch, KernelComplete, MemAlloc, MemFree, Memcpy,
                           Memset, Synchronize, ModuleLoad, MemAccess, AccessHistogram, ScopeBegin,
                           ScopeEnd, OpBegin, OpEnd, TensorAlloc, TensorFree, KernelCounters,
-                          StallSample, TensorView>
+                          StallSample, TensorView, FusedKernel>
     all_events{};
 
 namespace detail {

@@ -2,6 +2,17 @@
 // launched: per operator name, calls, kernels and copies, device time self
 // and total (with the operators it calls), host time self and total. Answers
 // "which operators cost the GPU time", like torch.profiler's key_averages().
+//
+// Each kernel is attributed one of three ways, and the report says which:
+// * direct operator: the operator call that launched it (KernelComplete::op);
+// * fused by compiler: a compiled kernel (FusedKernel: an Inductor Triton
+//   kernel) is charged to the operators the compiler says it fuses, in equal
+//   shares: 1/N of its device time to each of its N operators (the
+//   nanoseconds left over to the first ones listed), as self and total time;
+//   its launching call (named after the kernel) and that call's callers get
+//   the whole time in their totals;
+// * unattributed: launched outside every operator, or a compiled kernel whose
+//   compiler named no operator (charged to its launching call as direct).
 #pragma once
 
 #include <algorithm>
@@ -32,6 +43,15 @@ class OpSummary {
     std::uint64_t calls = 0, kernels = 0, copies = 0;
     std::uint64_t device_self_ns = 0, device_total_ns = 0;
     std::uint64_t host_self_ns = 0, host_total_ns = 0;
+    // Shares of compiled kernels a compiler fused this operator into; part of
+    // device_self_ns and device_total_ns.
+    std::uint64_t fused_kernels = 0, fused_ns = 0;
+    std::uint64_t launches = 0;  // calls that launched a compiled kernel (named after it)
+  };
+  struct CompiledStats {  // one compiled kernel (by source hash)
+    NameId kernel{}, source{}, fused{}, graph{};
+    std::vector<NameId> ops;  // `fused`, one name each
+    std::uint64_t launches = 0, kernels = 0, device_ns = 0;
   };
   struct KernelStats {  // kernels launched outside every operator
     std::uint64_t launches = 0, device_ns = 0;
@@ -68,7 +88,10 @@ class OpSummary {
     const std::uint64_t d = duration_ns(e.start_ns, e.end_ns);
     ++kernels_;
     device_ns_ += d;
-    if (e.op == 0) {
+    const Instance* launch = e.op ? table_.find(e.op) : nullptr;
+    if (launch && launch->compiled) {
+      charge_fused(*launch, d);
+    } else if (e.op == 0) {
       KernelStats& k = unattributed_[e.name];
       ++k.launches;
       k.device_ns += d;
@@ -76,10 +99,28 @@ class OpSummary {
     } else if (const Instance* op = charge(e.op, d)) {
       ++at(op->name).kernels;
       ++attributed_;
+      ++direct_;
     } else {
       ++evicted_.kernels;
       evicted_.device_self_ns += d;
     }
+  }
+  // Right after the OpBegin of the call that launches a compiled kernel.
+  void on(const FusedKernel& e) {
+    Instance* inst = table_.find(e.op);
+    if (!inst) return;
+    const std::uint64_t key = e.source ? std::uint64_t{1} << 63 | e.source.value
+                                       : std::uint64_t{e.graph.value} << 32 | e.kernel.value;
+    auto [it, fresh] = compiled_index_.try_emplace(key, compiled_.size() + 1);
+    if (fresh) {
+      CompiledStats c;
+      c.kernel = e.kernel, c.source = e.source, c.fused = e.fused, c.graph = e.graph;
+      for (const std::string& op : split_list(name_of(e.fused))) c.ops.push_back(intern(op));
+      compiled_.push_back(std::move(c));
+    }
+    inst->compiled = it->second;
+    ++compiled_[it->second - 1].launches;
+    ++at(inst->name).launches;
   }
   void on(const Memcpy& e) { copy(e.op, duration_ns(e.start_ns, e.end_ns)); }
   void on(const Memset& e) { copy(e.op, duration_ns(e.start_ns, e.end_ns)); }
@@ -95,6 +136,14 @@ class OpSummary {
   std::uint64_t attributed() const { return attributed_; }
   // Kernels launched outside every operator (op == 0).
   std::uint64_t unattributed() const { return unattributed_kernels_; }
+  // Kernels by how they were attributed: to the operator call that launched
+  // them, to the operators a compiler fused, or to none (outside every
+  // operator, or compiled with no operator named).
+  std::uint64_t direct() const { return direct_; }
+  std::uint64_t fused() const { return fused_kernels_; }
+  std::uint64_t unattributed_total() const { return unattributed_kernels_ + unnamed_compiled_; }
+  // Compiled kernels seen, in order of first launch.
+  const std::vector<CompiledStats>& compiled() const { return compiled_; }
   // Kernels and copies whose operator instance had left the table.
   const Stats& evicted() const { return evicted_; }
   std::uint64_t unattributed_copies() const { return unattributed_copies_; }
@@ -102,7 +151,7 @@ class OpSummary {
   void report(Report& out) const {
     std::vector<std::uint32_t> order;
     for (std::uint32_t i = 0; i < by_name_.size(); ++i)
-      if (seen(by_name_[i])) order.push_back(i);
+      if (seen(by_name_[i]) && !only_launches(by_name_[i])) order.push_back(i);
     std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
       const Stats &x = by_name_[a], &y = by_name_[b];
       if (x.device_self_ns != y.device_self_ns) return x.device_self_ns > y.device_self_ns;
@@ -118,30 +167,42 @@ class OpSummary {
     out.summary("kernels attributed to an operator", attributed_);
     out.summary("kernels attributed (%)", kernels_ ? 100.0 * attributed_ / kernels_ : 0.0);
     out.summary("kernels outside every operator", unattributed_kernels_);
+    out.summary("kernels by attribution: direct operator", direct_);
+    out.summary("kernels by attribution: fused by compiler", fused_kernels_);
+    out.summary("kernels by attribution: unattributed", unattributed_total());
     out.summary("kernels whose operator record was evicted", evicted_.kernels);
     out.summary("copies and memsets outside every operator", unattributed_copies_);
     out.summary("device time (ms)", device_ns_ * ms);
     if (evicted_.kernels || evicted_.copies)
       out.note("kernels and copies that completed after more than " + std::to_string(table_slots) +
                " later operators began are listed as '(operator record evicted)'");
+    if (!compiled_.empty())
+      out.note(
+          "a compiled kernel that fuses N operators (as its compiler's metadata names them) is "
+          "charged to each in equal shares, 1/N of its device time, as self and total time; its "
+          "launching call, named after the kernel, and that call's callers get the whole time in "
+          "device_total_ms only");
 
     auto& ops = out.table("operators", "Operators by device time",
                           {"rank", "operator", "calls", "kernels", "copies", "device_self_ms",
-                           "device_total_ms", "host_self_ms", "host_total_ms", "device_self_pct"});
+                           "device_total_ms", "host_self_ms", "host_total_ms", "device_self_pct",
+                           "fused_kernels", "fused_ms", "attribution"});
     for (std::size_t c = 5; c <= 8; ++c) ops.precision(c, 3);
     ops.precision(9, 1);
+    ops.precision(11, 3);
     auto pct = [&](std::uint64_t ns) { return device_ns_ ? 100.0 * ns / device_ns_ : 0.0; };
     std::uint64_t rank = 0;
     for (std::uint32_t i : order) {
       const Stats& s = by_name_[i];
       ops.row(++rank, std::string(name_of(NameId{i})), s.calls, s.kernels, s.copies,
               s.device_self_ns * ms, s.device_total_ns * ms, s.host_self_ns * ms,
-              s.host_total_ns * ms, pct(s.device_self_ns));
+              s.host_total_ns * ms, pct(s.device_self_ns), s.fused_kernels, s.fused_ns * ms,
+              std::string(attribution(s)));
     }
     if (evicted_.kernels || evicted_.copies)
       ops.row(Cell{}, "(operator record evicted)", Cell{}, evicted_.kernels, evicted_.copies,
               evicted_.device_self_ns * ms, evicted_.device_self_ns * ms, Cell{}, Cell{},
-              pct(evicted_.device_self_ns));
+              pct(evicted_.device_self_ns), Cell{}, Cell{}, Cell{});
 
     std::vector<std::pair<NameId, KernelStats>> kernels(unattributed_.begin(), unattributed_.end());
     std::sort(kernels.begin(), kernels.end(), [](const auto& a, const auto& b) {
@@ -155,6 +216,26 @@ class OpSummary {
     for (const auto& [k, s] : kernels)
       outside.row(pasta::detail::short_kernel_name(pasta::detail::demangle(name_of(k))), s.launches,
                   s.device_ns * ms);
+
+    if (!compiled_.empty()) {
+      std::vector<std::size_t> by_time(compiled_.size());
+      for (std::size_t i = 0; i < by_time.size(); ++i) by_time[i] = i;
+      std::stable_sort(by_time.begin(), by_time.end(), [&](std::size_t a, std::size_t b) {
+        return compiled_[a].device_ns > compiled_[b].device_ns;
+      });
+      auto& ck = out.table("compiled_kernels",
+                           "Compiled kernels and the operators their compiler fused",
+                           {"kernel", "source", "attribution", "operators", "launches", "kernels",
+                            "device_ms", "graph"});
+      ck.precision(6, 3);
+      for (std::size_t i : by_time) {
+        const CompiledStats& c = compiled_[i];
+        ck.row(std::string(name_of(c.kernel)), std::string(name_of(c.source)),
+               c.ops.empty() ? "unattributed" : "fused by compiler",
+               std::string(name_of(c.fused)), c.launches, c.kernels, c.device_ns * ms,
+               std::string(name_of(c.graph)));
+      }
+    }
 
     if (inputs_.empty()) return;
     std::vector<std::pair<std::uint64_t, InputStats>> shapes(inputs_.begin(), inputs_.end());
@@ -178,6 +259,7 @@ class OpSummary {
     std::uint64_t id = 0, parent = 0;
     NameId name{}, inputs{};
     std::uint32_t thread = 0;
+    std::uint32_t compiled = 0;  // a compiled kernel's launch: 1 + its index in compiled_
   };
   struct Open {
     Instance inst;
@@ -190,7 +272,64 @@ class OpSummary {
   static std::uint64_t input_key(NameId op, NameId inputs) {
     return std::uint64_t{op.value} << 32 | inputs.value;
   }
-  static bool seen(const Stats& s) { return s.calls || s.kernels || s.copies; }
+  static bool seen(const Stats& s) { return s.calls || s.kernels || s.copies || s.fused_kernels; }
+  // A name only compiled kernels' launches had, whose kernels all went to
+  // fused operators: listed under compiled_kernels, not as an operator.
+  static bool only_launches(const Stats& s) {
+    return s.launches && s.launches == s.calls && !s.kernels && !s.copies && !s.fused_kernels;
+  }
+  static std::string_view attribution(const Stats& s) {
+    const bool direct = s.kernels || s.copies;
+    if (s.fused_kernels) return direct ? "direct + fused by compiler" : "fused by compiler";
+    if (s.launches && s.kernels) return "compiled, no operator named";
+    return direct ? "direct operator" : "";
+  }
+  // "aten::add, aten::relu" -> its names.
+  static std::vector<std::string> split_list(std::string_view list) {
+    std::vector<std::string> out;
+    while (!list.empty()) {
+      const auto comma = list.find(", ");
+      if (comma) out.emplace_back(list.substr(0, comma));
+      if (comma == std::string_view::npos) break;
+      list.remove_prefix(comma + 2);
+    }
+    return out;
+  }
+
+  // Kernel of compiled launch `inst`: equal shares to the operators its
+  // compiler fused, the whole time to the launching call's totals.
+  void charge_fused(const Instance& inst, std::uint64_t d) {
+    CompiledStats& c = compiled_[inst.compiled - 1];
+    ++c.kernels;
+    c.device_ns += d;
+    if (c.ops.empty()) {
+      charge(inst.id, d);
+      ++at(inst.name).kernels;
+      ++unnamed_compiled_;
+      return;
+    }
+    ++fused_kernels_;
+    ++attributed_;
+    const std::uint64_t n = c.ops.size();
+    chain_.clear();
+    for (std::uint64_t i = 0; i < n; ++i) {
+      const std::uint64_t share = d / n + (i < d % n ? 1 : 0);
+      Stats& s = at(c.ops[i]);
+      s.device_self_ns += share;
+      s.device_total_ns += share;
+      s.fused_ns += share;
+      ++s.fused_kernels;
+      chain_.push_back(c.ops[i]);
+    }
+    const Instance* up = &inst;
+    for (std::size_t depth = 0; up && depth < max_depth; ++depth) {
+      if (std::find(chain_.begin(), chain_.end(), up->name) == chain_.end()) {
+        chain_.push_back(up->name);
+        at(up->name).device_total_ns += d;
+      }
+      up = up->parent ? find(up->parent, up->thread) : nullptr;
+    }
+  }
 
   Stats& at(NameId id) {
     if (id.value >= by_name_.size()) by_name_.resize(id.value + 1);
@@ -245,9 +384,12 @@ class OpSummary {
   std::vector<Stats> by_name_;                                   // indexed by NameId
   std::unordered_map<std::uint64_t, InputStats> inputs_;         // (name, inputs) -> stats
   std::unordered_map<NameId, KernelStats> unattributed_;         // kernel name -> stats
+  std::vector<CompiledStats> compiled_;                          // compiled kernels
+  std::unordered_map<std::uint64_t, std::uint32_t> compiled_index_;  // source -> 1 + index
   std::vector<NameId> chain_;                                    // scratch for charge()
   Stats evicted_;
   std::uint64_t kernels_ = 0, attributed_ = 0, unattributed_kernels_ = 0;
+  std::uint64_t direct_ = 0, fused_kernels_ = 0, unnamed_compiled_ = 0;
   std::uint64_t unattributed_copies_ = 0, device_ns_ = 0;
 };
 

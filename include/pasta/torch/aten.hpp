@@ -10,6 +10,11 @@
 // With nv::Cupti in the same Handlers list, each operator also tags the CUDA
 // work its thread launches (CUPTI external correlation ids), so kernels,
 // copies and memsets arrive with KernelComplete::op and friends set.
+//
+// In a Python process that compiles with torch.compile, each launch of an
+// Inductor Triton kernel is an operator call named after the kernel, followed
+// by a FusedKernel event with the operators Inductor says the kernel fuses
+// (detail/inductor_bridge.hpp).
 #pragma once
 
 #include <ATen/record_function.h>
@@ -37,6 +42,7 @@
 #include <pasta/core/events.hpp>
 #include <pasta/core/log.hpp>
 #include <pasta/core/names.hpp>
+#include <pasta/torch/detail/inductor_bridge.hpp>
 
 namespace pasta::torch {
 
@@ -82,6 +88,10 @@ class Aten {
       emit_alloc_ = [](void* s, const TensorAlloc& e) { static_cast<Sink*>(s)->emit(e); };
       emit_free_ = [](void* s, const TensorFree& e) { static_cast<Sink*>(s)->emit(e); };
       emit_view_ = [](void* s, const TensorView& e) { static_cast<Sink*>(s)->emit(e); };
+      if constexpr (Sink::template wants<FusedKernel>())
+        emit_fused_ = [](void* s, const FusedKernel& e) { static_cast<Sink*>(s)->emit(e); };
+      compiled_ = Sink::template wants<OpBegin>() || Sink::template wants<FusedKernel>();
+      if (compiled_) detail::InductorBridge::start(&enter_compiled, &leave_compiled, verbose_);
       memory_ = memory;
       views_ = views;
       if (memory_) install_reporter();  // the starting thread, before its first operator
@@ -104,6 +114,7 @@ class Aten {
     if (!active_) return;
     active_ = false;
     current() = nullptr;  // callbacks already running see it and return
+    if (compiled_) detail::InductorBridge::stop();
     at::removeCallback(handle_);
     handle_ = 0;
     // Threads keep the (now silent) reporter until their state is reset:
@@ -140,6 +151,7 @@ class Aten {
     std::uint32_t steps_open = 0;  // optimizer steps open on this thread
     std::unordered_map<const char*, NameId> by_pointer;
     std::unordered_map<std::string_view, NameId> names;  // views of interned text
+    std::vector<OpContext> launches;  // open compiled-kernel launches (id 0: not recorded)
   };
   static ThreadState& thread_state() {
     thread_local ThreadState state;
@@ -170,6 +182,7 @@ class Aten {
   static std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     Aten* self = current().load(std::memory_order_acquire);
     if (!self) return nullptr;
+    if (self->compiled_) detail::InductorBridge::poll();
     try {
       ThreadState& t = thread_state();
       if (self->memory_) self->install_reporter();
@@ -265,6 +278,68 @@ class Aten {
     if (ctx.step) {
       if (ctx.thread == pasta::detail::thread_id()) --thread_state().steps_open;
       window.step_end();
+    }
+  }
+
+  // A compiled kernel's launch, from the Python thread launching it: an
+  // operator call named after the kernel, its FusedKernel, and the device
+  // work in between tagged with it. Every enter is matched by one leave.
+  static void enter_compiled(const detail::CompiledKernel& k) {
+    ThreadState& t = thread_state();
+    OpContext ctx;
+    Aten* self = current().load(std::memory_order_acquire);
+    if (self && k.kernel) {
+      try {
+        ctx.id = next_id_.fetch_add(1, std::memory_order_relaxed);
+        ctx.name = k.kernel;
+        ctx.thread = pasta::detail::thread_id();
+        ctx.depth = static_cast<std::uint32_t>(t.open.size());
+        const std::uint64_t parent = t.open.empty() ? 0 : t.open.back();
+        t.open.push_back(ctx.id);
+        if (const auto* hooks = pasta::detail::op_correlator().load(std::memory_order_acquire)) {
+          hooks->enter(ctx.id, ctx.name);
+          ctx.tagged = true;
+        }
+        self->stats_.ops.fetch_add(1, std::memory_order_relaxed);
+        self->emit_begin_(self->sink_, OpBegin{.id = ctx.id,
+                                               .parent = parent,
+                                               .name = ctx.name,
+                                               .thread = ctx.thread,
+                                               .depth = ctx.depth,
+                                               .time_ns = pasta::detail::now_ns()});
+        if (self->emit_fused_)
+          self->emit_fused_(self->sink_, FusedKernel{.op = ctx.id,
+                                                     .kernel = k.kernel,
+                                                     .source = k.source,
+                                                     .fused = k.fused,
+                                                     .graph = k.graph});
+      } catch (...) {
+        pasta::detail::log_once("aten:compiled", "torch::Aten: a compiled kernel's launch failed");
+      }
+    }
+    t.launches.push_back(ctx);
+  }
+  static void leave_compiled() {
+    ThreadState& t = thread_state();
+    if (t.launches.empty()) return;
+    const OpContext ctx = t.launches.back();
+    t.launches.pop_back();
+    if (ctx.id == 0) return;
+    if (auto it = std::find(t.open.begin(), t.open.end(), ctx.id); it != t.open.end())
+      t.open.erase(it);
+    if (ctx.tagged)
+      if (const auto* hooks = pasta::detail::op_correlator().load(std::memory_order_acquire))
+        hooks->exit();
+    Aten* self = current().load(std::memory_order_acquire);
+    if (!self) return;
+    try {
+      self->emit_end_(self->sink_, OpEnd{.id = ctx.id,
+                                         .name = ctx.name,
+                                         .thread = ctx.thread,
+                                         .depth = ctx.depth,
+                                         .time_ns = pasta::detail::now_ns()});
+    } catch (...) {
+      pasta::detail::log_once("aten:compiled", "torch::Aten: a compiled kernel's launch failed");
     }
   }
 
@@ -409,6 +484,7 @@ class Aten {
   bool memory_ = false;
   bool views_ = false;  // a tool wants TensorView: operators' inputs are recorded
   bool active_ = false;
+  bool compiled_ = false;  // compiled kernels' launches are operator calls (a tool wants them)
   at::CallbackHandle handle_ = 0;
   void* sink_ = nullptr;
   void (*emit_begin_)(void*, const OpBegin&) = nullptr;
@@ -416,6 +492,7 @@ class Aten {
   void (*emit_alloc_)(void*, const TensorAlloc&) = nullptr;
   void (*emit_free_)(void*, const TensorFree&) = nullptr;
   void (*emit_view_)(void*, const TensorView&) = nullptr;
+  void (*emit_fused_)(void*, const FusedKernel&) = nullptr;
   Stats stats_;
   std::string error_;
   static inline std::atomic<std::uint64_t> next_id_{1};  // OpBegin::id; 0 means none

@@ -56,6 +56,7 @@ BOOST_HANA_ADAPT_STRUCT(pasta::KernelCounters, correlation, device, passes, dram
 BOOST_HANA_ADAPT_STRUCT(pasta::StallSample, function, pc, reason, samples, device);
 BOOST_HANA_ADAPT_STRUCT(pasta::TensorView, address, bytes, base, base_bytes, layout, element_bytes,
                         device, op, thread);
+BOOST_HANA_ADAPT_STRUCT(pasta::FusedKernel, op, kernel, source, fused, graph);
 
 namespace pasta::detail {
 

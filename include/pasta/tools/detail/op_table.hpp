@@ -27,6 +27,9 @@ class OpTable {
     const Op& op = table_[id & (slots - 1)];
     return op.id == id ? &op : nullptr;
   }
+  Op* find(std::uint64_t id) {
+    return const_cast<Op*>(static_cast<const OpTable*>(this)->find(id));
+  }
 
  private:
   std::vector<Op> table_;

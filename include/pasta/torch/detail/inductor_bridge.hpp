@@ -1,0 +1,390 @@
+// torch.compile'd models: each launch of a Triton kernel Inductor generated,
+// told to torch::Aten with what Inductor's own metadata says the kernel fuses.
+// In a Python process, once torch._inductor's runtime is imported (Inductor
+// compiled something), CachingAutotuner.run is wrapped; the wrapper looks the
+// kernel up once (its source hash, and the compiled graph's module that
+// launched it, whose comments list the operators: detail/inductor_wrapper.hpp)
+// and brackets every launch with enter/leave. The Python C API is found with
+// dlsym (no link dependency): a program without Python, or one that never
+// compiles, pays one check every few operator calls and nothing else.
+#pragma once
+
+#include <dlfcn.h>
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <pasta/core/detail/fmt.hpp>
+
+#include <pasta/core/detail/thread.hpp>
+#include <pasta/core/log.hpp>
+#include <pasta/core/names.hpp>
+#include <pasta/torch/detail/inductor_wrapper.hpp>
+
+namespace pasta::torch::detail {
+
+// One Triton kernel as Inductor's metadata describes it.
+struct CompiledKernel {
+  NameId kernel{}, source{}, fused{}, graph{};  // as FusedKernel's fields
+};
+
+// The few CPython entry points the bridge calls, resolved in the running
+// process. PyObject* is an opaque pointer here.
+struct PythonApi {
+  using Obj = void*;
+  struct MethodDef {  // PyMethodDef
+    const char* name;
+    Obj (*fn)(Obj, Obj);
+    int flags;
+    const char* doc;
+  };
+  static constexpr int meth_varargs = 0x0001, meth_noargs = 0x0004, meth_o = 0x0008;
+  static constexpr int file_input = 257;  // Py_file_input
+
+  int (*is_initialized)() = nullptr;
+  int (*add_pending_call)(int (*)(void*), void*) = nullptr;
+  Obj (*run_string)(const char*, int, Obj, Obj, void*) = nullptr;  // PyRun_StringFlags
+  Obj (*dict_new)() = nullptr;
+  Obj (*dict_get)(Obj, const char*) = nullptr;  // borrowed
+  Obj (*builtins)() = nullptr;                  // PyEval_GetBuiltins, borrowed
+  int (*dict_set)(Obj, const char*, Obj) = nullptr;
+  Obj (*new_function)(MethodDef*, Obj, Obj) = nullptr;  // PyCFunction_NewEx
+  Obj (*call)(Obj, Obj) = nullptr;                      // PyObject_CallObject
+  Obj (*tuple_new)(long) = nullptr;
+  int (*tuple_set)(Obj, long, Obj) = nullptr;  // steals
+  Obj (*tuple_get)(Obj, long) = nullptr;       // borrowed
+  const char* (*utf8)(Obj, long*) = nullptr;   // PyUnicode_AsUTF8AndSize
+  Obj (*long_from)(long long) = nullptr;
+  long long (*long_as)(Obj) = nullptr;
+  Obj (*err_occurred)() = nullptr;
+  void (*err_clear)() = nullptr;
+  void (*err_print)() = nullptr;
+  void (*incref)(Obj) = nullptr;
+  void (*decref)(Obj) = nullptr;
+  Obj none = nullptr;
+
+  // Every entry point, or false (not a Python process).
+  bool resolve() {
+    bool ok = true;
+    auto get = [&](auto& fn, const char* name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(RTLD_DEFAULT, name));
+      ok = ok && fn != nullptr;
+    };
+    get(is_initialized, "Py_IsInitialized");
+    if (!ok) return false;
+    get(add_pending_call, "Py_AddPendingCall");
+    get(run_string, "PyRun_StringFlags");
+    get(dict_new, "PyDict_New");
+    get(dict_get, "PyDict_GetItemString");
+    get(builtins, "PyEval_GetBuiltins");
+    get(dict_set, "PyDict_SetItemString");
+    new_function = reinterpret_cast<Obj (*)(MethodDef*, Obj, Obj)>(
+        dlsym(RTLD_DEFAULT, "PyCFunction_NewEx"));
+    ok = ok && new_function;
+    get(call, "PyObject_CallObject");
+    get(tuple_new, "PyTuple_New");
+    get(tuple_set, "PyTuple_SetItem");
+    get(tuple_get, "PyTuple_GetItem");
+    get(utf8, "PyUnicode_AsUTF8AndSize");
+    get(long_from, "PyLong_FromLongLong");
+    get(long_as, "PyLong_AsLongLong");
+    get(err_occurred, "PyErr_Occurred");
+    get(err_clear, "PyErr_Clear");
+    get(err_print, "PyErr_Print");
+    get(incref, "Py_IncRef");
+    get(decref, "Py_DecRef");
+    none = dlsym(RTLD_DEFAULT, "_Py_NoneStruct");
+    return ok && none;
+  }
+};
+
+class InductorBridge {
+ public:
+  using Enter = void (*)(const CompiledKernel&);
+  using Leave = void (*)();
+
+  // Called by the active torch::Aten handler.
+  static void start(Enter enter, Leave leave, bool verbose) {
+    State& s = state();
+    s.enter = enter;
+    s.leave = leave;
+    s.verbose = verbose;
+    if (!s.resolved) {
+      s.resolved = true;
+      s.python = s.api.resolve();
+    }
+    s.active.store(s.python, std::memory_order_release);
+  }
+  static void stop() {
+    State& s = state();
+    if (!s.active.exchange(false)) return;
+    if (s.verbose && s.installed.load())
+      pasta::detail::log(fmt::format(
+          "inductor: {} compiled kernels seen, {} with the operators they fuse, {} launches",
+          s.kernels.size(), s.described.load(), s.launches.load()));
+  }
+
+  // At an operator call: until the wrapper is in, asks the Python main
+  // thread (a pending call: it runs between two bytecodes, holding the GIL)
+  // to look for Inductor's runtime, at most every `retry_ns`.
+  static constexpr std::uint64_t retry_ns = 5'000'000;
+  static void poll() {
+    State& s = state();
+    if (!s.active.load(std::memory_order_relaxed) || s.installed.load(std::memory_order_relaxed) ||
+        s.given_up.load(std::memory_order_relaxed))
+      return;
+    thread_local std::uint32_t calls = 0;
+    if (++calls % 16 != 1) return;
+    const std::uint64_t now = pasta::detail::now_ns();
+    if (now - s.last_try_ns.load(std::memory_order_relaxed) < retry_ns) return;
+    if (s.pending.exchange(true)) return;
+    s.last_try_ns.store(now, std::memory_order_relaxed);
+    if (!s.api.is_initialized() || s.api.add_pending_call(&try_install, nullptr) != 0)
+      s.pending.store(false);
+  }
+
+  static std::uint64_t launches() { return state().launches.load(); }
+
+ private:
+  struct State {
+    PythonApi api;
+    bool resolved = false, python = false, verbose = false;
+    std::atomic<bool> active{false}, installed{false}, given_up{false}, pending{false};
+    std::atomic<std::uint64_t> last_try_ns{0}, launches{0}, described{0};
+    std::uint64_t logged = 0;  // kernels described in the log (the first 60)
+    Enter enter = nullptr;
+    Leave leave = nullptr;
+    PythonApi::Obj install = nullptr, hooks[3] = {};
+    std::mutex mutex;  // the tables below (Python threads hold the GIL, free-threaded ones not)
+    std::deque<CompiledKernel> kernels;                         // index + 1 is the id Python keeps
+    std::map<std::string, long long> ids;                       // graph \n source \n name -> id
+    std::map<std::string, std::vector<InductorKernel>> graphs;  // module file -> its kernels
+  };
+  static State& state() {
+    static State s;
+    return s;
+  }
+
+  // The Python side: wraps CachingAutotuner.run once its module is
+  // imported. describe() returns the kernel's id, negative while the
+  // launching module did not name the kernel (tried again next launch).
+  static constexpr const char* python_source = R"PY(
+import sys
+def install(enter, leave, describe):
+    th = sys.modules.get("torch._inductor.runtime.triton_heuristics")
+    if th is None:
+        return 0
+    cls = getattr(th, "CachingAutotuner", None)
+    run = getattr(cls, "run", None)
+    if run is None:
+        return -1
+    if getattr(run, "_pasta", False):
+        return 1
+    getframe = sys._getframe
+    def pasta_run(self, *args, **kwargs):
+        k = self.__dict__.get("_pasta_kernel", 0)
+        if k <= 0:
+            try:
+                meta = getattr(self, "inductor_meta", None) or {}
+                name = meta.get("kernel_name") or getattr(getattr(self, "fn", None), "__name__", "")
+                graph = getframe(1).f_globals.get("__file__") or ""
+                k = describe(str(name or ""), str(getattr(self, "filename", None) or ""), str(graph))
+                if k > 0:
+                    self._pasta_kernel = k
+            except Exception:
+                k = 0
+        if k == 0:
+            return run(self, *args, **kwargs)
+        enter(k if k > 0 else -k)
+        try:
+            return run(self, *args, **kwargs)
+        finally:
+            leave()
+    pasta_run._pasta = True
+    pasta_run.__wrapped__ = run
+    pasta_run.__name__ = getattr(run, "__name__", "run")
+    pasta_run.__qualname__ = getattr(run, "__qualname__", "run")
+    cls.run = pasta_run
+    return 1
+)PY";
+
+  static PythonApi::Obj none(State& s) {
+    s.api.incref(s.api.none);
+    return s.api.none;
+  }
+
+  static PythonApi::Obj py_enter(PythonApi::Obj, PythonApi::Obj arg) {
+    State& s = state();
+    const long long id = s.api.long_as(arg);
+    if (id <= 0) {
+      s.api.err_clear();
+    } else if (s.active.load(std::memory_order_acquire)) {
+      CompiledKernel k;
+      {
+        std::scoped_lock lock(s.mutex);
+        if (static_cast<std::size_t>(id) <= s.kernels.size()) k = s.kernels[id - 1];
+      }
+      s.launches.fetch_add(1, std::memory_order_relaxed);
+      s.enter(k);
+      return none(s);
+    }
+    s.enter(CompiledKernel{});  // a frame all the same: leave() pops one per enter()
+    return none(s);
+  }
+  static PythonApi::Obj py_leave(PythonApi::Obj, PythonApi::Obj) {
+    State& s = state();
+    s.leave();
+    return none(s);
+  }
+  static PythonApi::Obj py_describe(PythonApi::Obj, PythonApi::Obj args) {
+    State& s = state();
+    std::string text[3];
+    for (int i = 0; i < 3; ++i) {
+      long n = 0;
+      const char* p = s.api.utf8(s.api.tuple_get(args, i), &n);
+      if (!p) {
+        s.api.err_clear();
+        return s.api.long_from(0);
+      }
+      text[i].assign(p, static_cast<std::size_t>(n));
+    }
+    long long id = 0;
+    try {
+      id = describe(s, text[0], text[1], text[2]);
+    } catch (...) {
+      pasta::detail::log_once("inductor:describe", "inductor: a compiled kernel was not described");
+    }
+    return s.api.long_from(id);
+  }
+
+  // The id of kernel `name` (source file `path`) launched from module `graph`.
+  static long long describe(State& s, const std::string& name, const std::string& path,
+                            const std::string& graph) {
+    std::scoped_lock lock(s.mutex);
+    const std::string source(source_hash(path));
+    const std::string key = graph + '\n' + source + '\n' + name;
+    if (auto hit = s.ids.find(key); hit != s.ids.end()) return hit->second;
+    auto module = s.graphs.find(graph);
+    if (module == s.graphs.end()) {
+      std::vector<InductorKernel> kernels;
+      if (!graph.empty() && graph.ends_with(".py")) {
+        std::ifstream in(graph);
+        std::stringstream text;
+        text << in.rdbuf();
+        kernels = inductor_kernels(text.str());
+      }
+      module = s.graphs.emplace(graph, std::move(kernels)).first;
+    }
+    // Keyed on the source hash; failing that, on the kernel's name within
+    // the module that launched it (unique there: Inductor numbers them).
+    const InductorKernel* found = nullptr;
+    const char* how = "source hash";
+    for (const InductorKernel& k : module->second)
+      if (!source.empty() && k.source == source) found = &k;
+    if (!found)
+      for (const InductorKernel& k : module->second)
+        if (k.name == name) found = &k, how = "name within its module";
+    std::string fused;
+    if (found)
+      for (const std::string& op : found->fused) {
+        if (!fused.empty()) fused += ", ";
+        fused += operator_event_name(op);
+      }
+    s.kernels.push_back(CompiledKernel{.kernel = intern(name),
+                                       .source = intern(source),
+                                       .fused = fused.empty() ? NameId{} : intern(fused),
+                                       .graph = intern(graph)});
+    const auto id = static_cast<long long>(s.kernels.size());
+    if (found && !fused.empty()) s.described.fetch_add(1, std::memory_order_relaxed);
+    if (s.verbose && ++s.logged <= 60) {
+      if (found)
+        pasta::detail::log(fmt::format("inductor: {} (source {}, by {}) fuses [{}], from {}", name,
+                                       source, how, fused, graph));
+      else
+        pasta::detail::log(fmt::format(
+            "inductor: {} (source {}) is not defined in the module that launched it ({}; {} "
+            "kernels there): launched as an operator of its own, looked up again next launch",
+            name, source, graph.empty() ? "no file" : graph, module->second.size()));
+    }
+    // Negative: Python asks again at the next launch, which finds this id
+    // unless another module launches it (the first caller may not be the
+    // graph, e.g. an autotuning pass).
+    const long long result = found ? id : -id;
+    s.ids.emplace(key, result);
+    return result;
+  }
+
+  // The pending call: on the Python main thread, holding the GIL.
+  static int try_install(void*) {
+    State& s = state();
+    s.pending.store(false);
+    if (!s.active.load() || s.installed.load() || s.given_up.load()) return 0;
+    PythonApi& py = s.api;
+    try {
+      if (!s.install) {
+        static PythonApi::MethodDef defs[] = {
+            {"pasta_enter", &py_enter, PythonApi::meth_o, nullptr},
+            {"pasta_leave", &py_leave, PythonApi::meth_noargs, nullptr},
+            {"pasta_describe", &py_describe, PythonApi::meth_varargs, nullptr},
+        };
+        PythonApi::Obj ns = py.dict_new();
+        PythonApi::Obj result = nullptr;
+        if (ns && py.dict_set(ns, "__builtins__", py.builtins()) == 0)
+          result = py.run_string(python_source, PythonApi::file_input, ns, ns, nullptr);
+        if (!result) return fail(s, "the Python side did not load");
+        py.decref(result);
+        s.install = py.dict_get(ns, "install");
+        for (int i = 0; i < 3; ++i) s.hooks[i] = py.new_function(&defs[i], nullptr, nullptr);
+        if (!s.install || !s.hooks[0] || !s.hooks[1] || !s.hooks[2])
+          return fail(s, "the Python side did not load");
+        py.incref(s.install);
+      }
+      PythonApi::Obj args = py.tuple_new(3);
+      if (!args) return fail(s, "no argument tuple");
+      for (int i = 0; i < 3; ++i) {
+        py.incref(s.hooks[i]);
+        py.tuple_set(args, i, s.hooks[i]);
+      }
+      PythonApi::Obj result = py.call(s.install, args);
+      py.decref(args);
+      if (!result) return fail(s, "wrapping CachingAutotuner.run failed");
+      const long long r = py.long_as(result);
+      py.decref(result);
+      if (py.err_occurred()) py.err_clear();
+      if (r == 1) {
+        s.installed.store(true);
+        if (s.verbose)
+          pasta::detail::log(
+              "inductor: Triton kernels of compiled graphs are attributed to the operators they "
+              "fuse (torch._inductor CachingAutotuner.run wrapped)");
+      } else if (r < 0) {
+        return fail(s, "torch._inductor has no CachingAutotuner.run");
+      }
+    } catch (...) {
+      return fail(s, "an exception");
+    }
+    return 0;
+  }
+  static int fail(State& s, const char* why) {
+    s.given_up.store(true);
+    if (s.api.err_occurred()) {
+      if (s.verbose)
+        s.api.err_print();
+      else
+        s.api.err_clear();
+    }
+    pasta::detail::log(fmt::format(
+        "inductor: compiled kernels are not attributed to the operators they fuse ({})", why));
+    return 0;
+  }
+};
+
+}  // namespace pasta::torch::detail

@@ -1,0 +1,98 @@
+// Reading Inductor's kernel metadata back from a compiled graph's module; the
+// module text is laid out as PyTorch 2.11's wrapper codegen writes it
+// (torch/_inductor/codegen/triton.py _emit_kernel_to_wrapper, utils.py
+// get_kernel_metadata).
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include <pasta/torch/detail/inductor_wrapper.hpp>
+
+using namespace pasta::torch::detail;
+
+namespace {
+constexpr std::string_view module = R"(
+from torch._inductor.runtime.triton_heuristics import start_graph, end_graph
+async_compile = AsyncCompile()
+
+
+# kernel path: /tmp/torchinductor_root/q7/cq7abc.py
+# Topologically Sorted Source Nodes: [x, relu], Original ATen: [aten.add, aten.relu]
+# Source node to ATen node mapping:
+#   relu => relu
+#   x => add
+# Graph fragment:
+#   %add : Tensor "f32[4][1]cuda:0" = call_function[target=torch.ops.aten.add.Tensor]
+triton_poi_fused_add_relu_0 = async_compile.triton('triton_poi_fused_add_relu_0', '''
+import triton
+# kernel path: not a comment of the wrapper
+@triton.jit
+def triton_poi_fused_add_relu_0(in_ptr0, out_ptr0, xnumel, XBLOCK : tl.constexpr):
+    xoffset = tl.program_id(0) * XBLOCK
+''', device_str='cuda')
+
+
+# kernel path: /tmp/torchinductor_root/zz/czzfill.py
+# Topologically Sorted Source Nodes: [], Original ATen: []
+# Source node to ATen node mapping:
+triton_poi_fused_0 = async_compile.triton('triton_poi_fused_0', '''
+@triton.jit
+def triton_poi_fused_0(out_ptr0, xnumel, XBLOCK : tl.constexpr):
+''', device_str='cuda')
+
+
+# kernel path: /tmp/torchinductor_root/ab/cabsoftmax.py
+# Unsorted Source Nodes: [sm], Original ATen: [aten._softmax, aten.native_dropout, prims.inductor_random]
+triton_per_fused__softmax_native_dropout_1 = async_compile.triton('triton_per_fused__softmax_native_dropout_1', '''
+@triton.jit
+def triton_per_fused__softmax_native_dropout_1(in_ptr0):
+''', device_str='cuda')
+
+async_compile.wait(globals())
+del async_compile
+)";
+}  // namespace
+
+TEST_CASE("Inductor's wrapper module: each Triton kernel with its source hash and fused operators") {
+  const std::vector<InductorKernel> k = inductor_kernels(module);
+  REQUIRE(k.size() == 3);
+  CHECK(k[0].name == "triton_poi_fused_add_relu_0");
+  CHECK(k[0].path == "/tmp/torchinductor_root/q7/cq7abc.py");
+  CHECK(k[0].source == "cq7abc");
+  CHECK(k[0].fused == std::vector<std::string>{"aten.add", "aten.relu"});
+  SUBCASE("a kernel whose metadata names no operator") {
+    CHECK(k[1].name == "triton_poi_fused_0");
+    CHECK(k[1].source == "czzfill");
+    CHECK(k[1].fused.empty());
+  }
+  SUBCASE("unsorted source nodes, prims and private operators") {
+    CHECK(k[2].name == "triton_per_fused__softmax_native_dropout_1");
+    CHECK(k[2].source == "cabsoftmax");
+    CHECK(k[2].fused ==
+          std::vector<std::string>{"aten._softmax", "aten.native_dropout", "prims.inductor_random"});
+  }
+}
+
+TEST_CASE("Inductor's wrapper module: a definition without its comment block has no path") {
+  const auto k = inductor_kernels(
+      "# kernel path: /c/a.py\n"
+      "# Topologically Sorted Source Nodes: [x], Original ATen: [aten.mul]\n"
+      "buf = empty()\n"
+      "triton_poi_fused_mul_0 = async_compile.triton('triton_poi_fused_mul_0', '''\n"
+      "'''\n");
+  REQUIRE(k.size() == 1);
+  CHECK(k[0].name == "triton_poi_fused_mul_0");
+  CHECK(k[0].path.empty());
+  CHECK(k[0].fused.empty());
+}
+
+TEST_CASE("Inductor's names for operators, as operator events spell them") {
+  CHECK(operator_event_name("aten.add") == "aten::add");
+  CHECK(operator_event_name("aten._softmax") == "aten::_softmax");
+  CHECK(operator_event_name("prims.inductor_random") == "prims::inductor_random");
+  CHECK(operator_event_name("auto_functionalized") == "auto_functionalized");
+  CHECK(operator_event_name("aten::add") == "aten::add");
+  CHECK(source_hash("/tmp/t/ab/cabc.py") == "cabc");
+  CHECK(source_hash("cabc") == "cabc");
+}
