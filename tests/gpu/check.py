@@ -913,6 +913,58 @@ def case_torch_gpt(build, out):
     return expect_same_results(profiled, native, native_again) and ok
 
 
+def window_kernels(out_dir):
+    """Kernel launches kernel_freq counted, and the window its report names."""
+    freq = report(out_dir, "kernel_freq")
+    return sum(r["launches"] for r in freq["tables"]["kernels"]), freq.get("window", "")
+
+
+def case_torch_window(build, out):
+    """Capture ranges on a torchvision ResNet-18 trained for 6 steps: steps:2-3 and
+    cudaProfilerApi (torch.cuda.profiler.start/stop around steps 2-3) count exactly the kernels
+    torch.profiler's schedule records over steps 2-3, under --torch, the default pipeline and
+    --torch --memory (instrumented inside the window only); a range that never opens says so
+    and captures nothing; results unchanged throughout."""
+    script = os.path.join(ROOT, "tests", "gpu", "torch_window.py")
+    native = last_json(run([sys.executable, script]).stdout)
+    ref = last_json(run([sys.executable, script, "--torch-profiler", "2-3"]).stdout)
+    want = ref["kernels"]
+    print(f"  torch.profiler, schedule(wait=1, warmup=1, active=2): {want} kernels")
+    ok = expect("torch.profiler's run: parameter checksum", ref["checksum"], native["checksum"])
+
+    def pasta(name, mode, window, *extra):
+        d = os.path.join(out, name)
+        res = last_json(run([f"{build}/bin/pasta", "run", *mode, "--capture-range", window,
+                             "-o", d, "--", sys.executable, script, *extra],
+                            {"PASTA_PRINT": "none", "PASTA_VERBOSE": "1"}).stdout)
+        return d, res
+
+    for name, mode, window, extra in (
+            ("steps", ["--torch"], "steps:2-3", []),
+            ("profiler_api", ["--torch"], "cudaProfilerApi", ["--profiler-api", "2-3"]),
+            ("profiler_api_default", [], "cudaProfilerApi", ["--profiler-api", "2-3"]),
+            ("steps_memory", ["--torch", "--memory"], "steps:2-3", [])):
+        d, res = pasta(name, mode, window, *extra)
+        kernels, said = window_kernels(d)
+        ok = expect(f"{name}: kernels in the window", kernels, want) and ok
+        ok = expect(f"{name}: the report names its window", said.startswith(
+            f"capture range {window}:"), True) and ok
+        ok = expect(f"{name}: parameter checksum", res["checksum"], native["checksum"]) and ok
+        if "--torch" in mode and "--memory" not in mode:
+            ops = {r["operator"]: r["calls"]
+                   for r in report(d, "op_summary")["tables"]["operators"]}
+            ok = expect(f"{name}: optimizer steps among the operators",
+                        ops.get("Optimizer.step#SGD.step"), 2) and ok
+            ok = expect_attributed(d) and ok
+
+    d, res = pasta("never", ["--torch"], "nvtx:no_such_range")
+    partial = report(d, "op_summary").get("partial", "")
+    ok = expect("a range never opened: said in the report", partial.startswith(
+        "capture range nvtx:no_such_range never opened"), True) and ok
+    ok = expect("... and nothing captured", report(d, "op_summary")["summary"]["kernels"], 0) and ok
+    return expect("... results unchanged", res["checksum"], native["checksum"]) and ok
+
+
 def case_torch_libtorch(build, out):
     """A libtorch program with the profiler built in: every kernel attributed to an operator."""
     if not os.path.exists(f"{build}/examples/libtorch_train"):

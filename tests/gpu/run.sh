@@ -2,7 +2,7 @@
 # The one script for the GPU machine: builds from a clean tree, runs the GPU
 # tests (ctest -L gpu), the overhead benchmark, records the traces that
 # tests/data keeps, and prints a short table. Logs go to $OUT (or ./gpu-out).
-#   tests/gpu/run.sh [tests|bench|record|all|multi|memory|annotations|counters|stalls|torch|reliability|jobs|checks|handlers|record-gpt]
+#   tests/gpu/run.sh [tests|bench|record|all|multi|memory|annotations|counters|stalls|torch|reliability|jobs|checks|handlers|compiled|record-gpt]
 #   (default all)
 # `jobs`: a user's CUDA program built through FetchContent once per documented composition
 # (gpu: consumer), `pasta run -- torchrun` over a 2-rank DDP job (gpu: ddp), and the GPU tests
@@ -10,6 +10,8 @@
 # `handlers`: everything built, then the GPU tests of the CUPTI, Sanitizer and PyTorch handlers
 # (tracing, counters, PC sampling and stall blame, memory accesses, operators) and of in-binary
 # compositions (HANDLERS_TESTS, a regex of case names, replaces that list).
+# `compiled`: capture ranges, torch.compile attribution and CUDA graphs (COMPILED_TESTS, a
+# regex of case names, replaces that list).
 # `checks`: the GPU cases whose checks are exact (CHECKS_TESTS, a regex, replaces the list;
 # MATRIX_SKIP and DDP_PIPELINES shorten the results matrix and the DDP job).
 # `multi` builds only the CUDA example and runs the tests that need it (the
@@ -66,6 +68,8 @@ targets=()
   counters_pasta pasta_counters pasta_inject pasta_record inject_torch libtorch_train pasta-trace
   stalls pasta_stall_sample pasta_stall_access inject_torch_stall_sample inject_torch_stall_access
   pasta_nv_tests access_pattern annotated annotated_pasta pasta_memory pasta_memory_cpu)
+[ "$what" = compiled ] && targets=(--target pasta_inject pasta_counters inject_torch
+  inject_torch_memory launches launches_pasta)
 [ "$what" = record-gpt ] && targets=(--target pasta_inject inject_torch_record pasta-trace)
 [ "$what" = memory ] && targets=(--target access_pattern access_pattern_pasta access_pattern_cpu
   annotated annotated_pasta
@@ -130,6 +134,12 @@ if [ "$what" = handlers ]; then
   echo "== the handlers' GPU tests"
   gpu_tests handlers "gpu: (${HANDLERS_TESTS:-in_binary|threads|outputs_unchanged|injection|launch_callbacks|graph|cudnn|record|access_exact|access_cpu_equal|access_overflow|access_spaces|counters_exact|counters_cupti_replay|stall_blame|stall_blame_views|annotations_exact|torch_resnet|torch_gpt|torch_libtorch|torch_graph_capture|torch_graphs|torch_hotness|pipelines_table|consumer|docs_examples})$"
   grep -E "^ *[0-9]+/[0-9]+ Test" "$out/gpu-tests-handlers.log"
+fi
+if [ "$what" = compiled ]; then
+  echo "== windows of a run, compiled models and CUDA graphs (issue 35)"
+  gpu_tests compiled "gpu: (${COMPILED_TESTS:-torch_window|torch_graph_capture|graph|torch_compile|torch_graphs|torch_resnet})$"
+  grep -E "^([0-9]+: )?(ok  |FAIL|skip)" "$out/gpu-tests-compiled.log" | sed -E "s/^[0-9]+: //" | tail -60
+  grep -E "^ *[0-9]+/[0-9]+ Test" "$out/gpu-tests-compiled.log"
 fi
 if [ "$what" = checks ]; then
   echo "== the GPU cases whose assertions are exact now (issue: tests that cannot pass wrongly)"

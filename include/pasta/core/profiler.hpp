@@ -290,15 +290,17 @@ class Profiler {
     try {
       // A job's process that did no GPU work (torchrun's own process, a
       // launcher script) writes no reports: only its entry in the job's list.
-      const detail::Activity activity = pipeline_->activity();
       // A window that never opened is said at exit, in every report and in
       // the job's list.
+      const detail::Activity activity = pipeline_->activity();
       const auto window = detail::capture_window().summary();
       const std::string unopened = detail::never_opened(window);
       if (final && !unopened.empty()) detail::log(unopened);
       const std::string window_line = detail::report_line(window);
-      if (registry_ && !activity.gpu_work()) {
-        if (final) registry_->finished(outcome(activity, unopened), stopped_by_);
+      // (A process whose window never opened did none in it, and writes its
+      // reports all the same: they say why they are empty.)
+      if (registry_ && !activity.gpu_work() && unopened.empty()) {
+        if (final) registry_->finished(outcome(activity, {}), stopped_by_);
         files_.clear();
         return;
       }
@@ -335,7 +337,8 @@ class Profiler {
       if ((announce || (final && config_.verbose)) && !files.empty())
         detail::log(fmt::format("{} report files in {}/ (stopping took {:.1f} ms)", files.size(),
                                 config_.output_dir, (detail::steady_ns() - stop_began_ns_) / 1e6));
-      if (final && registry_) registry_->finished(outcome(activity, partial), stopped_by_);
+      if (final && registry_)
+        registry_->finished(outcome(activity, partial, !unopened.empty()), stopped_by_);
       files_ = std::move(files);
     } catch (const std::exception& e) {
       detail::log(fmt::format("writing reports failed: {}", e.what()));
@@ -346,10 +349,12 @@ class Profiler {
 
   // What the job's list says this process did: its report files are the
   // plain files in its directory (with one process per directory).
-  detail::ProcessOutcome outcome(const detail::Activity& a, const std::string& partial) const {
+  // `reported`: it wrote reports without GPU work (its capture window never opened).
+  detail::ProcessOutcome outcome(const detail::Activity& a, const std::string& partial,
+                                 bool reported = false) const {
     detail::ProcessOutcome o{.launches = a.kernels(),
                              .events = a.events,
-                             .gpu_work = a.gpu_work(),
+                             .gpu_work = a.gpu_work() || reported,
                              .reports = {},
                              .partial = partial};
     if (o.gpu_work)

@@ -1,0 +1,75 @@
+"""A torchvision ResNet-18 (random weights) trained with SGD, for the capture-range GPU test
+(check.py case_torch_window): the same steps are profiled by pasta's window and by
+torch.profiler's schedule, in separate runs.
+
+  torch_window.py [--steps N] [--profiler-api A-B] [--torch-profiler A-B]
+
+--profiler-api A-B: torch.cuda.profiler.start() before step A, stop() after step B.
+--torch-profiler A-B: torch.profiler with schedule(wait=A-1, warmup=1, active=B-A+1),
+  prof.step() after each optimizer step; prints the kernels it recorded.
+Prints one JSON line: the parameters' checksum (what profiling must not change) and, with
+--torch-profiler, the kernel count.
+"""
+import argparse
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from torch_setup import deterministic, torch  # noqa: E402
+
+import torchvision  # noqa: E402
+
+
+def span(text):
+    a, _, b = text.partition("-")
+    return int(a), int(b or a)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--steps", type=int, default=6)
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--profiler-api", type=span)
+    p.add_argument("--torch-profiler", type=span)
+    args = p.parse_args()
+    deterministic()
+    model = torchvision.models.resnet18(weights=None, num_classes=10).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x = torch.randn(args.batch, 3, 64, 64, device="cuda")
+    y = torch.randint(0, 10, (args.batch,), device="cuda")
+    prof = None
+    if args.torch_profiler:
+        a, b = args.torch_profiler
+        assert a >= 1, "the schedule's warm-up step comes before step A"
+        prof = torch.profiler.profile(
+            activities=[torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA],
+            schedule=torch.profiler.schedule(wait=a - 1, warmup=1, active=b - a + 1, repeat=1))
+        prof.start()
+    for step in range(args.steps):
+        if args.profiler_api and step == args.profiler_api[0]:
+            torch.cuda.profiler.start()
+        opt.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        # Every mode waits for each step, so no kernel of a step runs into the next one's
+        # window (torch.profiler keeps device work by time).
+        torch.cuda.synchronize()
+        if args.profiler_api and step == args.profiler_api[1]:
+            torch.cuda.profiler.stop()
+        if prof:
+            prof.step()
+    torch.cuda.synchronize()
+    out = {"checksum": float(sum(p.double().sum() for p in model.parameters()))}
+    if prof:
+        prof.stop()
+        kernels = [e for e in prof.events()
+                   if e.device_type == torch.autograd.DeviceType.CUDA
+                   and not e.name.startswith(("Memcpy", "Memset"))]
+        out["kernels"] = len(kernels)
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
