@@ -946,6 +946,13 @@ def case_torch_window(build, out):
             ("steps_memory", ["--torch", "--memory"], "steps:2-3", [])):
         d, res = pasta(name, mode, window, *extra)
         kernels, said = window_kernels(d)
+        if kernels != want:
+            ours = kernel_counts(d)
+            differ = {k: (ours.get(k), ref["per_kernel"].get(k))
+                      for k in set(ours) | set(ref["per_kernel"])
+                      if ours.get(k) != ref["per_kernel"].get(k)}
+            print(f"  {name}: launches that differ (pasta, torch.profiler):",
+                  dict(sorted(differ.items())[:12]))
         ok = expect(f"{name}: kernels in the window", kernels, want) and ok
         ok = expect(f"{name}: the report names its window", said.startswith(
             f"capture range {window}:"), True) and ok

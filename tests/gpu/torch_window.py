@@ -11,9 +11,11 @@ Prints one JSON line: the parameters' checksum (what profiling must not change) 
 --torch-profiler, the kernel count.
 """
 import argparse
+import collections
 import json
 import os
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
 from torch_setup import deterministic, torch  # noqa: E402
@@ -64,10 +66,14 @@ def main():
     out = {"checksum": float(sum(p.double().sum() for p in model.parameters()))}
     if prof:
         prof.stop()
-        kernels = [e for e in prof.events()
-                   if e.device_type == torch.autograd.DeviceType.CUDA
-                   and not e.name.startswith(("Memcpy", "Memset"))]
-        out["kernels"] = len(kernels)
+        with tempfile.TemporaryDirectory() as d:
+            prof.export_chrome_trace(os.path.join(d, "trace.json"))
+            with open(os.path.join(d, "trace.json")) as f:
+                events = json.load(f)["traceEvents"]
+        names = collections.Counter(e["name"].split("(")[0].replace("void ", "")
+                                    for e in events if e.get("cat") == "kernel")
+        out["kernels"] = sum(names.values())
+        out["per_kernel"] = dict(names)
     print(json.dumps(out))
 
 

@@ -1,7 +1,8 @@
 // nv::Cupti's CUDA graph callbacks: each kernel, memcpy or memset node
 // created (by stream capture or explicitly) is recorded with the creating
-// thread's operator, each copy instantiation makes with its original's, and
-// destroyed nodes and graphs are forgotten (GraphOps, graph_ops.hpp). Under
+// thread's operator, each copy instantiation makes with its original's
+// (GraphOps, graph_ops.hpp: kept after their graph is destroyed, for the
+// records that arrive later). Under
 // PASTA_VERBOSE the first callbacks and graph records are logged, so one run
 // shows what CUPTI reported.
 #pragma once
@@ -21,10 +22,8 @@
 
 namespace pasta::nv::detail {
 
-inline constexpr std::array<CUpti_CallbackId, 5> graph_callbacks{
-    CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
-    CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING, CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING,
-    CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING};
+inline constexpr std::array<CUpti_CallbackId, 2> graph_callbacks{
+    CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED};
 
 inline bool is_graph_callback(CUpti_CallbackId cbid) {
   for (CUpti_CallbackId id : graph_callbacks)
@@ -84,25 +83,6 @@ inline void on_graph_callback(GraphOps& ops, CUpti_CallbackId cbid, const CUpti_
             clone ? fmt::format(" from node {}", original) : std::string{}, op, ops.op_of(node)));
       return;
     }
-    case CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING:
-      if (g->node && cuptiGetGraphNodeId(g->node, &node) == CUPTI_SUCCESS) ops.node_destroyed(node);
-      return;
-    case CUPTI_CBID_RESOURCE_GRAPH_DESTROY_STARTING:
-      if (g->graph && cuptiGetGraphId(g->graph, &graph) == CUPTI_SUCCESS)
-        ops.graph_destroyed(graph);
-      if (verbose && log_graph_line())
-        pasta::detail::log(fmt::format(
-            "cupti handler: graph {} destroyed; {} graph nodes still known", graph, ops.size()));
-      return;
-    case CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING:
-      // The executable graph's nodes carry its id as their graph's.
-      if (g->graphExec && cuptiGetGraphExecId(g->graphExec, &graph) == CUPTI_SUCCESS)
-        ops.exec_destroyed(graph);
-      if (verbose && log_graph_line())
-        pasta::detail::log(
-            fmt::format("cupti handler: executable graph {} destroyed; {} graph nodes still known",
-                        graph, ops.size()));
-      return;
     default:
       return;
   }

@@ -17,8 +17,10 @@ namespace pasta::nv::detail {
 
 class GraphOps {
  public:
-  // Bounds the memory of programs that build graphs without destroying
-  // them: past this many nodes, every node is forgotten (and counted).
+  // Nodes are kept after their graph is destroyed: its launches' records
+  // reach pasta's worker later, often after the program destroyed it (node
+  // ids are never reused, graph ids growing). Past this many nodes, every
+  // node is forgotten (and counted): the bound on memory, about 10 MiB.
   static constexpr std::size_t max_nodes = std::size_t{1} << 18;
 
   struct Stats {
@@ -54,25 +56,6 @@ class GraphOps {
     nodes_.insert_or_assign(node, Node{op, graph, true});
     stats_.cloned.fetch_add(1, std::memory_order_relaxed);
   }
-  void node_destroyed(std::uint64_t node) {
-    std::lock_guard lock(mutex_);
-    nodes_.erase(node);
-  }
-  // A graph is destroyed with the nodes created in it. Not with copies: an
-  // executable graph's copies carry an id of its own as their graph's, which
-  // is not known to differ from every graph's id.
-  void graph_destroyed(std::uint32_t graph) {
-    std::lock_guard lock(mutex_);
-    std::erase_if(nodes_,
-                  [graph](const auto& n) { return !n.second.copy && n.second.graph == graph; });
-  }
-  // An executable graph (by its id) is destroyed with its copies.
-  void exec_destroyed(std::uint32_t exec) {
-    std::lock_guard lock(mutex_);
-    std::erase_if(nodes_,
-                  [exec](const auto& n) { return n.second.copy && n.second.graph == exec; });
-  }
-
   // The operator current when `node`, or the node it copies, was created;
   // 0 if none is known.
   std::uint64_t op_of(std::uint64_t node) const {
@@ -99,7 +82,7 @@ class GraphOps {
  private:
   struct Node {
     std::uint64_t op = 0;
-    std::uint32_t graph = 0;  // the graph (or executable graph) that holds it
+    std::uint32_t graph = 0;  // the graph that holds it
     bool copy = false;        // made by cloned()
   };
   void make_room() {  // under mutex_
