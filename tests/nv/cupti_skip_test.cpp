@@ -22,3 +22,8 @@ TEST_CASE("PASTA_CUPTI_SKIP: a name that is no record kind is ignored, the rest 
   CHECK(parse_cupti_skip("Memcpy") == 0);  // names are lower case
   CHECK(parse_cupti_skip("memcpy,") == skip_memcpy);
 }
+
+TEST_CASE("PASTA_CUPTI_SKIP=graphs leaves the CUDA graph callbacks off") {
+  CHECK(parse_cupti_skip("graphs") == skip_graphs);
+  CHECK(parse_cupti_skip("nvtx,graphs") == (skip_nvtx | skip_graphs));
+}

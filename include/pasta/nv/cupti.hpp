@@ -289,7 +289,8 @@ void Cupti::start(Sink& sink) {
       const int tagged = detail::enable_tag_callbacks(subscriber_);
       // A graph's work is charged to the operator current when it was
       // captured, not to the one that launches it (graph_callbacks.hpp).
-      const int graphs = detail::enable_graph_callbacks(subscriber_);
+      const int graphs =
+          skipped(detail::skip_graphs) ? 0 : detail::enable_graph_callbacks(subscriber_);
       if (verbose_)
         pasta::detail::log(fmt::format("cupti handler: operators tagged through {} launch, copy "
                                        "and memset callbacks and {} graph callbacks",

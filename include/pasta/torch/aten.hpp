@@ -20,6 +20,7 @@
 #include <ATen/record_function.h>
 #include <c10/core/Allocator.h>
 #include <c10/util/ThreadLocalDebugInfo.h>
+#include <torch/csrc/profiler/orchestration/observer.h>
 
 #include <algorithm>
 #include <atomic>
@@ -60,7 +61,8 @@ class Aten {
     std::atomic<std::uint64_t> threads{0};  // threads the memory hook was installed on
   };
 
-  explicit Aten(const Config& cfg) : inputs_(cfg.op_inputs), verbose_(cfg.verbose) {}
+  explicit Aten(const Config& cfg)
+      : inputs_(cfg.op_inputs), verbose_(cfg.verbose), compiled_kernels_(cfg.compiled_kernels) {}
   ~Aten() { stop(); }
   Aten(const Aten&) = delete;
   Aten& operator=(const Aten&) = delete;
@@ -90,7 +92,8 @@ class Aten {
       emit_view_ = [](void* s, const TensorView& e) { static_cast<Sink*>(s)->emit(e); };
       if constexpr (Sink::template wants<FusedKernel>())
         emit_fused_ = [](void* s, const FusedKernel& e) { static_cast<Sink*>(s)->emit(e); };
-      compiled_ = Sink::template wants<OpBegin>() || Sink::template wants<FusedKernel>();
+      compiled_ = compiled_kernels_ &&
+                  (Sink::template wants<OpBegin>() || Sink::template wants<FusedKernel>());
       if (compiled_) detail::InductorBridge::start(&enter_compiled, &leave_compiled, verbose_);
       memory_ = memory;
       views_ = views;
@@ -427,7 +430,18 @@ class Aten {
 
   // The allocator's report hook for the calling thread. Allocations are
   // charged to the thread's innermost open operator.
-  struct Reporter final : c10::MemoryReportingInfoBase {
+  // PyTorch reads the thread's PROFILER_STATE as a ProfilerStateBase
+  // (torch.profiler's: ProfilerStateBase::get(), behind profilerEnabled(),
+  // _RecordFunctionFast, ...): a bare MemoryReportingInfoBase there is read
+  // as one, and torch.compile(mode="reduce-overhead") crashed on it. So the
+  // reporter is a profiler state, disabled, that no profiler runs.
+  struct Reporter final : ::torch::profiler::impl::ProfilerStateBase {
+    Reporter()
+        : ProfilerStateBase(::torch::profiler::impl::ProfilerConfig(
+              ::torch::profiler::impl::ProfilerState::Disabled)) {}
+    ::torch::profiler::impl::ActiveProfilerType profilerType() override {
+      return ::torch::profiler::impl::ActiveProfilerType::NONE;
+    }
     bool memoryProfilingEnabled() const override { return current().load() != nullptr; }
     void reportMemoryUsage(void* ptr, std::int64_t bytes, std::size_t total_allocated,
                            std::size_t total_reserved, c10::Device device) override {
@@ -481,6 +495,7 @@ class Aten {
   }
 
   bool inputs_, verbose_;
+  bool compiled_kernels_;  // Config::compiled_kernels
   bool memory_ = false;
   bool views_ = false;  // a tool wants TensorView: operators' inputs are recorded
   bool active_ = false;

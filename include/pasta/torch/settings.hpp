@@ -8,10 +8,16 @@ namespace pasta::torch {
 
 struct AtenSettings {
   bool op_inputs = false;  // PASTA_OP_INPUTS: operators carry input shapes, dtypes
+  // PASTA_COMPILED_KERNELS: a torch.compile'd model's Triton kernels are
+  // charged to the aten operators they fuse (detail/inductor_bridge.hpp).
+  // Off by default: on the H100 it crashed 4 of 9 runs of a GPT-2 under
+  // torch.compile(mode="reduce-overhead") (docs/user-guide.md, "Compiled models").
+  bool compiled_kernels = false;
 };
 
 inline constexpr pasta::detail::Variable<AtenSettings> aten_variables[] = {
     pasta::detail::var::flag<&AtenSettings::op_inputs>("PASTA_OP_INPUTS"),
+    pasta::detail::var::flag<&AtenSettings::compiled_kernels>("PASTA_COMPILED_KERNELS"),
 };
 
 }  // namespace pasta::torch

@@ -17,7 +17,8 @@ enum CuptiSkip : unsigned {
   skip_sync = 4,
   skip_memory = 8,
   skip_nvtx = 16,
-  skip_device = 32
+  skip_device = 32,
+  skip_graphs = 64  // capture-time operators of CUDA graph nodes (graph_callbacks.hpp)
 };
 
 // The kinds `list` names (CuptiSkip bits); a name that is none is logged and ignored.
@@ -40,10 +41,12 @@ inline unsigned parse_cupti_skip(const char* list) {
       skip |= skip_nvtx;
     else if (item == "device")
       skip |= skip_device;
+    else if (item == "graphs")
+      skip |= skip_graphs;
     else
       pasta::detail::log(fmt::format(
           "PASTA_CUPTI_SKIP: \"{}\" is not a record kind; expected a comma list of memcpy, "
-          "memset, sync, memory, nvtx, device; ignored",
+          "memset, sync, memory, nvtx, device, graphs; ignored",
           item));
     if (comma == std::string_view::npos) break;
     rest.remove_prefix(comma + 1);
