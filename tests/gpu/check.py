@@ -1107,7 +1107,6 @@ def case_torch_compile(build, out):
         env = {"TORCHINDUCTOR_CACHE_DIR": cache, "TORCHINDUCTOR_COMPILE_THREADS": "1"}
         if pasta:
             env["PASTA_VERBOSE"] = "1"
-            env["PASTA_COMPILED_KERNELS"] = "1"  # experimental, off by default
         cmd = [sys.executable, script]
         if pasta:
             cmd = [f"{build}/bin/pasta", "run", "--torch", "-o", out, "--"] + cmd

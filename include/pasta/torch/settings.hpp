@@ -10,9 +10,7 @@ struct AtenSettings {
   bool op_inputs = false;  // PASTA_OP_INPUTS: operators carry input shapes, dtypes
   // PASTA_COMPILED_KERNELS: a torch.compile'd model's Triton kernels are
   // charged to the aten operators they fuse (detail/inductor_bridge.hpp).
-  // Off by default: on the H100 it crashed 4 of 9 runs of a GPT-2 under
-  // torch.compile(mode="reduce-overhead") (docs/user-guide.md, "Compiled models").
-  bool compiled_kernels = false;
+  bool compiled_kernels = true;
 };
 
 inline constexpr pasta::detail::Variable<AtenSettings> aten_variables[] = {
