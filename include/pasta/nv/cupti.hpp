@@ -452,9 +452,8 @@ void Cupti::on_driver(Sink& sink, CUpti_CallbackId cbid, const CUpti_CallbackDat
   const bool enter = cb.callbackSite == CUPTI_API_ENTER;
   if (profiler_api_ && (cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart ||
                         cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop)) {
-    // The window opens once Start returns and closes as Stop is called.
-    const bool start = cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart;
-    if (start != enter) pasta::detail::capture_window().profiler_api(start);
+    pasta::detail::capture_window().profiler_api_callback(
+        cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart, !enter);
     return;
   }
   if (cbid == CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize) {

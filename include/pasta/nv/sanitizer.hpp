@@ -309,14 +309,11 @@ void SANITIZERAPI Sanitizer::on_callback(void* user, Sanitizer_CallbackDomain do
   const bool in_window = pasta::detail::capture_window().open();
   try {
     switch (domain) {
-      case SANITIZER_CB_DOMAIN_DRIVER_API: {
-        // cuProfilerStart opens the window once it returns; Stop closes it as it is called.
-        const auto& cb = *static_cast<const Sanitizer_CallbackData*>(data);
-        const bool start = cbid == SANITIZER_CBID_DRIVER_API_cuProfilerStart;
-        if (start == (cb.callbackSite == SANITIZER_API_EXIT))
-          pasta::detail::capture_window().profiler_api(start);
+      case SANITIZER_CB_DOMAIN_DRIVER_API:  // cuProfilerStart/Stop, the only ones enabled
+        pasta::detail::capture_window().profiler_api_callback(
+            cbid == SANITIZER_CBID_DRIVER_API_cuProfilerStart,
+            static_cast<const Sanitizer_CallbackData*>(data)->callbackSite == SANITIZER_API_EXIT);
         break;
-      }
       case SANITIZER_CB_DOMAIN_RESOURCE:
         self->on_resource(sink, cbid, data);
         break;
@@ -344,16 +341,19 @@ void SANITIZERAPI Sanitizer::on_callback(void* user, Sanitizer_CallbackDomain do
         break;
       case SANITIZER_CB_DOMAIN_MEMCPY:
         if constexpr (Sink::template wants<Memcpy>())
-          if (in_window) sink.emit(detail::memcpy_event(*static_cast<const Sanitizer_MemcpyData*>(data)));
+          if (in_window)
+            sink.emit(detail::memcpy_event(*static_cast<const Sanitizer_MemcpyData*>(data)));
         break;
       case SANITIZER_CB_DOMAIN_MEMSET:
         if constexpr (Sink::template wants<Memset>())
-          if (in_window) sink.emit(detail::memset_event(*static_cast<const Sanitizer_MemsetData*>(data)));
+          if (in_window)
+            sink.emit(detail::memset_event(*static_cast<const Sanitizer_MemsetData*>(data)));
         break;
       case SANITIZER_CB_DOMAIN_SYNCHRONIZE:
         if constexpr (Sink::template wants<Synchronize>())
-          if (in_window) sink.emit(detail::synchronize_event(
-              cbid, *static_cast<const Sanitizer_SynchronizeData*>(data)));
+          if (in_window)
+            sink.emit(detail::synchronize_event(
+                cbid, *static_cast<const Sanitizer_SynchronizeData*>(data)));
         break;
       default:
         break;

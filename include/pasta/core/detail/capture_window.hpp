@@ -63,13 +63,14 @@ class CaptureWindow {
     target_ = r.kind == CaptureRange::Kind::nvtx ? intern(r.name) : NameId{};
     depth_ = 0;
     steps_ = 0;
+    kind_.store(r.kind, std::memory_order_relaxed);
     const bool at_start = r.whole() || (r.kind == CaptureRange::Kind::steps && r.first == 0);
     opened_ = at_start && !r.whole() ? 1 : 0;
     set(at_start);
   }
 
   bool open() const { return open_.load(std::memory_order_relaxed); }
-  bool whole() const { return whole_.load(std::memory_order_relaxed); }
+  bool whole() const { return kind() == CaptureRange::Kind::whole; }
   CaptureRange::Kind kind() const { return kind_.load(std::memory_order_relaxed); }
 
   // cudaProfilerStart (start = true) or cudaProfilerStop.
@@ -78,6 +79,11 @@ class CaptureWindow {
     std::scoped_lock lock(mutex_);
     if (start && !open()) ++opened_;
     set(start);
+  }
+  // A cuProfilerStart/Stop callback, at the call's entry or exit: the window
+  // opens once Start returns and closes as Stop is called.
+  void profiler_api_callback(bool start, bool at_exit) {
+    if (start == at_exit) profiler_api(start);
   }
   // A range named `name` begins or ends (call begin before emitting the
   // range's own begin, and end after emitting its end, so the range that
@@ -118,11 +124,10 @@ class CaptureWindow {
     CaptureRange range;
     std::uint64_t opened = 0;  // times the window opened
     std::uint64_t steps = 0;   // optimizer steps that ended
-    bool open = false;         // open now
   };
   Summary summary() {
     std::scoped_lock lock(mutex_);
-    return {range_, opened_, steps_, open()};
+    return {range_, opened_, steps_};
   }
 
  private:
@@ -132,15 +137,12 @@ class CaptureWindow {
   };
   // With mutex_ held.
   void set(bool now) {
-    whole_.store(range_.whole(), std::memory_order_relaxed);
-    kind_.store(range_.kind, std::memory_order_relaxed);
     if (open_.exchange(now, std::memory_order_relaxed) == now) return;
     for (const Entry& e : listeners_) e.f(e.owner, now);
   }
 
   std::mutex mutex_;
   std::atomic<bool> open_{true};
-  std::atomic<bool> whole_{true};
   std::atomic<CaptureRange::Kind> kind_{CaptureRange::Kind::whole};
   CaptureRange range_;
   NameId target_{};
