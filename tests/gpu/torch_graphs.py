@@ -3,7 +3,7 @@
 
     torch_graphs.py --manual [--replays R]
     torch_graphs.py [--model gpt2|resnet18] [--warmup W] [--steps S] [--nvtx]
-                    [--torch-profiler TRACE]
+                    [--torch-profiler TRACE [--from-start]]
 
 --manual: sigmoid_ and exp_ run once on a 1M-float tensor (a kernel each),
 then torch.cuda.graph captures them on another inside
@@ -17,7 +17,12 @@ downloaded), compiled with torch.compile(mode="reduce-overhead") and trained
 W + S steps (SGD); CUDA graph trees record in the first steps and replay
 after. --nvtx marks each step as an NVTX range "step N" (the step's kernels
 end inside it). --torch-profiler: torch.profiler (CUDA activity) over step W
-alone, its trace written to TRACE, and the kernels it holds printed.
+alone, its trace written to TRACE, and the device work it holds printed.
+--from-start: torch.profiler on from before the model is compiled instead,
+each step a record_function "step N" that its kernels end inside, and the
+device work of step W printed (CUPTI reports a graph's device-to-device copy
+as a copy when the tracer was on at the graph's instantiation, as pasta's is,
+and as the copy's kernel, memcpy128, when it attaches later).
 
 Prints one JSON line.
 """
@@ -72,44 +77,76 @@ def compiled(args):
     counter = [0]
 
     def step():
+        name = f"step {counter[0]}"
+        windowed = args.nvtx or args.from_start
         if args.nvtx:
-            torch.cuda.nvtx.range_push(f"step {counter[0]}")
-        torch.compiler.cudagraph_mark_step_begin()
-        loss = loss_of(cmodel)
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+            torch.cuda.nvtx.range_push(name)
+        with (torch.autograd.profiler.record_function(name) if args.from_start
+              else contextlib.nullcontext()):
+            torch.compiler.cudagraph_mark_step_begin()
+            loss = loss_of(cmodel)
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            result = loss.detach().clone()
+            if windowed:
+                torch.cuda.synchronize()  # the step's kernels end inside its range
         if args.nvtx:
-            torch.cuda.synchronize()  # the step's kernels end inside its range
             torch.cuda.nvtx.range_pop()
         counter[0] += 1
-        return loss.detach().clone()
+        return result
 
+    from torch.profiler import ProfilerActivity, profile
+    # CPU activity too: a record_function is a CPU event.
+    early = (profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+             if args.from_start else None)
+    if early is not None:
+        early.start()
     for _ in range(args.warmup):
         step()
     torch.cuda.synchronize()
     out = {"model": args.model, "warmup": args.warmup, "steps": args.steps}
-    prof = None
-    if args.torch_profiler:
-        from torch.profiler import ProfilerActivity, profile
-        prof = profile(activities=[ProfilerActivity.CUDA])
-    with prof or contextlib.nullcontext():
+    late = profile(activities=[ProfilerActivity.CUDA]) if args.torch_profiler and not early else None
+    with late or contextlib.nullcontext():
         loss = step()
         torch.cuda.synchronize()
     for _ in range(args.steps - 1):
         loss = step()
     torch.cuda.synchronize()
+    if early is not None:
+        early.stop()
     out["loss"] = loss.item()
-    if prof is not None:
+    prof = early or late
+    if prof is not None and args.torch_profiler:
         prof.export_chrome_trace(args.torch_profiler)
         with open(args.torch_profiler) as f:
-            events = json.load(f)["traceEvents"]
-        kernels = [e for e in events if e.get("cat") == "kernel"]
-        out["kernels_in_step"] = len(kernels)
-        # Kineto marks a graph's kernels with the graph they ran from.
-        out["graph_kernels_in_step"] = sum(
-            1 for e in kernels if int((e.get("args") or {}).get("graph id", 0) or 0) != 0)
+            out.update(device_work(json.load(f)["traceEvents"],
+                                   f"step {args.warmup}" if early else None))
     return out
+
+
+def device_work(events, step):
+    """Counts of a torch.profiler trace's device work: all of it, or (step) that starting inside
+    the record_function of that name. Kernel names are counted too."""
+    if step is not None:
+        marks = [e for e in events if e.get("cat") == "user_annotation" and e["name"] == step]
+        if not marks:
+            return {"error": f"no record_function {step!r} in the trace"}
+        begin, end = marks[0]["ts"], marks[0]["ts"] + marks[0]["dur"]
+        events = [e for e in events if "ts" in e and begin <= e["ts"] <= end]
+    kernels = [e for e in events if e.get("cat") == "kernel"]
+    names = {}
+    for e in kernels:
+        names[e["name"]] = names.get(e["name"], 0) + 1
+    return {
+        "kernels_in_step": len(kernels),
+        # Kineto marks a graph's kernels with the graph they ran from.
+        "graph_kernels_in_step": sum(
+            1 for e in kernels if int((e.get("args") or {}).get("graph id", 0) or 0) != 0),
+        "copies_in_step": sum(1 for e in events if e.get("cat") == "gpu_memcpy"),
+        "memsets_in_step": sum(1 for e in events if e.get("cat") == "gpu_memset"),
+        "kernel_names": names,
+    }
 
 
 def main():
@@ -121,6 +158,7 @@ def main():
     p.add_argument("--steps", type=int, default=3)
     p.add_argument("--nvtx", action="store_true")
     p.add_argument("--torch-profiler", metavar="TRACE")
+    p.add_argument("--from-start", action="store_true")
     args = p.parse_args()
     torch.cuda.init()  # CUDA first: `pasta run --torch` starts at cuInit
     torch.manual_seed(0)
