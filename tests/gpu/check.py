@@ -943,10 +943,11 @@ def window_kernels(out_dir):
 
 def case_torch_window(build, out):
     """Capture ranges on a torchvision ResNet-18 trained for 6 steps: steps:2-3 and
-    cudaProfilerApi (torch.cuda.profiler.start/stop around steps 2-3) count exactly the kernels
-    torch.profiler's schedule records over steps 2-3, under --torch, the default pipeline and
-    --torch --memory (instrumented inside the window only); a range that never opens says so
-    and captures nothing; results unchanged throughout."""
+    cudaProfilerApi (torch.cuda.profiler.start/stop around steps 2-3) and nvtx:window (a
+    torch.cuda.nvtx range over steps 2-3) count exactly the kernels torch.profiler's schedule
+    records over steps 2-3, under --torch, the default pipeline, --torch --memory (instrumented
+    inside the window only) and --torch --counters (replayed inside it only); a range that
+    never opens says so and captures nothing; results unchanged throughout."""
     script = os.path.join(ROOT, "tests", "gpu", "torch_window.py")
     native = last_json(run([sys.executable, script]).stdout)
     ref = last_json(run([sys.executable, script, "--torch-profiler", "2-3"]).stdout)
@@ -956,16 +957,20 @@ def case_torch_window(build, out):
 
     def pasta(name, mode, window, *extra):
         d = os.path.join(out, name)
-        res = last_json(run([f"{build}/bin/pasta", "run", *mode, "--capture-range", window,
-                             "-o", d, "--", sys.executable, script, *extra],
-                            {"PASTA_PRINT": "none", "PASTA_VERBOSE": "1"}).stdout)
-        return d, res
+        proc = run([f"{build}/bin/pasta", "run", *mode, "--capture-range", window,
+                    "-o", d, "--", sys.executable, script, *extra],
+                   {"PASTA_PRINT": "none", "PASTA_VERBOSE": "1"})
+        pasta.stderr = proc.stderr
+        return d, last_json(proc.stdout)
 
     for name, mode, window, extra in (
             ("steps", ["--torch"], "steps:2-3", []),
             ("profiler_api", ["--torch"], "cudaProfilerApi", ["--profiler-api", "2-3"]),
             ("profiler_api_default", [], "cudaProfilerApi", ["--profiler-api", "2-3"]),
-            ("steps_memory", ["--torch", "--memory"], "steps:2-3", [])):
+            ("nvtx", ["--torch"], "nvtx:window", ["--nvtx", "2-3"]),
+            ("nvtx_default", [], "nvtx:window", ["--nvtx", "2-3"]),
+            ("steps_memory", ["--torch", "--memory"], "steps:2-3", []),
+            ("steps_counters", ["--torch", "--counters"], "steps:2-3", [])):
         d, res = pasta(name, mode, window, *extra)
         kernels, said = window_kernels(d)
         if kernels != want:
@@ -985,6 +990,16 @@ def case_torch_window(build, out):
             ok = expect(f"{name}: optimizer steps among the operators",
                         ops.get("Optimizer.step#SGD.step"), 2) and ok
             ok = expect_attributed(d) and ok
+        if "--counters" in mode:  # the Range Profiler replays the window's launches alone
+            counted = report(d, "op_counters")["summary"]
+            ok = expect(f"{name}: launches with counters (measured or propagated)",
+                        counted.get("measured", 0) + counted.get(
+                            "propagated from a measured launch of the same signature", 0),
+                        want) and ok
+            m = re.search(r"(\d+) launches outside the capture window were not measured",
+                          pasta.stderr)
+            ok = expect(f"{name}: launches outside the window not measured (> 0)",
+                        bool(m) and int(m[1]) > 0, True) and ok
 
     d, res = pasta("never", ["--torch"], "nvtx:no_such_range")
     partial = report(d, "op_summary").get("partial", "")

@@ -2,9 +2,10 @@
 (check.py case_torch_window): the same steps are profiled by pasta's window and by
 torch.profiler's schedule, in separate runs.
 
-  torch_window.py [--steps N] [--profiler-api A-B] [--torch-profiler A-B]
+  torch_window.py [--steps N] [--profiler-api A-B] [--nvtx A-B] [--torch-profiler A-B]
 
 --profiler-api A-B: torch.cuda.profiler.start() before step A, stop() after step B.
+--nvtx A-B: an NVTX range "window" (torch.cuda.nvtx, no record_function) over steps A to B.
 --torch-profiler A-B: torch.profiler with schedule(wait=A-1, warmup=1, active=B-A+1),
   prof.step() after each optimizer step; prints the kernels it recorded.
 Prints one JSON line: the parameters' checksum (what profiling must not change) and, with
@@ -33,6 +34,7 @@ def main():
     p.add_argument("--steps", type=int, default=6)
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--profiler-api", type=span)
+    p.add_argument("--nvtx", type=span)
     p.add_argument("--torch-profiler", type=span)
     args = p.parse_args()
     deterministic()
@@ -51,6 +53,8 @@ def main():
     for step in range(args.steps):
         if args.profiler_api and step == args.profiler_api[0]:
             torch.cuda.profiler.start()
+        if args.nvtx and step == args.nvtx[0]:
+            torch.cuda.nvtx.range_push("window")
         opt.zero_grad(set_to_none=True)
         loss = torch.nn.functional.cross_entropy(model(x), y)
         loss.backward()
@@ -60,6 +64,8 @@ def main():
         torch.cuda.synchronize()
         if args.profiler_api and step == args.profiler_api[1]:
             torch.cuda.profiler.stop()
+        if args.nvtx and step == args.nvtx[1]:
+            torch.cuda.nvtx.range_pop()
         if prof:
             prof.step()
     torch.cuda.synchronize()
