@@ -68,7 +68,7 @@ targets=()
   counters_pasta pasta_counters pasta_inject pasta_record inject_torch libtorch_train pasta-trace
   stalls pasta_stall_sample pasta_stall_access inject_torch_stall_sample inject_torch_stall_access
   pasta_nv_tests access_pattern annotated annotated_pasta pasta_memory pasta_memory_cpu)
-[ "$what" = compiled ] && targets=(--target pasta_inject pasta_counters inject_torch
+[ "$what" = compiled ] && targets=(--target pasta_inject pasta_counters inject_torch inject_torch_counters
   inject_torch_memory launches launches_pasta)
 [ "$what" = record-gpt ] && targets=(--target pasta_inject inject_torch_record pasta-trace)
 [ "$what" = memory ] && targets=(--target access_pattern access_pattern_pasta access_pattern_cpu
