@@ -27,6 +27,7 @@ and as the copy's kernel, memcpy128, when it attaches later).
 Prints one JSON line.
 """
 import argparse
+import collections
 import contextlib
 import json
 
@@ -135,9 +136,6 @@ def device_work(events, step):
         begin, end = marks[0]["ts"], marks[0]["ts"] + marks[0]["dur"]
         events = [e for e in events if "ts" in e and begin <= e["ts"] <= end]
     kernels = [e for e in events if e.get("cat") == "kernel"]
-    names = {}
-    for e in kernels:
-        names[e["name"]] = names.get(e["name"], 0) + 1
     return {
         "kernels_in_step": len(kernels),
         # Kineto marks a graph's kernels with the graph they ran from.
@@ -145,7 +143,7 @@ def device_work(events, step):
             1 for e in kernels if int((e.get("args") or {}).get("graph id", 0) or 0) != 0),
         "copies_in_step": sum(1 for e in events if e.get("cat") == "gpu_memcpy"),
         "memsets_in_step": sum(1 for e in events if e.get("cat") == "gpu_memset"),
-        "kernel_names": names,
+        "kernel_names": dict(collections.Counter(e["name"] for e in kernels)),
     }
 
 
