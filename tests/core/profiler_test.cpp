@@ -1,10 +1,13 @@
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include <pasta/core/detail/self_time.hpp>
 #include <pasta/pasta.hpp>
 #include <pasta/trace.hpp>
 
@@ -304,4 +307,22 @@ TEST_CASE("PASTA_TOOLS naming a tool the profiler lacks: one line, and every too
   CHECK(log.lines()[0] ==
         "PASTA_TOOLS names kernel_frq that this profiler does not have (it has launch_counter, "
         "alloc_watcher); running every tool");
+}
+
+TEST_CASE("SelfTimer adds its time and one call; off, nothing; the sums read as a line") {
+  pasta::detail::SelfTime t;
+  {
+    pasta::detail::SelfTimer on(&t);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  { pasta::detail::SelfTimer off(nullptr); }
+  CHECK(t.calls.load() == 1);
+  CHECK(t.ns.load() >= 2'000'000);
+  pasta::detail::SelfTime fixed;
+  fixed.ns = 2'500'000;
+  fixed.calls = 5;
+  CHECK(pasta::detail::describe_self_time("operator starts", fixed) ==
+        "operator starts: 5 calls, 2.5 ms in all, 500000 ns each");
+  CHECK(pasta::detail::describe_self_time("none", pasta::detail::SelfTime{}) ==
+        "none: 0 calls, 0.0 ms in all, 0 ns each");
 }

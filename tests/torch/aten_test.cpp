@@ -324,3 +324,27 @@ TEST_CASE("Aten: nvtx:NAME opens at a record_function of that name; a missing on
   CHECK(log.contains("capture range steps:3-4 never opened: the run ended 1 optimizer step (a "
                      "step ends with torch.optim's Optimizer.step); nothing was captured"));
 }
+
+TEST_CASE("Aten: PASTA_SELF_TIME times every operator start and end, and nothing when off") {
+  for (const bool on : {true, false}) {
+    CAPTURE(on);
+    test::TempDir dir;
+    Config cfg = test::quiet(dir);
+    cfg.self_time = on;
+    Prof prof(cfg);
+    {
+      at::Tensor a = at::ones({64, 64});
+      at::Tensor b = at::mm(a, a);
+      CHECK(b.sum().item<float>() == 64.0f * 64 * 64);
+    }
+    prof.stop();
+    const auto& stats = prof.handler().stats();
+    const auto begins = prof.tool<test::Collect>().of<OpBegin>().size();
+    CHECK(stats.op_start.calls.load() == (on ? begins : 0));
+    CHECK(stats.op_end.calls.load() == (on ? begins : 0));
+    CHECK((stats.op_start.ns.load() > 0) == on);
+    // Every allocator report with a size (CPU tensors: ones, mm, sum's result, freed too).
+    CHECK(stats.memory.calls.load() ==
+          (on ? stats.allocations.load() + stats.frees.load() : 0));
+  }
+}

@@ -52,6 +52,9 @@ struct Config : nv::CuptiSettings, nv::SanitizerSettings, torch::AtenSettings {
   std::string trace_file;                // PASTA_TRACE: trace to record to / replay from
   bool op_tags = true;                   // PASTA_OP_TAGS: kernels carry the operator that launched them
   bool verbose = false;                  // PASTA_VERBOSE: handlers say what they enabled
+  // PASTA_SELF_TIME: handlers time their own callbacks and say the sums at
+  // exit (core/detail/self_time.hpp).
+  bool self_time = false;
   // PASTA_HOST_QUEUE: a program thread that finds the pipeline busy queues
   // its event instead of waiting (core/detail/pending_events.hpp).
   bool host_queue = true;
@@ -163,6 +166,7 @@ inline constexpr detail::Variable<Config> config_table[] = {
     detail::var::text<&Config::trace_file>("PASTA_TRACE", "a file"),
     detail::var::flag<&Config::op_tags>("PASTA_OP_TAGS"),
     detail::var::flag<&Config::verbose>("PASTA_VERBOSE"),
+    detail::var::flag<&Config::self_time>("PASTA_SELF_TIME"),
     detail::var::flag<&Config::host_queue>("PASTA_HOST_QUEUE"),
     detail::var::text<&Config::stall_samples>("PASTA_STALL_SAMPLES", "a file"),
     detail::var::text<&Config::nvdisasm>("PASTA_NVDISASM", "a program"),

@@ -67,6 +67,7 @@ class Cupti {
   explicit Cupti(const Config& cfg)
       : launch_callbacks_(cfg.launch_callbacks),
         verbose_(cfg.verbose),
+        self_time_(cfg.self_time),
         flush_on_sync_(cfg.flush_on_sync),
         op_tags_(cfg.op_tags),
         counters_(cfg),
@@ -118,6 +119,7 @@ class Cupti {
   template <class Sink>
   static void process_buffer(void* owner, std::uint8_t* buffer, std::size_t valid) {
     auto* self = static_cast<Cupti*>(owner);
+    pasta::detail::SelfTimer timer(self->self_time_ ? &self->stats_.buffer_time : nullptr);
     self->stats_.records.fetch_add(
         self->records_.process(*static_cast<Sink*>(self->sink_), buffer, valid),
         std::memory_order_relaxed);
@@ -125,7 +127,9 @@ class Cupti {
   // At each wake-up of the worker: the program threads' queued events.
   template <class Sink>
   static void settle_sink(void* owner) {
-    static_cast<Sink*>(static_cast<Cupti*>(owner)->sink_)->settle();
+    auto* self = static_cast<Cupti*>(owner);
+    pasta::detail::SelfTimer timer(self->self_time_ ? &self->stats_.settle_time : nullptr);
+    static_cast<Sink*>(self->sink_)->settle();
   }
   static std::atomic<Cupti*>& current() {
     static std::atomic<Cupti*> c{nullptr};
@@ -163,6 +167,7 @@ class Cupti {
   unsigned skip_ = 0;
   bool launch_callbacks_;
   bool verbose_;
+  bool self_time_;  // Config::self_time
   bool flush_on_sync_;
   bool op_tags_;                       // Config::op_tags: tag device work with operators
   bool tag_ops_ = false;               // ... and a tool reads them: the callbacks tag
@@ -359,6 +364,13 @@ inline void Cupti::stop() {
         stats_.records.load(), stats_.buffers.load(), stats_.dropped.load(), stats_.refused.load(),
         stats_.callbacks.load(), stats_.flushes.load(), stats_.flush_ns.load() / 1e6));
   if (verbose_ && tag_ops_) detail::log_graph_summary(records_.graph_ops());
+  if (self_time_)
+    for (const auto& [what, t] :
+         {std::pair{"API callbacks (program threads)", &stats_.callback_time},
+          std::pair{"activity buffers (worker)", &stats_.buffer_time},
+          std::pair{"queued host events (worker)", &stats_.settle_time}})
+      pasta::detail::log("cupti handler: self time: " +
+                         pasta::detail::describe_self_time(what, *t));
   for (int i = 0; i < enabled_count_; ++i) cuptiActivityDisable(enabled_kinds_[i]);
   enabled_count_ = 0;
   windowed_count_ = 0;
@@ -378,6 +390,7 @@ void CUPTIAPI Cupti::on_callback(void* user, CUpti_CallbackDomain domain, CUpti_
                                         self->records_.own_calls()))
       return;
   if (pasta::detail::inside_dispatch() || !self->active_) return;  // pasta's own device work
+  pasta::detail::SelfTimer timer(self->self_time_ ? &self->stats_.callback_time : nullptr);
   Sink& sink = *static_cast<Sink*>(self->sink_);
   try {
     if constexpr (Sink::template wants<KernelCounters>())

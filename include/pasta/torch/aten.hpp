@@ -39,6 +39,7 @@
 #include <pasta/core/config.hpp>
 #include <pasta/core/detail/capture_window.hpp>
 #include <pasta/core/detail/op_correlation.hpp>
+#include <pasta/core/detail/self_time.hpp>
 #include <pasta/core/detail/thread.hpp>
 #include <pasta/core/events.hpp>
 #include <pasta/core/log.hpp>
@@ -59,10 +60,15 @@ class Aten {
     std::atomic<std::uint64_t> frees{0};
     std::atomic<std::uint64_t> views{0};    // TensorView events (input views, per call)
     std::atomic<std::uint64_t> threads{0};  // threads the memory hook was installed on
+    // PASTA_SELF_TIME: time in the callbacks, on the program's threads.
+    pasta::detail::SelfTime op_start, op_end, memory;
   };
 
   explicit Aten(const Config& cfg)
-      : inputs_(cfg.op_inputs), verbose_(cfg.verbose), compiled_kernels_(cfg.compiled_kernels) {}
+      : inputs_(cfg.op_inputs),
+        verbose_(cfg.verbose),
+        self_time_(cfg.self_time),
+        compiled_kernels_(cfg.compiled_kernels) {}
   ~Aten() { stop(); }
   Aten(const Aten&) = delete;
   Aten& operator=(const Aten&) = delete;
@@ -128,6 +134,11 @@ class Aten {
           "threads",
           stats_.ops.load(), stats_.allocations.load(), stats_.frees.load(), stats_.views.load(),
           stats_.threads.load()));
+    if (self_time_)
+      for (const auto& [what, t] : {std::pair{"operator starts", &stats_.op_start},
+                                    std::pair{"operator ends", &stats_.op_end},
+                                    std::pair{"allocator reports", &stats_.memory}})
+        pasta::detail::log("aten handler: self time: " + pasta::detail::describe_self_time(what, *t));
   }
   void flush() {}
 
@@ -185,6 +196,7 @@ class Aten {
   static std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     Aten* self = current().load(std::memory_order_acquire);
     if (!self) return nullptr;
+    pasta::detail::SelfTimer timer(self->self_time_ ? &self->stats_.op_start : nullptr);
     if (self->compiled_) detail::InductorBridge::poll();
     try {
       ThreadState& t = thread_state();
@@ -226,6 +238,8 @@ class Aten {
   static void on_end(const at::RecordFunction&, at::ObserverContext* base) {
     auto* ctx = static_cast<OpContext*>(base);
     if (!ctx) return;
+    Aten* timed = current().load(std::memory_order_acquire);
+    pasta::detail::SelfTimer timer(timed && timed->self_time_ ? &timed->stats_.op_end : nullptr);
     if (!ctx->emitted) {
       leave_window(*ctx);
       return;
@@ -447,6 +461,7 @@ class Aten {
                            std::size_t total_reserved, c10::Device device) override {
       Aten* self = current().load(std::memory_order_acquire);
       if (!self || bytes == 0) return;
+      pasta::detail::SelfTimer timer(self->self_time_ ? &self->stats_.memory : nullptr);
       try {
         const auto device_id =
             device.is_cpu() ? cpu_device : static_cast<std::uint32_t>(device.index());
@@ -495,6 +510,7 @@ class Aten {
   }
 
   bool inputs_, verbose_;
+  bool self_time_;         // Config::self_time
   bool compiled_kernels_;  // Config::compiled_kernels
   bool memory_ = false;
   bool views_ = false;  // a tool wants TensorView: operators' inputs are recorded

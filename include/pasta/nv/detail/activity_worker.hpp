@@ -14,6 +14,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include <pasta/core/detail/self_time.hpp>
 #include <pasta/core/events.hpp>
 #include <pasta/core/log.hpp>
 #include <pasta/core/names.hpp>
@@ -34,6 +35,9 @@ struct CuptiStats {
   std::atomic<std::uint64_t> callbacks{0};  // API callbacks handled
   std::atomic<std::uint64_t> flushes{0};    // flushes pasta asked CUPTI for while running
   std::atomic<std::uint64_t> flush_ns{0};   // time spent in them
+  // PASTA_SELF_TIME: API callbacks (program threads); activity buffers and the
+  // program threads' queued events (the worker).
+  pasta::detail::SelfTime callback_time, buffer_time, settle_time;
 };
 
 // The correlation ids of pasta's own API calls during replays, so their
