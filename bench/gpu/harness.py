@@ -213,6 +213,9 @@ class Bench:
                 os.makedirs(d)
                 env["PASTA_OUTPUT_DIR"] = d
         proc, seconds = self.run(cmd, env)
+        if proc is not None and os.path.isdir(d):  # what pasta logged, kept with its reports
+            with open(os.path.join(d, "stderr.txt"), "w") as f:
+                f.write(proc.stderr or "")
         name = f"{workload}: {v.label} (round {r + 1})"
         if proc is None:
             v.failed = f"killed at the timeout ({self.timeout:.0f} s)"

@@ -62,7 +62,17 @@ VARIANTS = {
                         {"PASTA_TOOLS": "op_summary,tensor_alloc"}),
     "torch-bench": ("pasta --torch OpSummary+TensorAlloc", [], ["--torch"],
                     {"PASTA_INJECT_LIB": "pasta_torch_bench"}),
+    "aten-only": ("  same, no CUPTI (operator callbacks alone)", [], ["--torch"],
+                  {"PASTA_INJECT_LIB": "pasta_bench_aten"}),
+    "default-self-time": ("pasta run, PASTA_SELF_TIME=1 (first round)", [], [],
+                          {"PASTA_SELF_TIME": "1"}),
+    "torch-self-time": ("pasta run --torch, PASTA_SELF_TIME=1 (first round)", [], ["--torch"],
+                        {"PASTA_SELF_TIME": "1"}),
 }
+# Variants that run in the first round only: their logs, not their times, are what they are for.
+ONCE = {"default-self-time", "torch-self-time"}
+# Variants whose pipeline has no CUPTI handler, and so sees no launches.
+NO_LAUNCHES = {"aten-only"}
 DEFAULT_VARIANTS = ["native", "torch-cpu-cuda", "torch-cuda", "kernel-freq",
                     "kernel-freq-timeline", "default", "torch"]
 QUICK_VARIANTS = ["native", "torch-cpu-cuda", "kernel-freq", "default", "torch"]
@@ -94,9 +104,24 @@ def torch_variants(bench, cmd, launches, keys):
         if "PASTA_INJECT_LIB" in env:
             env["PASTA_INJECT_LIB"] = bench.lib(env["PASTA_INJECT_LIB"])
         check = harness.torch_profiler_saw_kernels if options else None
-        out.append(harness.Variant(label, cmd + options, env, pasta=pasta, expect=launches,
-                                   check=check))
+        out.append(harness.Variant(label, cmd + options, env, pasta=pasta,
+                                   expect=0 if key in NO_LAUNCHES else launches, check=check,
+                                   once=key in ONCE))
     return out
+
+
+def print_self_time(variants, results, steps):
+    """The PASTA_SELF_TIME sums the self-time variants logged, and the operator calls."""
+    for v in variants:
+        for s in results.get(v.label, []):
+            if "PASTA_SELF_TIME" not in v.env:
+                continue
+            lines = [ln.split("pasta: ", 1)[-1] for ln in (s.stderr or "").splitlines()
+                     if "self time:" in ln or "operator calls" in ln or "records in" in ln]
+            print(f"\n{v.label}: {s.value:.3f} ms/step ({steps} timed steps), pasta's own time "
+                  f"over the whole process:")
+            for ln in lines:
+                print(f"    {ln}")
 
 
 def main():
@@ -135,6 +160,7 @@ def main():
             variants = torch_variants(bench, cmd, launches, keys)
             results = bench.rounds(workload, variants, args.rounds, harness.step_ms)
             bench.table(workload, variants, results, "ms/step", extra=exit_ms)
+            print_self_time(variants, results, args.steps)
     if args.empty:
         workload = f"{args.empty} empty kernels"
         cmd = [os.path.join(bench.build, "examples", "empty_kernels"), str(args.empty)]
