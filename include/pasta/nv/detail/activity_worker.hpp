@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -20,6 +21,7 @@
 #include <pasta/core/names.hpp>
 #include <pasta/nv/detail/activity.hpp>
 #include <pasta/nv/detail/cupti_api.hpp>
+#include <pasta/nv/detail/flush_schedule.hpp>
 #include <pasta/nv/detail/graph_callbacks.hpp>
 #include <pasta/nv/detail/graph_ops.hpp>
 #include <pasta/nv/detail/op_tags.hpp>
@@ -162,6 +164,13 @@ class ActivityWorker {
   // then wakes every wake_period.
   void on_wake(Wake wake) { wake_ = wake; }
   void start_thread() {
+    {
+      std::lock_guard lock(worker_mutex_);
+      schedule_.emplace(min_flush_gap, flush_period_,
+                        wake_ ? FlushSchedule::clock::duration(wake_period)
+                              : FlushSchedule::clock::duration(min_flush_gap),
+                        FlushSchedule::clock::now());
+    }
     worker_ = std::thread([this] { worker_loop(); });
   }
   void stop_thread() {
@@ -181,7 +190,8 @@ class ActivityWorker {
   void request_flush() {
     {
       std::lock_guard lock(worker_mutex_);
-      flush_requested_ = true;
+      if (!schedule_) return;  // no worker
+      schedule_->request();
     }
     worker_cv_.notify_one();
   }
@@ -205,33 +215,35 @@ class ActivityWorker {
   static void CUPTIAPI buffer_completed(CUcontext ctx, std::uint32_t stream, std::uint8_t* buffer,
                                         std::size_t size, std::size_t valid);
   void worker_loop() {
-    using clock = std::chrono::steady_clock;
-    auto last_flush = clock::now();
+    using clock = FlushSchedule::clock;
     std::unique_lock lock(worker_mutex_);
+    FlushSchedule& schedule = *schedule_;
     while (!stopping_) {
-      // Wakes often enough for both periods (and for wake_).
-      worker_cv_.wait_for(lock, wake_ ? wake_period : min_flush_gap,
-                          [&] { return stopping_ || flush_requested_ || !filled_.empty(); });
+      // Asleep until a buffer comes, a requested flush is due, or the
+      // schedule's next wake-up (every wake_period where wake_ is set).
+      worker_cv_.wait_until(lock, schedule.deadline(clock::now()), [&] {
+        return stopping_ || !filled_.empty() || schedule.due(clock::now());
+      });
       if (stopping_) break;
       std::vector<Filled> work;
       work.swap(filled_);
-      const auto now = clock::now();
-      const bool flush = (flush_requested_ && now - last_flush >= min_flush_gap) ||
-                         (flush_period_.count() && now - last_flush >= flush_period_);
-      if (flush) flush_requested_ = false;
+      const bool flush = schedule.take(clock::now());
       lock.unlock();
       process_all(work);
       if (wake_) wake_(owner_);
       if (flush) {
         const auto t0 = clock::now();
         cuptiActivityFlushAll(0);  // completed buffers come back through buffer_completed
-        last_flush = clock::now();
+        const auto t1 = clock::now();
         stats_.flushes.fetch_add(1, std::memory_order_relaxed);
         stats_.flush_ns.fetch_add(
-            std::chrono::duration_cast<std::chrono::nanoseconds>(last_flush - t0).count(),
+            std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count(),
             std::memory_order_relaxed);
+        lock.lock();
+        schedule.flushed(t1);
+      } else {
+        lock.lock();
       }
-      lock.lock();
     }
   }
   struct Filled {
@@ -259,10 +271,11 @@ class ActivityWorker {
   Wake wake_ = nullptr;
   std::atomic<std::size_t> outstanding_{0};
   std::thread worker_;
-  std::mutex worker_mutex_;  // guards filled_, flush_requested_, stopping_
+  std::mutex worker_mutex_;  // guards filled_, schedule_, stopping_
   std::condition_variable worker_cv_;
   std::vector<Filled> filled_;
-  bool flush_requested_ = false, stopping_ = false;
+  std::optional<FlushSchedule> schedule_;  // from start_thread on
+  bool stopping_ = false;
 };
 
 template <class Sink>
