@@ -319,8 +319,12 @@ def print_name_diff(what_a, a, what_b, b, limit=12):
 def case_pytorch(build, out):
     """Kernels of one ResNet-18 training step: pasta (by injection) vs torch.profiler."""
     script = os.path.join(ROOT, "examples", "pytorch", "resnet18_step.py")
-    run([f"{build}/bin/pasta", "run", "-o", out, "--", sys.executable, script, "--nvtx",
-         "--warmup", "4", "--steps", "2"], {"PASTA_PRINT": "none", "PASTA_VERBOSE": "1"})
+    proc = run([f"{build}/bin/pasta", "run", "-o", out, "--", sys.executable, script, "--nvtx",
+                "--warmup", "4", "--steps", "2"], {"PASTA_PRINT": "none", "PASTA_VERBOSE": "1"})
+    # The default pipeline's timeline shows operators, but no operator source runs here: the
+    # launch callbacks that tag kernels with operators must stay off (they cost per launch).
+    tagging = expect("launch callbacks turned on to tag operators, with no operator source",
+                     "operators tagged through" in proc.stderr, False)
     steps = kernels_per_scope(out, "step ")
     print("pasta: kernels per step (NVTX ranges):", steps)
     ref = json.loads(run([sys.executable, script, "--warmup", "4", "--steps", "1",
@@ -328,7 +332,7 @@ def case_pytorch(build, out):
                          ).stdout.strip().splitlines()[-1])
     ok = expect("steps seen as NVTX scopes", len(steps), 6)
     return expect("kernels in step 4, pasta vs torch.profiler's step after 4 warm-ups",
-                  steps.get("step 4"), ref["kernels_in_one_step"]) and ok
+                  steps.get("step 4"), ref["kernels_in_one_step"]) and ok and tagging
 
 
 def case_multi_gpu(build, out):

@@ -161,6 +161,34 @@ class Cupti {
     if (!open) self->activity_.request_flush();
   }
 
+  // Tagging device work with operators takes four CUPTI callbacks a runtime
+  // launch (op_tags.hpp; about 0.6 us each on an H100): they are turned on
+  // when an operator source enters its first operator, so a pipeline whose
+  // tools show operators costs nothing for them in a program that has none.
+  // Threads entering operators meanwhile wait for them.
+  static void first_op_enter(std::uint64_t op, NameId name) {
+    if (Cupti* self = current().load(std::memory_order_acquire)) self->arm_tags();
+    detail::op_enter(op, name);
+  }
+  static constexpr pasta::detail::OpCorrelator first_op_hooks{&first_op_enter, &detail::op_exit};
+  void arm_tags() {
+    std::scoped_lock lock(tags_mutex_);
+    if (tags_armed_) return;
+    tags_armed_ = true;
+    const int tagged = detail::enable_tag_callbacks(subscriber_);
+    // A graph's work is charged to the operator current when it was
+    // captured, not to the one that launches it (graph_callbacks.hpp).
+    const int graphs =
+        skipped(detail::skip_graphs) ? 0 : detail::enable_graph_callbacks(subscriber_);
+    if (verbose_)
+      pasta::detail::log(fmt::format("cupti handler: at the first operator, operators tagged "
+                                     "through {} launch, copy and memset callbacks and {} graph "
+                                     "callbacks",
+                                     tagged, graphs));
+    const pasta::detail::OpCorrelator* first = &first_op_hooks;
+    pasta::detail::op_correlator().compare_exchange_strong(first, &detail::op_hooks);
+  }
+
   // PASTA_CUPTI_SKIP (detail/cupti_skip.hpp).
   bool skipped(unsigned what) const { return (skip_ & what) != 0; }
 
@@ -171,6 +199,8 @@ class Cupti {
   bool flush_on_sync_;
   bool op_tags_;                       // Config::op_tags: tag device work with operators
   bool tag_ops_ = false;               // ... and a tool reads them: the callbacks tag
+  std::mutex tags_mutex_;              // guards tags_armed_
+  bool tags_armed_ = false;            // the tagging callbacks are on (or stop() began)
   void (*unqueue_)(Cupti*) = nullptr;  // the sink's queue_when_busy, if the worker settles it
   bool host_launches_ = false;         // KernelLaunch comes from callbacks, not from records
   detail::CounterCallbacks counters_;  // KernelCounters, when a tool wants them
@@ -291,16 +321,12 @@ void Cupti::start(Sink& sink) {
       // tagging did (docs/benchmarks.md).
       records_.enable_op_tags(verbose_);
       tag_ops_ = true;
-      const int tagged = detail::enable_tag_callbacks(subscriber_);
-      // A graph's work is charged to the operator current when it was
-      // captured, not to the one that launches it (graph_callbacks.hpp).
-      const int graphs =
-          skipped(detail::skip_graphs) ? 0 : detail::enable_graph_callbacks(subscriber_);
-      if (verbose_)
-        pasta::detail::log(fmt::format("cupti handler: operators tagged through {} launch, copy "
-                                       "and memset callbacks and {} graph callbacks",
-                                       tagged, graphs));
-      pasta::detail::op_correlator().store(&detail::op_hooks, std::memory_order_release);
+      // Those callbacks are turned on at the first operator (arm_tags).
+      {
+        std::scoped_lock lock(tags_mutex_);
+        tags_armed_ = false;
+      }
+      pasta::detail::op_correlator().store(&first_op_hooks, std::memory_order_release);
     }
     // The worker takes the program threads' host events (operators,
     // tensors, scopes) off them too: they only queue each one. Not with
@@ -349,8 +375,12 @@ inline void Cupti::stop() {
     finish_sampling_(this);
     sampling_.log_summary(verbose_);
   }
-  const pasta::detail::OpCorrelator* ours = &detail::op_hooks;
-  pasta::detail::op_correlator().compare_exchange_strong(ours, nullptr);
+  {
+    std::scoped_lock lock(tags_mutex_);
+    tags_armed_ = true;  // no callbacks turned on from here on
+  }
+  for (const pasta::detail::OpCorrelator* ours : {&detail::op_hooks, &first_op_hooks})
+    pasta::detail::op_correlator().compare_exchange_strong(ours, nullptr);
   if (unqueue_) unqueue_(this);  // no worker to take queued events from here on
   activity_.stop_thread();
   // The last records: CUPTI hands every buffer back, then this thread
