@@ -23,6 +23,7 @@
 #include <torch/csrc/profiler/orchestration/observer.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
@@ -163,7 +164,16 @@ class Aten {
   struct ThreadState {
     std::vector<std::uint64_t> open;
     std::uint32_t steps_open = 0;  // optimizer steps open on this thread
-    std::unordered_map<const char*, NameId> by_pointer;
+    // Recent name pointers, direct-mapped: a pointer, its name and the
+    // interned text (which lives as long as the name table), so a hit is
+    // one load and a compare, with no lock of the table. Bounded, unlike a
+    // map of every pointer seen (per-call names come at ever new addresses).
+    struct Named {
+      const char* pointer = nullptr;
+      NameId id{};
+      std::string_view text;
+    };
+    std::array<Named, 512> recent{};  // 2^9: op_name takes the hash's top 9 bits
     std::unordered_map<std::string_view, NameId> names;  // views of interned text
     std::vector<OpContext> launches;  // open compiled-kernel launches (id 0: not recorded)
   };
@@ -182,14 +192,15 @@ class Aten {
   // the text and no allocation.
   static NameId op_name(ThreadState& t, const char* s) {
     if (!s) return {};
-    if (auto hit = t.by_pointer.find(s);
-        hit != t.by_pointer.end() && std::strcmp(name_of(hit->second).data(), s) == 0)
-      return hit->second;
+    // Fibonacci hashing: the top 9 bits of the pointer times 2^64 / phi.
+    auto& slot = t.recent[(reinterpret_cast<std::uintptr_t>(s) * 0x9E3779B97F4A7C15ull) >> 55];
+    if (slot.pointer == s && std::strcmp(slot.text.data(), s) == 0) return slot.id;
     const std::string_view v(s);
     auto it = t.names.find(v);
     const NameId id = it != t.names.end() ? it->second : intern(v);
-    if (it == t.names.end()) t.names.emplace(name_of(id), id);
-    t.by_pointer[s] = id;
+    const std::string_view text = name_of(id);
+    if (it == t.names.end()) t.names.emplace(text, id);
+    slot = {s, id, text};
     return id;
   }
 
