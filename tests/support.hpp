@@ -110,7 +110,7 @@ inline Config quiet(const TempDir& dir) {
 using AnyEvent = std::variant<DeviceInfo, KernelLaunch, KernelComplete, MemAlloc, MemFree, Memcpy,
                               Memset, Synchronize, ModuleLoad, MemAccess, AccessHistogram,
                               ScopeBegin, ScopeEnd, OpBegin, OpEnd, TensorAlloc, TensorFree,
-                              KernelCounters, StallSample, TensorView, FusedKernel>;
+                              KernelCounters, StallSample, TensorView, FusedKernel, PcAccessCount>;
 
 // A tool that keeps every event, in order.
 struct Collect {

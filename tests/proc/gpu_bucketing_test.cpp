@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <pasta/pasta.hpp>
+#include <pasta/tools/stall_blame.hpp>
 
 #include "../support.hpp"
 
@@ -8,6 +9,14 @@ using namespace pasta;
 
 namespace {
 using Tools = detail::ToolSet<tools::MemHotness>;
+
+// Keeps the per-instruction counts it is given.
+struct Counts {
+  static constexpr std::string_view name = "counts";
+  std::vector<PcAccessCount> seen;
+  void on(const PcAccessCount& e) { seen.push_back(e); }
+  void report(Report&) const {}
+};
 }  // namespace
 
 TEST_CASE("GpuBucketing asks handlers for device histograms, never for raw accesses") {
@@ -66,4 +75,32 @@ TEST_CASE("histogram bins from the device and raw accesses give the same hotness
     CHECK(o.pages.get(1).write_bytes == 16);
     CHECK(h.unattributed().reads == 1);
   }
+}
+
+TEST_CASE("per-instruction counts: GpuBucketing asks the device for them, Cpu makes them of raw accesses") {
+  using Blame = detail::ToolSet<tools::StallBlame>;
+  // GpuBucketing: counts reduced on the device, no raw record.
+  CHECK_FALSE(proc::GpuBucketing::wants<Blame, MemAccess>());
+  CHECK(proc::GpuBucketing::wants<Blame, PcAccessCount>());
+  CHECK(proc::GpuBucketing::wants<Blame, KernelLaunch>());
+  CHECK_FALSE(proc::GpuBucketing::wants<Blame, AccessHistogram>());
+  // Cpu: raw records, each a count of one.
+  CHECK(proc::Cpu::wants<Blame, MemAccess>());
+
+  test::TempDir dir;
+  const Config cfg = test::quiet(dir);
+  proc::Cpu cpu(cfg);
+  detail::ToolSet<Counts> tools(cfg);
+  cpu.on(test::launch(1, "k", {1, 1, 1}, {32, 1, 1}), tools);
+  cpu.on(MemAccess{.correlation = 1, .address = 0x1040, .pc = 0x230, .bytes = 8,
+                   .flags = access::write, .space = MemSpace::global},
+         tools);
+  const auto& seen = tools.get<Counts>().seen;
+  REQUIRE(seen.size() == 1);
+  CHECK(seen[0].correlation == 1);
+  CHECK(seen[0].address == 0x1040);
+  CHECK(seen[0].pc == 0x230);
+  CHECK(seen[0].count == 1);
+  CHECK(seen[0].bytes == 8);
+  CHECK(seen[0].flags == access::write);
 }

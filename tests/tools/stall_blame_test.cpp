@@ -1,6 +1,9 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstddef>
+#include <map>
+#include <random>
 #include <span>
 #include <string>
 #include <tuple>
@@ -61,11 +64,12 @@ void instrumented(tools::StallBlame& t) {
   t.on(KernelLaunch{.correlation = 1, .name = intern("blend")});
   for (std::uint64_t pc : {0x220, 0x270, 0x2e0, 0x1b0, 0x2a0})
     for (std::uint64_t i = 0; i < 10; ++i)
-      t.on(MemAccess{.correlation = 1,
-                     .address = (pc == 0x1b0 || pc == 0x2a0 ? warm : cold) + 64 * i,
-                     .pc = pc,
-                     .bytes = 4,
-                     .flags = access::read});
+      t.on(PcAccessCount{.correlation = 1,
+                         .address = (pc == 0x1b0 || pc == 0x2a0 ? warm : cold) + 64 * i,
+                         .pc = pc,
+                         .count = 1,
+                         .bytes = 4,
+                         .flags = access::read});
 }
 
 }  // namespace
@@ -155,8 +159,12 @@ TEST_CASE("stall_blame: tensors of a framework allocator are blamed, with their 
   t.on(OpBegin{.id = 2, .name = intern("aten::blend"), .thread = 7});
   t.on(KernelLaunch{.correlation = 1, .name = intern("blend"), .thread = 7});
   for (std::uint64_t pc : {0x220, 0x270})
-    t.on(MemAccess{
-        .correlation = 1, .address = 0x100040, .pc = pc, .bytes = 4, .flags = access::read});
+    t.on(PcAccessCount{.correlation = 1,
+                       .address = 0x100040,
+                       .pc = pc,
+                       .count = 1,
+                       .bytes = 4,
+                       .flags = access::read});
   t.on(OpEnd{.id = 2, .name = intern("aten::blend"), .thread = 7});
   Report r("stall_blame");
   t.report(r);
@@ -220,14 +228,19 @@ TEST_CASE("stall_blame: the sampled run's samples per instruction and reason") {
 }
 
 TEST_CASE("stall_blame: a view's layout tells its elements from the gaps between its rows") {
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> dims;
+  std::vector<pasta::detail::region::Dim> dims;
   using Dims = std::vector<std::pair<std::uint64_t, std::uint64_t>>;
+  auto pairs = [&] {
+    Dims out;
+    for (const auto& d : dims) out.emplace_back(d.size, d.stride);
+    return out;
+  };
   CHECK(pasta::detail::nested_dims("float[2, 4] strides [12, 1]", dims));  // a column slice
-  CHECK(dims == Dims{{2, 12}, {4, 1}});
+  CHECK(pairs() == Dims{{2, 12}, {4, 1}});
   CHECK(pasta::detail::nested_dims("Half[4, 2] strides [1, 4]", dims));  // a transpose
-  CHECK(dims == Dims{{2, 4}, {4, 1}});
+  CHECK(pairs() == Dims{{2, 4}, {4, 1}});
   CHECK(pasta::detail::nested_dims("float[4, 1, 8] strides [0, 8, 1]", dims));  // an expand
-  CHECK(dims == Dims{{8, 1}});
+  CHECK(pairs() == Dims{{8, 1}});
   CHECK_FALSE(pasta::detail::nested_dims("float[3, 4] strides [2, 1]", dims));  // rows overlap
   CHECK_FALSE(pasta::detail::nested_dims("float[3, 4] strides [4]", dims));
   CHECK_FALSE(pasta::detail::nested_dims("float[3, x] strides [4, 1]", dims));
@@ -273,11 +286,12 @@ TEST_CASE("stall_blame: views an operator reads link to their base tensor in the
   t.on(TensorView{.address = 0x900000, .bytes = 64, .layout = slice, .element_bytes = 4, .op = 2});
   t.on(KernelLaunch{.correlation = 1, .name = intern("blend"), .thread = 7});
   auto read = [&](std::uint64_t correlation, std::uint64_t pc, std::uint64_t address) {
-    t.on(MemAccess{.correlation = correlation,
-                   .address = address,
-                   .pc = pc,
-                   .bytes = 4,
-                   .flags = access::read});
+    t.on(PcAccessCount{.correlation = correlation,
+                       .address = address,
+                       .pc = pc,
+                       .count = 1,
+                       .bytes = 4,
+                       .flags = access::read});
   };
   read(1, 0x220, qkv + (12 + 2) * 4);  // q[1][2]: inside k's span too, but in its gap
   read(1, 0x270, qkv + (12 + 5) * 4);  // k[1][1]
@@ -382,4 +396,184 @@ TEST_CASE("stall_blame: the sampled run reads machine code through its Disassemb
   CHECK(pc["opcode"] == "ADD");
   CHECK(pc["waits_for"] == nlohmann::json{0, 0x20});
   CHECK(std::get<std::string>(test::table(r, "stalls").rows().at(0).at(5)) == "0x0 0x20");
+}
+
+namespace {
+
+// One access of a synthetic launch, as the raw trace records it.
+struct Raw {
+  std::uint64_t correlation, address, pc;
+  MemSpace space;
+};
+
+// What the device does with a launch's accesses under the pc patches: one
+// count per (pc, space, region, strided views holding the address), holding
+// the first address counted (kernels/access_patches.cu, region_key.hpp).
+std::vector<PcAccessCount> reduce_as_the_device(const tools::StallBlame& t,
+                                                const std::vector<Raw>& launch) {
+  AccessRegions regions;
+  t.access_regions(launch.front().correlation, regions);
+  regions.build();
+  std::map<std::uint64_t, PcAccessCount> by_key;
+  std::vector<std::uint64_t> order;
+  for (const Raw& a : launch) {
+    const std::uint64_t key = pasta::detail::region::access_key(
+        regions.table(), a.pc, static_cast<std::uint32_t>(a.space), a.address);
+    auto [it, fresh] = by_key.try_emplace(key, PcAccessCount{.correlation = a.correlation,
+                                                             .address = a.address,
+                                                             .pc = a.pc,
+                                                             .bytes = 0,
+                                                             .flags = access::read,
+                                                             .space = a.space});
+    if (fresh) order.push_back(key);
+    ++it->second.count;
+    it->second.bytes += 4;
+  }
+  std::vector<PcAccessCount> out;
+  for (const std::uint64_t k : order) out.push_back(by_key.at(k));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("stall_blame: counts reduced by region equal the raw accesses, pc by pc") {
+  // A segment holding qkv (q, k and v strided views of it, read by
+  // aten::attn) and a second tensor; accesses land on the views' elements,
+  // their gaps, the segment outside any tensor, no allocation, and shared
+  // memory, from eight instructions over two launches.
+  const std::uint64_t segment = 0x100000, qkv = segment + 0x200, other = segment + 0x2000;
+  const std::uint32_t rows = 8, cols = 16;
+  std::mt19937_64 random(42);
+  std::vector<std::vector<Raw>> launches(2);
+  for (std::uint64_t c = 1; c <= 2; ++c)
+    for (int i = 0; i < 20000; ++i) {
+      const std::uint64_t pc = 0x100 + 0x10 * (random() % 8);
+      std::uint64_t address = qkv + 4 * (random() % (3 * rows * cols));  // q, k or v
+      switch (random() % 8) {
+        case 0:
+          address = other + 4 * (random() % 64);
+          break;
+        case 1:
+          address = segment + 4 * (random() % 128);
+          break;  // before qkv: no tensor
+        case 2:
+          address = 0x900000 + random() % 256;
+          break;  // no allocation
+        default:
+          break;
+      }
+      const MemSpace space = random() % 16 == 0 ? MemSpace::shared : MemSpace::global;
+      launches[c - 1].push_back(
+          {c, space == MemSpace::shared ? address & 0xfff : address, pc, space});
+    }
+
+  auto run = [&](const std::string& dir, bool reduced) {
+    Config c;
+    c.output_dir = dir;
+    tools::StallBlame t(c);
+    t.on(MemAlloc{.address = segment, .bytes = 0x10000});
+    t.on(OpBegin{.id = 1, .name = intern("aten::linear"), .thread = 7});
+    t.on(TensorAlloc{.address = qkv, .bytes = 4 * 3 * rows * cols, .op = 1, .thread = 7});
+    t.on(TensorAlloc{.address = other, .bytes = 256, .op = 1, .thread = 7});
+    t.on(OpEnd{.id = 1, .name = intern("aten::linear"), .thread = 7});
+    t.on(OpBegin{.id = 2, .name = intern("aten::attn"), .thread = 7});
+    const NameId layout =
+        intern(fmt::format("Float[{}, {}] strides [{}, 1]", rows, cols, 3 * cols));
+    for (std::uint64_t v = 0; v < 3; ++v)
+      t.on(TensorView{.address = qkv + 4 * cols * v,
+                      .bytes = 4 * (3 * cols * (rows - 1) + cols),
+                      .base = qkv,
+                      .base_bytes = 4 * 3 * rows * cols,
+                      .layout = layout,
+                      .element_bytes = 4,
+                      .op = 2,
+                      .thread = 7});
+    t.on(KernelLaunch{.correlation = 1, .name = intern("attn_kernel"), .thread = 7});
+    std::size_t events = 0;
+    auto deliver = [&](const std::vector<Raw>& launch) {
+      if (reduced) {
+        for (const PcAccessCount& e : reduce_as_the_device(t, launch)) t.on(e), ++events;
+      } else {
+        for (const Raw& a : launch)
+          t.on(PcAccessCount{.correlation = a.correlation,
+                             .address = a.address,
+                             .pc = a.pc,
+                             .count = 1,
+                             .bytes = 4,
+                             .flags = access::read,
+                             .space = a.space}),
+              ++events;
+      }
+    };
+    deliver(launches[0]);
+    t.on(OpEnd{.id = 2, .name = intern("aten::attn"), .thread = 7});
+    // The second launch is aten::sum's: the views were aten::attn's.
+    t.on(OpBegin{.id = 3, .name = intern("aten::sum"), .thread = 7});
+    t.on(KernelLaunch{.correlation = 2, .name = intern("attn_kernel"), .thread = 7});
+    deliver(launches[1]);
+    t.on(OpEnd{.id = 3, .name = intern("aten::sum"), .thread = 7});
+    Report r("stall_blame");
+    t.report(r);
+    return std::pair{pasta::detail::read_file(dir + "/stall_blame.accesses.csv"), events};
+  };
+  test::TempDir dir;
+  const auto [raw, raw_events] = run(dir.file("raw"), false);
+  const auto [reduced, reduced_events] = run(dir.file("reduced"), true);
+  CHECK(raw_events == 40000);
+  CHECK(reduced_events < 400);
+  CHECK(reduced == raw);
+  // Every kind of target is there: the views, the tensors, the segment, nothing.
+  for (const char* what : {"/ view Float[8, 16] strides [48, 1] at +0 B",
+                           "/ view Float[8, 16] strides [48, 1] at +64 B",
+                           "/ view Float[8, 16] strides [48, 1] at +128 B", "tensor #2 (256 B",
+                           "allocation #1", "(no allocation"})
+    CHECK_MESSAGE(raw.find(what) != std::string::npos, what);
+}
+
+TEST_CASE("stall_blame: at model scale the tables show the largest rows and sum the rest") {
+  // 30 allocations, each read by its own load, whose stalls are 100, 99, ... samples.
+  test::TempDir dir;
+  nlohmann::json pcs = nlohmann::json::array();
+  for (std::uint64_t i = 0; i < 30; ++i)
+    pcs.push_back({{"pc", 0x1000 + 16 * i},
+                   {"reasons", {{"long_scoreboard", 100 - i}}},
+                   {"waits_for", {0x100 + 16 * i}},
+                   {"reads", {0x100 + 16 * i}}});
+  const nlohmann::json doc{{"schema", "pasta.stall_samples"},
+                           {"version", 1},
+                           {"samples", 2565},
+                           {"functions", {{"k", {{"code", ""}, {"pcs", pcs}}}}}};
+  REQUIRE(pasta::detail::write_file(dir.file("samples.json"), doc.dump()).empty());
+  Config c;
+  c.output_dir = dir.path();
+  c.stall_samples = dir.file("samples.json");
+  tools::StallBlame t(c);
+  t.on(KernelLaunch{.correlation = 1, .name = intern("k")});
+  for (std::uint64_t i = 0; i < 30; ++i) {
+    t.on(MemAlloc{.address = 0x100000 * (i + 1), .bytes = 0x1000});
+    t.on(PcAccessCount{.correlation = 1,
+                       .address = 0x100000 * (i + 1),
+                       .pc = 0x100 + 16 * i,
+                       .count = 7,
+                       .bytes = 28,
+                       .flags = access::read});
+  }
+  Report r("stall_blame");
+  t.report(r);
+  const auto& blame = test::table(r, "blame");
+  REQUIRE(blame.rows().size() == 26);
+  CHECK(std::get<std::string>(blame.rows()[0][0]).starts_with("allocation #1 "));
+  CHECK(cell_double(r, "blame", 0, 2) == 100);
+  CHECK(std::get<std::string>(blame.rows()[25][0]) == "(5 more)");
+  CHECK(cell_double(r, "blame", 25, 2) == 75 + 74 + 73 + 72 + 71);
+  const auto& ops = test::table(r, "blame_operators");
+  REQUIRE(ops.rows().size() == 1);
+  CHECK(std::get<std::uint64_t>(ops.rows()[0][1]) == 30);  // tensors under the one operator
+  CHECK(cell_double(r, "blame_operators", 0, 2) == 2565);
+  // Every row in the file beside the report.
+  const std::string all = pasta::detail::read_file(dir.file("stall_blame.blame_all.csv"));
+  CHECK(std::count(all.begin(), all.end(), '\n') == 31);
+  // The forest keeps six allocations and sums the others.
+  const std::string dot = pasta::detail::read_file(dir.file("stall_blame.forest.dot"));
+  CHECK(dot.find("(24 more)") != std::string::npos);
 }

@@ -71,3 +71,27 @@ TEST_CASE("stall forest: a view under its tensor under its allocation, then who 
   CHECK(tensor.children[1].samples == 2);
   CHECK(forest.children[1].label == "(no allocation: shared, local or unknown memory)");
 }
+
+TEST_CASE("stall forest: pruned to each node's largest children, the rest summed in one leaf") {
+  BlameNode root;
+  for (int i = 0; i < 10; ++i) {
+    BlameNode& t = root.child("tensor #" + std::to_string(i));
+    t.samples = 100 - i;
+    t.child("aten::mm").samples = 100 - i;
+  }
+  root.child("tiny").samples = 0.5;
+  pasta::detail::stall::prune(root, 6, 1.0);
+  REQUIRE(root.children.size() == 7);
+  CHECK(root.children[5].label == "tensor #5");
+  CHECK(root.children[6].label == "(5 more)");
+  CHECK(root.children[6].samples == 94 + 93 + 92 + 91 + 0.5);
+  CHECK(root.children[6].children.empty());
+  CHECK(root.children[0].children.size() == 1);  // a single child is kept, never merged alone
+  // A node with one child under the threshold besides the kept ones keeps it too.
+  BlameNode two;
+  two.child("big").samples = 50;
+  two.child("small").samples = 0.1;
+  pasta::detail::stall::prune(two, 6, 1.0);
+  CHECK(two.children.size() == 2);
+  CHECK(two.children[1].label == "small");
+}

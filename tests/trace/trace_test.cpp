@@ -146,6 +146,14 @@ std::vector<test::AnyEvent> every_event() {
                  .op = 21,
                  .thread = 78},
       FusedKernel{.op = 22, .kernel = s, .source = op, .fused = op, .graph = s},
+      PcAccessCount{.correlation = 11,
+                    .address = 0x2010,
+                    .pc = 0x1f0,
+                    .count = 4096,
+                    .bytes = 65536,
+                    .device = 1,
+                    .flags = access::read,
+                    .space = MemSpace::global},
   };
 }
 
@@ -206,9 +214,9 @@ TEST_CASE("the header carries the format version, the schema and the metadata") 
   write_trace(dir.file("t.pasta"), every_event());
   TraceReader r(dir.file("t.pasta"));
   CHECK(r.major_version() == 1);
-  CHECK(r.minor_version() == 5);
+  CHECK(r.minor_version() == 6);
   CHECK(r.metadata() == trace::Metadata{{"purpose", "test"}});
-  REQUIRE(r.schema().size() == 21);
+  REQUIRE(r.schema().size() == 22);
   const auto& launch = r.schema()[1];
   CHECK(launch.name == "KernelLaunch");
   CHECK(launch.payload_bytes == 8 + 8 + 8 + 4 + 4 + 12 + 12 + 4 + 4 + 8);

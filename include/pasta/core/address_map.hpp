@@ -75,6 +75,11 @@ class BasicAddressMap {
   }
 
   std::size_t size() const { return by_base_.size(); }
+  // f(range) for each live range, by base.
+  template <class F>
+  void for_each(F&& f) const {
+    for (const auto& [base, range] : by_base_) f(range);
+  }
 
  private:
   boost::container::flat_map<std::uint64_t, Range> by_base_;

@@ -38,6 +38,7 @@ enum class EventKind : std::uint16_t {
   stall_sample = 19,
   tensor_view = 20,
   fused_kernel = 21,
+  pc_access_count = 22,
   module_image = 1000,  // from 1000 on: never in a trace
 };
 
@@ -243,6 +244,26 @@ struct AccessHistogram {  // one bin of a per-kernel access histogram
   std::uint64_t read_bytes = 0, write_bytes = 0;
 };
 
+// Accesses of one instruction of a launch, counted on the device (a
+// handler under proc::GpuBucketing) or made of one raw access (proc::Cpu):
+// `count` accesses by the instruction at `pc`, to addresses that all resolve
+// as `address` does under the AccessRegions the pipeline's tools gave for
+// the launch (core/access_regions.hpp). A tool that consumes this counts
+// per instruction what it would count from `count` MemAccess records at
+// `address`.
+struct PcAccessCount {
+  static constexpr EventKind kind = EventKind::pc_access_count;
+  static constexpr std::string_view type_name = "PcAccessCount";
+  std::uint64_t correlation = 0;  // of the kernel launch that made them
+  std::uint64_t address = 0;      // one of the addresses (the first counted)
+  std::uint64_t pc = 0;           // offset within the function
+  std::uint64_t count = 0;        // accesses
+  std::uint64_t bytes = 0;        // bytes they moved
+  std::uint32_t device = 0;
+  std::uint8_t flags = 0;  // access::read | access::write | access::atomic
+  MemSpace space = MemSpace::global;
+};
+
 struct ScopeBegin {  // PASTA_SCOPE, pasta::start, NVTX ranges
   static constexpr EventKind kind = EventKind::scope_begin;
   static constexpr std::string_view type_name = "ScopeBegin";
@@ -384,7 +405,7 @@ struct FusedKernel {
 inline constexpr TypeList<DeviceInfo, KernelLaunch, KernelComplete, MemAlloc, MemFree, Memcpy,
                           Memset, Synchronize, ModuleLoad, MemAccess, AccessHistogram, ScopeBegin,
                           ScopeEnd, OpBegin, OpEnd, TensorAlloc, TensorFree, KernelCounters,
-                          StallSample, TensorView, FusedKernel>
+                          StallSample, TensorView, FusedKernel, PcAccessCount>
     all_events{};
 
 namespace detail {

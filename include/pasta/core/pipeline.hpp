@@ -17,6 +17,7 @@
 
 #include <pasta/core/detail/fmt.hpp>
 
+#include <pasta/core/access_regions.hpp>
 #include <pasta/core/concepts.hpp>
 #include <pasta/core/config.hpp>
 #include <pasta/core/events.hpp>
@@ -168,6 +169,7 @@ struct Activity {
       ++completions;
     else if constexpr (std::is_same_v<E, Memcpy> || std::is_same_v<E, Memset> ||
                        std::is_same_v<E, MemAccess> || std::is_same_v<E, AccessHistogram> ||
+                       std::is_same_v<E, PcAccessCount> ||
                        std::is_same_v<E, KernelCounters> || std::is_same_v<E, StallSample>)
       ++device_work;
   }
@@ -235,6 +237,19 @@ class Pipeline {
       failed(std::current_exception());
     }
     drain_pending();
+  }
+
+  // The regions the tools tell apart in the accesses of the launch
+  // `correlation` (core/access_regions.hpp), added to `out`; events program
+  // threads queued are processed first, the launch's own included.
+  void access_regions(std::uint64_t correlation, AccessRegions& out) {
+    DispatchScope scope;
+    std::scoped_lock lock(mutex_);
+    drain_pending();
+    tools_.for_each([&](const auto& tool) {
+      if constexpr (requires { tool.access_regions(correlation, out); })
+        tool.access_regions(correlation, out);
+    });
   }
 
   // f(proc, tools) with the pipeline locked: reports read a quiet state.

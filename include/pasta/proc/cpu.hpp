@@ -24,9 +24,12 @@ class Cpu {
 
   template <class Next, class E>
   static constexpr bool wants() {
-    constexpr bool accesses =
-        Next::template wants<MemAccess>() || Next::template wants<AccessHistogram>();
-    if constexpr (std::is_same_v<E, KernelLaunch>)
+    constexpr bool accesses = Next::template wants<MemAccess>() ||
+                              Next::template wants<AccessHistogram>() ||
+                              Next::template wants<PcAccessCount>();
+    if constexpr (std::is_same_v<E, MemAccess>)
+      return Next::template wants<MemAccess>() || Next::template wants<PcAccessCount>();
+    else if constexpr (std::is_same_v<E, KernelLaunch>)
       return Next::template wants<KernelLaunch>() || Next::template wants<KernelComplete>() ||
              accesses;
     else if constexpr (std::is_same_v<E, MemAlloc> || std::is_same_v<E, MemFree>)
@@ -45,7 +48,7 @@ class Cpu {
     ++launches_;
     const bool selected = selector_.select(e.name);
     if constexpr (Next::template wants<KernelComplete>() || Next::template wants<MemAccess>() ||
-                  Next::template wants<AccessHistogram>())
+                  Next::template wants<AccessHistogram>() || Next::template wants<PcAccessCount>())
       in_flight_[e.correlation] = {e, selected};
     if (!selected) return;
     ++selected_;
@@ -97,15 +100,32 @@ class Cpu {
     if constexpr (Next::template wants<MemFree>()) next.emit(out);
   }
 
+  // A raw access goes on as it is, and as a count of one to tools that
+  // count per instruction: the host-side reduction they are compared with.
   template <class Next>
   void on(const MemAccess& e, Next& next) {
-    if constexpr (Next::template wants<MemAccess>()) {
+    if constexpr (Next::template wants<MemAccess>() || Next::template wants<PcAccessCount>()) {
       if (!launch_selected(e.correlation)) return;
       MemAccess out = e;
       // Shared and local addresses are offsets in their own windows.
       out.alloc_base = e.space == MemSpace::global ? allocation_of(e.address) : 0;
-      next.emit(out);
+      if constexpr (Next::template wants<MemAccess>()) next.emit(out);
+      if constexpr (Next::template wants<PcAccessCount>())
+        next.emit(PcAccessCount{.correlation = e.correlation,
+                                .address = e.address,
+                                .pc = e.pc,
+                                .count = 1,
+                                .bytes = e.bytes,
+                                .device = e.device,
+                                .flags = e.flags,
+                                .space = e.space});
     }
+  }
+
+  template <class Next>
+  void on(const PcAccessCount& e, Next& next) {
+    if constexpr (Next::template wants<PcAccessCount>())
+      if (launch_selected(e.correlation)) next.emit(e);
   }
 
   template <class Next>

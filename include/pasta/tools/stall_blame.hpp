@@ -6,11 +6,13 @@
 //    the stalled instruction waits for, read from the kernel's machine code
 //    by the Disassembler policy (nv::detail::Nvdisasm: SASS by nvdisasm).
 //    Writes <output_dir>/stall_samples.json.
-// 2. Instrumented (nv::Sanitizer with proc::Cpu): every access with its pc
-//    and address (MemAccess) gives pc -> allocation or framework tensor, and
-//    the operator that launched the kernel. With PASTA_STALL_SAMPLES naming
-//    run 1's file, each stall is charged to the tensors its load read, in
-//    proportion to their accesses at that pc.
+// 2. Instrumented (nv::Sanitizer): accesses per instruction (PcAccessCount)
+//    give pc -> allocation or framework tensor, and the operator that
+//    launched the kernel. Under proc::GpuBucketing they are counted on the
+//    device per (pc, region) for the regions this tool tells apart
+//    (access_regions), under proc::Cpu one record per access. With
+//    PASTA_STALL_SAMPLES naming run 1's file, each stall is charged to the
+//    tensors its load read, in proportion to their accesses at that pc.
 //
 // With a framework handler (torch::Aten), tensors are the allocator's
 // blocks inside its segments, and the views an operator takes as input
@@ -37,6 +39,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <pasta/core/access_regions.hpp>
 #include <pasta/core/address_map.hpp>
 #include <pasta/core/config.hpp>
 #include <pasta/core/detail/demangle.hpp>
@@ -46,6 +49,7 @@
 #include <pasta/core/events.hpp>
 #include <pasta/core/names.hpp>
 #include <pasta/core/report.hpp>
+#include <pasta/core/report_writer.hpp>
 #include <pasta/nv/detail/nvdisasm.hpp>
 #include <pasta/tools/detail/live_ops.hpp>
 #include <pasta/tools/detail/stall_forest.hpp>
@@ -160,8 +164,25 @@ class BasicStallBlame {
     if (std::find(list.begin(), list.end(), it->second) == list.end()) list.push_back(it->second);
   }
   void on(const pasta::TensorFree& e) { tensors_.erase(e.address); }
-  void on(const MemAccess& e) {
-    ++accesses_seen_;
+
+  // What a launch's accesses resolve to: every allocation and tensor, and
+  // the views of its operators, strided ones element by element.
+  void access_regions(std::uint64_t correlation, AccessRegions& out) const {
+    allocations_.for_each([&](const Target::Range& r) { out.range(r.base, r.bytes); });
+    tensors_.for_each([&](const Target::Range& r) { out.range(r.base, r.bytes); });
+    const auto it = launches_.find(correlation);
+    if (it == launches_.end()) return;
+    for (std::uint32_t i = it->second.views_begin; i < it->second.views_end; ++i) {
+      const Target& v = targets_[launch_views_[i]];
+      if (v.nested)
+        out.strided(v.base, v.bytes, v.element_bytes, v.dims);
+      else
+        out.range(v.base, v.bytes);
+    }
+  }
+
+  void on(const PcAccessCount& e) {
+    accesses_seen_ += e.count;
     if (e.correlation != last_correlation_) {
       last_correlation_ = e.correlation;
       const auto it = launches_.find(e.correlation);
@@ -185,19 +206,22 @@ class BasicStallBlame {
       last_key_ = key;
       last_targets_ = &accesses_[key];
     }
-    ++(*last_targets_)[{target, last_launch_.op}];
+    (*last_targets_)[{target, last_launch_.op}] += e.count;
   }
 
   void report(Report& out) const {
     if (sampled_)
       pasta::detail::stall::report_sampled(out, disassembler_, samples_, code_, total_samples_,
                                            output_dir_);
-    if (accesses_seen_) report_blame(out);
+    if (accesses_seen_) {
+      write_accesses(out);
+      report_blame(out);
+    }
     if (!sampled_ && !accesses_seen_)
       out.note(
           "no stall samples and no memory accesses reached this tool: it needs a PC-sampling "
-          "handler (nv::Cupti) for run 1 or a memory-access pipeline (nv::Sanitizer with "
-          "proc::Cpu) for run 2; `pasta run -t stall_blame` runs both");
+          "handler (nv::Cupti) for run 1 or a memory-access pipeline (nv::Sanitizer) for run 2; "
+          "`pasta run -t stall_blame` runs both");
   }
 
   // Samples of the instructions of one kernel, as run 1 saw them.
@@ -212,6 +236,10 @@ class BasicStallBlame {
 
  private:
   static constexpr std::uint32_t no_target = pasta::detail::stall::no_target;
+  // Rows a blame table shows before it sums the rest; children a forest
+  // node keeps, and the share of all samples a kept one holds at least.
+  static constexpr std::size_t table_rows = 25, forest_children = 6;
+  static constexpr double forest_min_share = 0.005;
   using AccessKey = pasta::detail::stall::AccessKey;
   using Accesses = pasta::detail::stall::Accesses;
   using Target = pasta::detail::stall::Target;
@@ -230,6 +258,7 @@ class BasicStallBlame {
   };
 
   void report_blame(Report& out) const;
+  void write_accesses(Report& out) const;
 
   std::string output_dir_, samples_path_;
   Disassembler disassembler_;
@@ -251,6 +280,25 @@ class BasicStallBlame {
   SampleKey last_key_{};
   Accesses* last_targets_ = nullptr;  // accesses_[last_key_]
 };
+
+// Run 2: what each instruction accessed, one row per (kernel, pc, target,
+// operator), to <output_dir>/stall_blame.accesses.csv.
+template <StallDisassembler Disassembler>
+void BasicStallBlame<Disassembler>::write_accesses(Report& out) const {
+  Table t("accesses", "Accesses per instruction",
+          {"kernel", "pc", "target", "operator", "accesses"});
+  for (const auto& [at, targets] : accesses_)
+    for (const auto& [key, n] : targets)
+      t.row(std::string(name_of(at.function)), fmt::format("{:#x}", at.pc),
+            targets_.label(key.target), pasta::detail::LiveOps::label(key.op), n);
+  const std::string path = pasta::detail::join_path(output_dir_, "stall_blame.accesses.csv");
+  std::string why = pasta::detail::make_dirs(output_dir_);
+  if (why.empty()) why = pasta::detail::write_file(path, pasta::detail::to_csv(t));
+  if (why.empty())
+    out.attach(path);
+  else
+    out.mark_partial("the accesses per instruction were not written: " + why);
+}
 
 // Run 2: run 1's stalls charged to the tensors their loads read.
 template <StallDisassembler Disassembler>
@@ -284,24 +332,73 @@ void BasicStallBlame<Disassembler>::report_blame(Report& out) const {
     per_target_op[key.first] += n;
     blamed_total += n;
   }
-  const pasta::detail::BlameNode forest = pasta::detail::stall::blame_forest(blamed, targets_);
-  std::vector<std::pair<AccessKey, double>> order(per_target_op.begin(), per_target_op.end());
-  std::sort(order.begin(), order.end(), [](auto& a, auto& b) { return a.second > b.second; });
+  pasta::detail::BlameNode forest = pasta::detail::stall::blame_forest(blamed, targets_);
+  // Readable at model scale: the forest keeps each node's largest children.
+  pasta::detail::stall::prune(forest, forest_children, forest_min_share * total);
   auto share = [&](double n) { return total > 0 ? n / total : 0.0; };
+  using pasta::detail::LiveOps;
+  using pasta::detail::stall::largest_first;
+  // Tables show the largest rows and sum the rest in one row; every row is
+  // in stall_blame.blame_all.csv.
+  auto rest_row = [&](Table& t, std::size_t more, double n, std::size_t blanks) {
+    std::vector<Cell> row{fmt::format("({} more)", more)};
+    for (std::size_t i = 0; i < blanks; ++i) row.emplace_back(std::string());
+    row.emplace_back(n);
+    row.emplace_back(share(n));
+    t.row(std::move(row));
+  };
+  const auto order = largest_first(per_target_op);
+  Table all("blame_all", "Stall samples blamed on tensors",
+            {"tensor", "operator", "stall_samples", "share"});
   auto& table = out.table("blame", "Stall samples blamed on tensors",
                           {"tensor", "operator", "stall_samples", "share"});
   table.precision(2, 1).precision(3, 4);
-  for (const auto& [k, n] : order)
-    table.row(targets_.label(k.target), pasta::detail::LiveOps::label(k.op), n, share(n));
+  double beyond = 0;
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const auto& [k, n] = order[i];
+    all.row(targets_.label(k.target), LiveOps::label(k.op), n, share(n));
+    if (i < table_rows)
+      table.row(targets_.label(k.target), LiveOps::label(k.op), n, share(n));
+    else
+      beyond += n;
+  }
+  if (order.size() > table_rows) rest_row(table, order.size() - table_rows, beyond, 1);
+  // Operators grouped: every tensor an operator's loads waited for.
+  std::map<NameId, std::pair<double, std::size_t>> per_op;
+  for (const auto& [k, n] : per_target_op) {
+    per_op[k.op].first += n;
+    ++per_op[k.op].second;
+  }
+  auto& ops = out.table("blame_operators", "Stall samples blamed on tensors, per operator",
+                        {"operator", "tensors", "stall_samples", "share"});
+  ops.precision(2, 1).precision(3, 4);
+  std::map<NameId, double> op_samples;
+  for (const auto& [op, x] : per_op) op_samples[op] = x.first;
+  const auto op_order = largest_first(op_samples);
+  beyond = 0;
+  for (std::size_t i = 0; i < op_order.size(); ++i) {
+    if (i < table_rows)
+      ops.row(LiveOps::label(op_order[i].first), per_op[op_order[i].first].second,
+              op_order[i].second, share(op_order[i].second));
+    else
+      beyond += op_order[i].second;
+  }
+  if (op_order.size() > table_rows) rest_row(ops, op_order.size() - table_rows, beyond, 1);
   auto& kernels = out.table("blame_kernels", "Stall samples blamed on tensors, per kernel",
                             {"tensor", "operator", "kernel", "stall_samples", "share"});
   kernels.precision(3, 1).precision(4, 4);
-  std::vector<std::pair<std::pair<AccessKey, std::string>, double>> rows(blamed.begin(),
-                                                                         blamed.end());
-  std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.second > b.second; });
-  for (const auto& [k, n] : rows)
-    kernels.row(targets_.label(k.first.target), pasta::detail::LiveOps::label(k.first.op),
-                pasta::detail::short_kernel_name(pasta::detail::demangle(k.second)), n, share(n));
+  const auto rows = largest_first(blamed);
+  beyond = 0;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& [k, n] = rows[i];
+    if (i < table_rows)
+      kernels.row(targets_.label(k.first.target), LiveOps::label(k.first.op),
+                  pasta::detail::short_kernel_name(pasta::detail::demangle(k.second)), n, share(n));
+    else
+      beyond += n;
+  }
+  if (rows.size() > table_rows) rest_row(kernels, rows.size() - table_rows, beyond, 2);
+  out.summary("tensor and operator pairs blamed", order.size());
   auto& rest = out.table("unattributed", "Stall samples not blamed on a tensor",
                          {"why", "stall_samples", "share"});
   rest.precision(1, 1).precision(2, 4);
@@ -321,12 +418,15 @@ void BasicStallBlame<Disassembler>::report_blame(Report& out) const {
 
   const std::string dot = pasta::detail::join_path(output_dir_, "stall_blame.forest.dot");
   const std::string svg = pasta::detail::join_path(output_dir_, "stall_blame.forest.svg");
+  const std::string csv = pasta::detail::join_path(output_dir_, "stall_blame.blame_all.csv");
   std::string why = pasta::detail::make_dirs(output_dir_);
   if (why.empty()) why = pasta::detail::write_file(dot, pasta::detail::forest_dot(forest, total));
   if (why.empty()) why = pasta::detail::write_file(svg, pasta::detail::forest_svg(forest, total));
+  if (why.empty()) why = pasta::detail::write_file(csv, pasta::detail::to_csv(all));
   if (why.empty()) {
     out.attach(dot);
     out.attach(svg);
+    out.attach(csv);
   } else {
     out.mark_partial("the blame forest was not written: " + why);
   }

@@ -23,7 +23,7 @@ class PendingEvents {
   using Any = std::variant<DeviceInfo, KernelLaunch, KernelComplete, MemAlloc, MemFree, Memcpy,
                            Memset, Synchronize, ModuleLoad, MemAccess, AccessHistogram,
                            ScopeBegin, ScopeEnd, OpBegin, OpEnd, TensorAlloc, TensorFree,
-                           KernelCounters, StallSample, TensorView, FusedKernel>;
+                           KernelCounters, StallSample, TensorView, FusedKernel, PcAccessCount>;
   static_assert(std::variant_size_v<Any> == event_type_count, "an event type is missing here");
 
   template <class E>

@@ -57,6 +57,8 @@ BOOST_HANA_ADAPT_STRUCT(pasta::StallSample, function, pc, reason, samples, devic
 BOOST_HANA_ADAPT_STRUCT(pasta::TensorView, address, bytes, base, base_bytes, layout, element_bytes,
                         device, op, thread);
 BOOST_HANA_ADAPT_STRUCT(pasta::FusedKernel, op, kernel, source, fused, graph);
+BOOST_HANA_ADAPT_STRUCT(pasta::PcAccessCount, correlation, address, pc, count, bytes, device, flags,
+                        space);
 
 namespace pasta::detail {
 

@@ -65,6 +65,31 @@ inline BlameNode blame_forest(const std::map<std::pair<AccessKey, std::string>, 
   return forest;
 }
 
+// Each node keeps its `keep` largest children that hold at least
+// `min_samples`; the others become one leaf "(N more)" holding their sum.
+inline void prune(BlameNode& node, std::size_t keep, double min_samples) {
+  node.sort();
+  std::size_t kept = 0;
+  while (kept < node.children.size() && kept < keep && node.children[kept].samples >= min_samples)
+    ++kept;
+  if (node.children.size() > kept + 1) {  // merging one child alone hides it for nothing
+    BlameNode rest{fmt::format("({} more)", node.children.size() - kept), 0, {}};
+    for (std::size_t i = kept; i < node.children.size(); ++i)
+      rest.samples += node.children[i].samples;
+    node.children.resize(kept);
+    node.children.push_back(std::move(rest));
+  }
+  for (auto& c : node.children) prune(c, keep, min_samples);
+}
+
+// A map's entries as a vector, the largest value first.
+template <class K>
+std::vector<std::pair<K, double>> largest_first(const std::map<K, double>& m) {
+  std::vector<std::pair<K, double>> out(m.begin(), m.end());
+  std::stable_sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.second > b.second; });
+  return out;
+}
+
 }  // namespace stall
 
 inline std::string xml_escape(std::string_view s) {

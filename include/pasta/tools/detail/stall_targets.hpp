@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <pasta/core/detail/fmt.hpp>
+#include <pasta/core/detail/region_key.hpp>
 #include <pasta/core/names.hpp>
 #include <pasta/tools/detail/live_ops.hpp>
 #include <pasta/tools/detail/stall_join.hpp>
@@ -28,8 +29,7 @@ namespace pasta::detail {
 // offset splits into one index per dimension (slices, transposes, splits,
 // permutes do); false for a layout it cannot read or one whose rows
 // overlap.
-inline bool nested_dims(std::string_view layout,
-                        std::vector<std::pair<std::uint64_t, std::uint64_t>>& dims) {
+inline bool nested_dims(std::string_view layout, std::vector<region::Dim>& dims) {
   dims.clear();
   auto numbers = [&](std::size_t open, std::vector<std::uint64_t>& out) {
     const std::size_t close = layout.find(']', open);
@@ -51,12 +51,12 @@ inline bool nested_dims(std::string_view layout,
       !numbers(marker + 8, strides) || sizes.size() != strides.size())
     return false;
   for (std::size_t d = 0; d < sizes.size(); ++d)
-    if (sizes[d] > 1 && strides[d] > 0) dims.emplace_back(sizes[d], strides[d]);
-  std::sort(dims.begin(), dims.end(), [](auto& a, auto& b) { return a.second > b.second; });
+    if (sizes[d] > 1 && strides[d] > 0) dims.push_back({sizes[d], strides[d]});
+  std::sort(dims.begin(), dims.end(), [](auto& a, auto& b) { return a.stride > b.stride; });
   std::uint64_t reach = 1;  // elements the smaller dimensions span
   for (std::size_t d = dims.size(); d-- > 0;) {
-    if (dims[d].second < reach) return false;
-    reach = dims[d].second * (dims[d].first - 1) + reach;
+    if (dims[d].stride < reach) return false;
+    reach = dims[d].stride * (dims[d].size - 1) + reach;
   }
   return true;
 }
@@ -84,7 +84,7 @@ struct Target {
   NameId layout{};
   std::uint32_t element_bytes = 0;
   bool nested = false;
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> dims{};
+  std::vector<region::Dim> dims{};
 };
 
 // Every target seen, by index (AccessKey::target), numbered per kind.
@@ -110,16 +110,14 @@ class Targets {
     }
     return best;
   }
+  // The device's test (region::holds), so that counts made there resolve
+  // here as the raw accesses they stand for.
   static bool holds(const Target& v, std::uint64_t address) {
     if (address < v.base || address - v.base >= v.bytes) return false;
     if (!v.nested) return true;
-    std::uint64_t e = (address - v.base) / v.element_bytes;
-    for (const auto& [size, stride] : v.dims) {
-      const std::uint64_t i = e / stride;
-      if (i >= size) return false;
-      e -= i * stride;
-    }
-    return e == 0;
+    return region::holds(
+        {v.base, v.bytes, v.element_bytes, 0, static_cast<std::uint32_t>(v.dims.size()), 0},
+        v.dims.data(), address);
   }
 
   // A node of the forest: the target itself, without its parents.
