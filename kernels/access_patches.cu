@@ -8,8 +8,15 @@
 //   pasta_object_atomic_*  the baseline of AccelProf-style GPU analysis: the
 //                   lookup, then atomics per access on the allocation's
 //                   counters (everything lands in its first page's slot)
+//   pasta_pc_*      per instruction: look the address up in the launch's
+//                   regions (the tools' allocations, tensors and views) and
+//                   count per (pc, region, views holding it) in a hash table,
+//                   one atomic per distinct key in the warp
 //   pasta_trace_*   the conventional trace: append a 16-byte record
 //   pasta_noop_*    the floor: the cost of the patch call alone
+// Each family patches global, shared and local accesses, and the
+// asynchronous copies from global memory the Sanitizer API reports
+// (cp.async as *_memcpy_async, cp.async.bulk as *_bulk_copy: global reads).
 // Callback data is a device::Params, or null for a launch nobody selected.
 #include <sanitizer_patching.h>
 
@@ -17,6 +24,7 @@
 
 using pasta::nv::device::AllocRange;
 using pasta::nv::device::Params;
+using pasta::nv::device::PcCount;
 using pasta::nv::device::Slot;
 using pasta::nv::device::TraceRecord;
 
@@ -100,6 +108,54 @@ __device__ __forceinline__ SanitizerPatchResult per_access(void* userdata, void*
   return SANITIZER_PATCH_SUCCESS;
 }
 
+// pasta::access bits of an access (an atomic reads and writes).
+__device__ __forceinline__ uint32_t access_flags(uint32_t flags) {
+  uint32_t f = flags & 3u;
+  return f == 3u ? 7u : f ? f : 1u;
+}
+
+// n accesses under `key`: into its slot of the table, or, when no slot is
+// free within max_probes, into an overflow record.
+__device__ __forceinline__ void count_pc(const Params& p, unsigned long long key,
+                                         unsigned long long n, uint64_t address, uint32_t size,
+                                         uint32_t flags) {
+  unsigned long long i = pasta::detail::region::slot_hash(key) & p.table_mask;
+  for (uint32_t probe = 0; probe < p.max_probes; ++probe, i = (i + 1) & p.table_mask) {
+    PcCount& c = p.table[i];
+    unsigned long long k = *reinterpret_cast<volatile unsigned long long*>(&c.key);
+    if (k == 0) {
+      k = atomicCAS(&c.key, 0ull, key);
+      if (k == 0) {  // claimed: the first access counted names the region
+        c.address = address;
+        c.bytes = size;
+        c.flags = flags;
+        atomicAdd(&c.count, n);
+        return;
+      }
+    }
+    if (k == key) {
+      atomicAdd(&c.count, n);
+      return;
+    }
+  }
+  const unsigned long long at = atomicAdd(p.overflow_count, 1ull);
+  if (at < p.overflow_capacity) p.overflow[at] = PcCount{key, n, address, size, flags};
+}
+
+template <unsigned S>
+__device__ __forceinline__ SanitizerPatchResult per_pc(void* userdata, uint64_t pc, void* ptr,
+                                                       uint32_t size, uint32_t flags) {
+  const auto* p = static_cast<const Params*>(userdata);
+  if (!p) return SANITIZER_PATCH_SUCCESS;
+  const uint64_t address = reinterpret_cast<uint64_t>(ptr);
+  const unsigned long long key =
+      pasta::detail::region::access_key(p->regions, pc - p->function_pc, S, address);
+  const unsigned peers = __match_any_sync(__activemask(), key);
+  if (lane_id() == static_cast<unsigned>(__ffs(peers) - 1))
+    count_pc(*p, key, __popc(peers), address, size, access_flags(flags));
+  return SANITIZER_PATCH_SUCCESS;
+}
+
 template <unsigned S>
 __device__ __forceinline__ SanitizerPatchResult trace(void* userdata, uint64_t pc, void* ptr,
                                                       uint32_t size, uint32_t flags) {
@@ -124,6 +180,10 @@ __device__ __forceinline__ SanitizerPatchResult trace(void* userdata, uint64_t p
   return SANITIZER_PATCH_SUCCESS;
 }
 
+__device__ __forceinline__ SanitizerPatchResult noop(void*, void*, uint32_t, uint32_t) {
+  return SANITIZER_PATCH_SUCCESS;
+}
+
 }  // namespace
 
 #define PASTA_PATCH(family, space, S, body)                                                \
@@ -137,14 +197,42 @@ __device__ __forceinline__ SanitizerPatchResult trace(void* userdata, uint64_t p
   PASTA_PATCH(family, shared, shared, body_of(shared)) \
   PASTA_PATCH(family, local, local, body_of(local))
 
+// Asynchronous copies read global memory: cp.async per thread (src null:
+// nothing read), cp.async.bulk once per warp (every active thread sees the
+// same copy; bits 0-15 of `data` are its 16-byte blocks).
+#define PASTA_ASYNC_PATCHES(family, body_of)                                                     \
+  extern "C" __device__ __noinline__ SanitizerPatchResult pasta_##family##_memcpy_async(         \
+      void* userdata, uint64_t pc, void* src, uint32_t, uint32_t access_size) {                  \
+    (void)pc;                                                                                    \
+    if (!src) return SANITIZER_PATCH_SUCCESS;                                                    \
+    void* ptr = src;                                                                             \
+    const uint32_t size = access_size, flags = SANITIZER_MEMORY_DEVICE_FLAG_READ;                \
+    return body_of(global);                                                                      \
+  }                                                                                              \
+  extern "C" __device__ __noinline__ SanitizerPatchResult pasta_##family##_bulk_copy(            \
+      void* userdata, uint64_t pc, uint64_t src, uint32_t, uint32_t, uint32_t data, uint32_t) {  \
+    (void)pc;                                                                                    \
+    if (lane_id() != static_cast<unsigned>(__ffs(__activemask()) - 1))                           \
+      return SANITIZER_PATCH_SUCCESS;                                                            \
+    void* ptr = reinterpret_cast<void*>(src);                                                    \
+    const uint32_t size = (data & 0xffffu) * 16u, flags = SANITIZER_MEMORY_DEVICE_FLAG_READ;     \
+    return body_of(global);                                                                      \
+  }
+
 #define PASTA_BUCKET(S) bucket<S>(userdata, ptr, size, flags)
 #define PASTA_ATOMIC(S) per_access<S, page>(userdata, ptr, size, flags)
 #define PASTA_OBJECT_ATOMIC(S) per_access<S, object>(userdata, ptr, size, flags)
+#define PASTA_PC(S) per_pc<S>(userdata, pc, ptr, size, flags)
 #define PASTA_TRACE(S) trace<S>(userdata, pc, ptr, size, flags)
-#define PASTA_NOOP(S) ((void)userdata, (void)ptr, (void)size, (void)flags, SANITIZER_PATCH_SUCCESS)
+#define PASTA_NOOP(S) noop(userdata, ptr, size, flags)
 
-PASTA_PATCH_SPACES(bucket, PASTA_BUCKET)
-PASTA_PATCH_SPACES(atomic, PASTA_ATOMIC)
-PASTA_PATCH_SPACES(object_atomic, PASTA_OBJECT_ATOMIC)
-PASTA_PATCH_SPACES(trace, PASTA_TRACE)
-PASTA_PATCH_SPACES(noop, PASTA_NOOP)
+#define PASTA_FAMILY(family, body_of) \
+  PASTA_PATCH_SPACES(family, body_of) \
+  PASTA_ASYNC_PATCHES(family, body_of)
+
+PASTA_FAMILY(bucket, PASTA_BUCKET)
+PASTA_FAMILY(atomic, PASTA_ATOMIC)
+PASTA_FAMILY(object_atomic, PASTA_OBJECT_ATOMIC)
+PASTA_FAMILY(pc, PASTA_PC)
+PASTA_FAMILY(trace, PASTA_TRACE)
+PASTA_FAMILY(noop, PASTA_NOOP)

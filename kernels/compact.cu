@@ -1,7 +1,8 @@
 // The post-pass of proc::GpuBucketing, run on the device after each
 // instrumented kernel: keeps the non-empty page counters (CUB block scan
 // for each tile's output positions), appends them to `out`, and zeroes the
-// counters for the next kernel. `out` is pinned host memory, which the host
+// counters for the next kernel; pasta_compact_pcs does the same for the
+// per-instruction counts. `out` is pinned host memory, which the host
 // reads in place once the stream is done.
 #include <cub/block/block_scan.cuh>
 
@@ -9,11 +10,11 @@
 
 using pasta::nv::device::Bin;
 using pasta::nv::device::compact_block;
+using pasta::nv::device::PcCount;
 using pasta::nv::device::Slot;
 
 extern "C" __global__ void __launch_bounds__(compact_block)
-    pasta_compact_slots(Slot* slots, uint64_t slot_count, Bin* out,
-                        unsigned long long* out_count) {
+    pasta_compact_slots(Slot* slots, uint64_t slot_count, Bin* out, unsigned long long* out_count) {
   using Scan = cub::BlockScan<unsigned, compact_block>;
   __shared__ typename Scan::TempStorage scan;
   __shared__ unsigned long long base;
@@ -29,11 +30,43 @@ extern "C" __global__ void __launch_bounds__(compact_block)
     }
     unsigned position, total;
     Scan(scan).ExclusiveSum(keep, position, total);
-    if (threadIdx.x == 0) base = total ? atomicAdd(out_count, static_cast<unsigned long long>(total)) : 0;
+    if (threadIdx.x == 0)
+      base = total ? atomicAdd(out_count, static_cast<unsigned long long>(total)) : 0;
     __syncthreads();
     if (keep) {
       out[base + position] = Bin{i, s};
       slots[i] = Slot{};
+    }
+    __syncthreads();
+  }
+}
+
+// The same for the per-instruction counts (the pc patches): the claimed
+// slots of `table` (n slots: the hash table, or the overflow records) are
+// appended to `out` and cleared.
+extern "C" __global__ void __launch_bounds__(compact_block)
+    pasta_compact_pcs(PcCount* table, uint64_t n, PcCount* out, unsigned long long* out_count) {
+  using Scan = cub::BlockScan<unsigned, compact_block>;
+  __shared__ typename Scan::TempStorage scan;
+  __shared__ unsigned long long base;
+  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * compact_block;
+  for (uint64_t tile = static_cast<uint64_t>(blockIdx.x) * compact_block; tile < n;
+       tile += stride) {
+    const uint64_t i = tile + threadIdx.x;
+    PcCount c{};
+    unsigned keep = 0;
+    if (i < n) {
+      c = table[i];
+      keep = c.key != 0;
+    }
+    unsigned position, total;
+    Scan(scan).ExclusiveSum(keep, position, total);
+    if (threadIdx.x == 0)
+      base = total ? atomicAdd(out_count, static_cast<unsigned long long>(total)) : 0;
+    __syncthreads();
+    if (keep) {
+      out[base + position] = c;
+      table[i] = PcCount{};
     }
     __syncthreads();
   }

@@ -5,6 +5,9 @@
 //   * a pipeline whose processor wants AccessHistogram (proc::GpuBucketing)
 //     gets per-page counters reduced on the device, compacted by a CUB
 //     post-pass, and only the non-empty pages copied back;
+//   * one whose tools count per instruction (PcAccessCount) under
+//     proc::GpuBucketing gets counts per (pc, region) reduced on the device,
+//     for the regions the tools give at each launch (AccessRegions);
 //   * one whose processor wants MemAccess (proc::Cpu) gets every access as
 //     a 16-byte record through a device buffer, reduced on the host.
 // Modules are patched at the first selected launch of one of their kernels,
@@ -49,6 +52,7 @@
 #include <pasta/nv/detail/sanitizer_device.hpp>
 #include <pasta/nv/detail/sanitizer_events.hpp>
 #include <pasta/nv/detail/sanitizer_patcher.hpp>
+#include <pasta/nv/detail/sanitizer_report.hpp>
 
 namespace pasta::nv {
 
@@ -82,36 +86,10 @@ class Sanitizer {
   const Stats& stats() const { return stats_; }
 
   std::string partial_reason() const {
-    std::string why = error_;
-    if (auto lost = stats_.records_lost.load())
-      why += fmt::format(
-          "{}the device trace buffer ({} MiB) filled in {} launches and {} access records were "
-          "lost; raise PASTA_TRACE_BUFFER",
-          why.empty() ? "" : "; ", cfg_.trace_buffer_bytes >> 20, stats_.overflowed_launches.load(),
-          lost);
-    return why;
+    return detail::sanitizer_partial_reason(stats_, error_, cfg_.trace_buffer_bytes);
   }
-
   void report(Report& out) const {
-    out.summary("device patch", patch_name());
-    out.summary("kernel launches", stats_.launches.load());
-    out.summary("launches instrumented", stats_.instrumented.load());
-    out.summary("modules patched", stats_.modules_patched.load());
-    if (stats_.modules_skipped.load())
-      out.summary("modules left unpatched (no kernel passes the filter)",
-                  stats_.modules_skipped.load());
-    out.summary("patching time (ms)", stats_.patch_ns.load() / 1e6);
-    out.summary("post-pass and copy time (ms)", stats_.post_ns.load() / 1e6);
-    out.summary("bytes copied to the host", stats_.copy_bytes.load());
-    if (mode_ == Mode::histogram) out.summary("histogram bins copied", stats_.bins.load());
-    if (mode_ == Mode::trace) {
-      out.summary("access records", stats_.records.load());
-      out.summary("access records lost (buffer full)", stats_.records_lost.load());
-      out.summary("trace buffer (bytes)", cfg_.trace_buffer_bytes);
-    }
-    if (stats_.graph_kernels.load())
-      out.summary("graph kernel launches (run uninstrumented)", stats_.graph_kernels.load());
-    if (!error_.empty()) out.summary("error", error_);
+    detail::sanitizer_report(out, stats_, mode_, patch_name(), cfg_.trace_buffer_bytes, error_);
   }
 
  private:
@@ -134,7 +112,8 @@ class Sanitizer {
   void launch_end(Sink& sink, const Sanitizer_LaunchData& d);
 
   void patch_module(detail::ContextState& c, CUmodule module) {
-    patcher_.patch_module(c, module, patch_family(), cfg_.access_spaces, mode_ == Mode::histogram);
+    patcher_.patch_module(c, module, patch_family(), cfg_.access_spaces,
+                          mode_ == Mode::histogram || mode_ == Mode::pcs);
   }
   // Whether a loading module has a kernel the filter keeps. A module it
   // leaves unpatched runs at native speed; its patches would cost every
@@ -174,7 +153,7 @@ class Sanitizer {
       case AccessPatch::automatic:
         break;
     }
-    return mode_ == Mode::trace ? "trace" : "bucket";
+    return mode_ == Mode::trace ? "trace" : mode_ == Mode::pcs ? "pc" : "bucket";
   }
   void fail(std::string why) {
     if (error_.empty()) {
@@ -219,15 +198,24 @@ template <class Sink>
 void Sanitizer::start(Sink& sink) {
   constexpr bool raw = Sink::template wants<MemAccess>();
   constexpr bool histograms = Sink::template wants<AccessHistogram>();
+  constexpr bool pcs = Sink::template wants<PcAccessCount>();
   constexpr bool launches =
       Sink::template wants<KernelLaunch>() || Sink::template wants<KernelComplete>();
   constexpr bool memory = Sink::template wants<MemAlloc>() || Sink::template wants<MemFree>();
-  mode_ = raw ? Mode::trace : histograms ? Mode::histogram : Mode::none;
-  if (mode_ == Mode::trace && (cfg_.access_patch == AccessPatch::atomic ||
-                               cfg_.access_patch == AccessPatch::object_atomic)) {
+  mode_ = raw ? Mode::trace : pcs ? Mode::pcs : histograms ? Mode::histogram : Mode::none;
+  if (!raw && pcs && histograms)
     pasta::detail::log(
+        "sanitizer handler: one run counts either per instruction or per page; this pipeline's "
+        "tools want both, and get the per-instruction counts only (page histograms need a run "
+        "of their own)");
+  if ((mode_ == Mode::trace || mode_ == Mode::pcs) && (cfg_.access_patch == AccessPatch::atomic ||
+                                   cfg_.access_patch == AccessPatch::object_atomic)) {
+    pasta::detail::log(fmt::format(
         "PASTA_ACCESS_PATCH: the atomic patches count into device histograms, but this pipeline "
-        "reduces raw access records on the host (proc::Cpu); using the trace patch");
+        "{}; using the {} patch",
+        mode_ == Mode::trace ? "reduces raw access records on the host (proc::Cpu)"
+                             : "counts per instruction",
+        mode_ == Mode::trace ? "trace" : "pc"));
     cfg_.access_patch = AccessPatch::automatic;
   }
   sink_ = &sink;
@@ -285,14 +273,9 @@ inline void Sanitizer::stop() {
   active_ = false;
   api().sanitizerUnsubscribe(subscriber_);
   subscriber_ = nullptr;
-  if (cfg_.verbose)
-    pasta::detail::log(fmt::format(
-        "sanitizer handler: {} launches, {} instrumented, {} modules patched in {:.1f} ms, "
-        "post-pass {:.1f} ms, {} records ({} lost), {} bins",
-        stats_.launches.load(), stats_.instrumented.load(), stats_.modules_patched.load(),
-        stats_.patch_ns.load() / 1e6, stats_.post_ns.load() / 1e6, stats_.records.load(),
-        stats_.records_lost.load(), stats_.bins.load()));
-  if (stats_.records_lost.load())  // the reports say so too; this line reaches the terminal
+  if (cfg_.verbose) pasta::detail::log(detail::sanitizer_stop_line(stats_));
+  // The reports say so too; this line reaches the terminal.
+  if (stats_.records_lost.load() || stats_.pc_lost.load())
     pasta::detail::log(partial_reason() + " (the reports are marked partial)");
   // Device buffers go with their contexts; CUDA may already be torn down at
   // exit, so they are not freed here.
@@ -424,7 +407,7 @@ void Sanitizer::on_resource(Sink& sink, Sanitizer_CallbackId cbid, const void* d
       // cuModuleLoadData inside the launch-end callback of a kernel on a
       // non-blocking stream waited forever on a driver lock (H100, driver
       // 580; the default stream did not), in-binary and injected alike.
-      if (mode_ == Mode::histogram) {
+      if (mode_ == Mode::histogram || mode_ == Mode::pcs) {
         const auto& c = *static_cast<const Sanitizer_ResourceContextData*>(data);
         patcher_.prepare_post_pass(context(c.context));
       }
@@ -482,7 +465,12 @@ void Sanitizer::launch_begin(Sink& sink, const Sanitizer_LaunchData& d) {
   try {
     detail::ContextState& c = context(d.context);
     if (!patched) patch_module(c, d.module);
-    buffers_.prepare(c, d, mode_, cfg_.trace_buffer_bytes);
+    const AccessRegions* regions =
+        mode_ == Mode::pcs ? &buffers_.regions_for(sink, l.correlation) : nullptr;
+    if (!buffers_.prepare(c, d, mode_, cfg_.trace_buffer_bytes, regions)) {
+      launch_mutex_.unlock();
+      return;
+    }
     l.ctx = &c;
     stats_.instrumented.fetch_add(1, std::memory_order_relaxed);
   } catch (...) {
@@ -502,6 +490,8 @@ void Sanitizer::launch_end(Sink& sink, const Sanitizer_LaunchData& d) {
     try {
       if (mode_ == Mode::histogram && cfg_.access_patch != AccessPatch::noop)
         buffers_.collect_histogram(sink, d, l);
+      else if (mode_ == Mode::pcs && cfg_.access_patch != AccessPatch::noop)
+        buffers_.collect_pcs(sink, d, l, cfg_.trace_buffer_bytes);
       else if (mode_ == Mode::trace && cfg_.access_patch != AccessPatch::noop)
         buffers_.collect_trace(sink, d, l);
       else

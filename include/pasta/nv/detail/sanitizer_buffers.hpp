@@ -1,17 +1,21 @@
 // The buffers an instrumented launch's patches write (nv::Sanitizer): the
-// allocation table, counters and trace buffer brought up to date before the
-// launch, and what they hold read back after it (histogram bins, records).
+// allocation table, regions, counters and trace buffer brought up to date
+// before the launch, and what they hold read back after it (histogram bins,
+// per-instruction counts, records).
 #pragma once
 
 #include <cuda.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <span>
 #include <vector>
 
+#include <pasta/core/access_regions.hpp>
 #include <pasta/core/events.hpp>
 #include <pasta/core/names.hpp>
 #include <pasta/nv/detail/sanitizer_api.hpp>
@@ -26,7 +30,7 @@ struct LaunchState {
   std::uint32_t device = 0;
   Dim3 grid{}, block{};
   ContextState* ctx = nullptr;  // set when instrumented
-  bool in_window = true;         // launched inside the capture window: reported
+  bool in_window = true;        // launched inside the capture window: reported
 };
 
 class AccessBuffers {
@@ -47,11 +51,32 @@ class AccessBuffers {
     live_.erase(base);
     ++table_version_;
   }
+  // What per-instruction counts tell apart in the launch `correlation`:
+  // every live allocation, and what the sink's tools tell apart (its
+  // KernelLaunch is in their state by now). Built; nv::Sanitizer's
+  // launch_mutex_ held (the one instrumented launch owns it).
+  template <class Sink>
+  const AccessRegions& regions_for(Sink& sink, std::uint64_t correlation) {
+    regions_.clear();
+    {
+      std::lock_guard lock(table_mutex_);
+      for (const auto& [base, bytes] : live_) regions_.range(base, bytes);
+    }
+    if constexpr (requires { sink.access_regions(correlation, regions_); })
+      sink.access_regions(correlation, regions_);
+    regions_.build();
+    return regions_;
+  }
 
-  void prepare(ContextState& c, const Sanitizer_LaunchData& d, AccessMode mode,
-               std::uint64_t trace_buffer_bytes);
+  // False: the launch is not instrumented (its callback data is null).
+  // `regions` (built) for per-instruction counts.
+  bool prepare(ContextState& c, const Sanitizer_LaunchData& d, AccessMode mode,
+               std::uint64_t trace_buffer_bytes, const AccessRegions* regions = nullptr);
   template <class Sink>
   void collect_histogram(Sink& sink, const Sanitizer_LaunchData& d, const LaunchState& l);
+  template <class Sink>
+  void collect_pcs(Sink& sink, const Sanitizer_LaunchData& d, const LaunchState& l,
+                   std::uint64_t trace_buffer_bytes);
   template <class Sink>
   void collect_trace(Sink& sink, const Sanitizer_LaunchData& d, const LaunchState& l);
 
@@ -61,14 +86,58 @@ class AccessBuffers {
   std::mutex table_mutex_;                       // guards live_, table_version_
   std::map<std::uint64_t, std::uint64_t> live_;  // base -> bytes of each live allocation
   std::uint64_t table_version_ = 0;
+  void prepare_pcs(ContextState& c, const Sanitizer_LaunchData& d, device::Params& p,
+                   const AccessRegions& regions, std::uint64_t trace_buffer_bytes);
+  // Slots of the largest count table PASTA_TRACE_BUFFER's bytes allow (a power of two).
+  static std::uint64_t pc_max_slots(std::uint64_t trace_buffer_bytes);
+
   std::vector<device::TraceRecord> host_records_;
+  AccessRegions regions_;
+};
+
+// The per-instruction count table's first size, in slots (32 MiB, or
+// PASTA_TRACE_BUFFER's bytes if fewer); it grows fourfold after a launch
+// that filled half of it or overflowed, up to PASTA_TRACE_BUFFER's bytes.
+inline constexpr std::uint64_t pc_initial_slots = 1ull << 20;
+
+// A launch's regions as one block of device memory: the arrays of
+// region::Table, each 16-byte aligned, and their offsets.
+struct RegionBlock {
+  std::vector<std::byte> bytes;
+  std::size_t bounds = 0, checks = 0, check_views = 0, views = 0, dims = 0;
+
+  explicit RegionBlock(const AccessRegions& r) {
+    auto put = [&](const auto& span) {
+      const std::size_t at = (bytes.size() + 15) & ~std::size_t{15};
+      const std::size_t n = span.size_bytes();
+      bytes.resize(at + n);
+      if (n) std::memcpy(bytes.data() + at, span.data(), n);
+      return at;
+    };
+    bounds = put(r.bounds());
+    checks = put(r.checks());
+    check_views = put(r.check_views());
+    views = put(r.views());
+    dims = put(r.dims());
+  }
+  // The table the device reads, at `device` (the block's copy there).
+  pasta::detail::region::Table table(const AccessRegions& r, std::byte* device) const {
+    using namespace pasta::detail::region;
+    return {reinterpret_cast<const std::uint64_t*>(device + bounds),
+            static_cast<std::uint32_t>(r.bounds().size()),
+            static_cast<std::uint32_t>(r.views().size()),
+            reinterpret_cast<const Checks*>(device + checks),
+            reinterpret_cast<const std::uint32_t*>(device + check_views),
+            reinterpret_cast<const View*>(device + views),
+            reinterpret_cast<const Dim*>(device + dims)};
+  }
 };
 
 // Brings the context's table, counters and parameters up to date for one
 // launch and points the launch's callback data at them. nv::Sanitizer's
 // launch_mutex_ held.
-inline void AccessBuffers::prepare(ContextState& c, const Sanitizer_LaunchData& d, AccessMode mode,
-                                   std::uint64_t trace_buffer_bytes) {
+inline bool AccessBuffers::prepare(ContextState& c, const Sanitizer_LaunchData& d, AccessMode mode,
+                                   std::uint64_t trace_buffer_bytes, const AccessRegions* regions) {
   using device::AllocRange;
   const CUcontext ctx = c.ctx;
   // Only the snapshot is taken under table_mutex_: a driver call made while
@@ -106,6 +175,9 @@ inline void AccessBuffers::prepare(ContextState& c, const Sanitizer_LaunchData& 
   p.ranges = c.ranges.get<const AllocRange>();
   p.range_count = static_cast<std::uint32_t>(c.host_ranges.size());
   p.page_shift = static_cast<std::uint32_t>(page_shift_);
+  if (c.counters.reserve(ctx, 2 * sizeof(unsigned long long), "counters"))
+    check(sanitizer_api().sanitizerMemset(c.counters.get(), 0, c.counters.bytes(), d.hStream),
+          "clearing counters");
   if (mode == AccessMode::histogram) {
     const std::size_t bytes = c.slot_count * sizeof(device::Slot);
     if (c.slots.reserve(ctx, bytes, "page counters"))
@@ -115,9 +187,6 @@ inline void AccessBuffers::prepare(ContextState& c, const Sanitizer_LaunchData& 
     p.slots = c.slots.get<device::Slot>();
     p.slot_count = c.slot_count;
   }
-  if (c.counters.reserve(ctx, 2 * sizeof(unsigned long long), "counters"))
-    check(sanitizer_api().sanitizerMemset(c.counters.get(), 0, c.counters.bytes(), d.hStream),
-          "clearing counters");
   if (mode == AccessMode::trace) {
     c.records.reserve(ctx, trace_buffer_bytes, "the access trace buffer");
     p.records = c.records.get<device::TraceRecord>();
@@ -125,15 +194,77 @@ inline void AccessBuffers::prepare(ContextState& c, const Sanitizer_LaunchData& 
     p.record_count = c.counters.get<unsigned long long>();
   }
   std::uint64_t pc = 0, size = 0;
-  if (d.functionName && sanitizer_api().sanitizerGetFunctionPcAndSize(d.module, d.functionName, &pc,
-                                                                      &size) == SANITIZER_SUCCESS)
-    p.function_pc = pc;
+  const bool located =
+      d.functionName && sanitizer_api().sanitizerGetFunctionPcAndSize(d.module, d.functionName, &pc,
+                                                                      &size) == SANITIZER_SUCCESS;
+  if (located) p.function_pc = pc;
+  if (mode == AccessMode::pcs) {
+    using pasta::detail::region::max_pc_offset;
+    using pasta::detail::region::max_regions;
+    // Counts are keyed by the pc offset within the function: without its start, or past
+    // what a key holds, the launch runs uninstrumented and is counted.
+    if (!located || !regions || size > max_pc_offset || regions->regions() > max_regions) {
+      stats_.pc_too_large.fetch_add(1, std::memory_order_relaxed);
+      check(
+          sanitizer_api().sanitizerSetLaunchCallbackData(d.hLaunch, d.function, d.hStream, nullptr),
+          "clearing the launch's callback data");
+      return false;
+    }
+    prepare_pcs(c, d, p, *regions, trace_buffer_bytes);
+  }
   c.params.reserve(ctx, sizeof(device::Params), "launch parameters");
   check(sanitizer_api().sanitizerMemcpyHostToDeviceAsync(c.params.get(), &p, sizeof(p), d.hStream),
         "copying launch parameters");
   check(sanitizer_api().sanitizerSetLaunchCallbackData(d.hLaunch, d.function, d.hStream,
                                                        c.params.get()),
         "setting the launch's callback data");
+  return true;
+}
+
+// The regions (copied when they changed), the count table and its
+// overflow records, cleared: the post-pass clears what it reads back.
+inline void AccessBuffers::prepare_pcs(ContextState& c, const Sanitizer_LaunchData& d,
+                                       device::Params& p, const AccessRegions& regions,
+                                       std::uint64_t trace_buffer_bytes) {
+  const CUcontext ctx = c.ctx;
+  const RegionBlock block(regions);
+  stats_.pc_overfull_regions.fetch_add(regions.overfull(), std::memory_order_relaxed);
+  for (std::uint64_t seen = stats_.pc_regions.load();
+       regions.regions() > seen &&
+       !stats_.pc_regions.compare_exchange_weak(seen, regions.regions());) {
+  }
+  if (c.regions.reserve(ctx, block.bytes.size(), "the launch's regions") ||
+      c.region_bytes != block.bytes) {
+    // Copied from what the context keeps, which outlives the copy.
+    c.region_bytes = block.bytes;
+    try {
+      check(sanitizer_api().sanitizerMemcpyHostToDeviceAsync(c.regions.get(), c.region_bytes.data(),
+                                                             c.region_bytes.size(), d.hStream),
+            "copying the launch's regions");
+    } catch (...) {
+      c.region_bytes.clear();  // the device does not hold them
+      throw;
+    }
+  }
+  p.regions = block.table(regions, c.regions.get<std::byte>());
+  if (!c.pc_slots) c.pc_slots = pc_initial_slots;
+  c.pc_slots = std::min(c.pc_slots, pc_max_slots(trace_buffer_bytes));
+  c.pc_overflow_slots = c.pc_slots / 4;
+  const std::uint64_t slot_bytes = sizeof(device::PcCount);
+  if (c.pc_table.reserve(ctx, c.pc_slots * slot_bytes, "the per-instruction count table"))
+    check(sanitizer_api().sanitizerMemset(c.pc_table.get(), 0, c.pc_table.bytes(), d.hStream),
+          "clearing the per-instruction count table");
+  if (c.pc_overflow.reserve(ctx, c.pc_overflow_slots * slot_bytes, "overflow records"))
+    check(sanitizer_api().sanitizerMemset(c.pc_overflow.get(), 0, c.pc_overflow.bytes(), d.hStream),
+          "clearing the overflow records");
+  c.pc_out.reserve(ctx, (c.pc_slots + c.pc_overflow_slots) * slot_bytes,
+                   "per-instruction counts for the host");
+  p.table = c.pc_table.get<device::PcCount>();
+  p.table_mask = c.pc_slots - 1;
+  p.overflow = c.pc_overflow.get<device::PcCount>();
+  p.overflow_capacity = c.pc_overflow_slots;
+  p.overflow_count = c.counters.get<unsigned long long>();
+  p.max_probes = device::pc_max_probes;
 }
 
 // After the kernel: the post-pass compacts the non-empty counters on the
@@ -206,6 +337,92 @@ void AccessBuffers::collect_histogram(Sink& sink, const Sanitizer_LaunchData& d,
         }
         s.emit(h);
       }
+    });
+  }
+}
+
+inline std::uint64_t AccessBuffers::pc_max_slots(std::uint64_t trace_buffer_bytes) {
+  const std::uint64_t slots = trace_buffer_bytes / sizeof(device::PcCount);
+  return std::bit_floor(std::max<std::uint64_t>(slots, 4096));
+}
+
+// After the kernel: the post-pass compacts the table's claimed slots and
+// the overflow records (and clears both); the host merges nothing, each
+// count becomes a PcAccessCount. A launch that filled half the table or
+// overflowed it makes the table four times larger for the next one.
+template <class Sink>
+void AccessBuffers::collect_pcs(Sink& sink, const Sanitizer_LaunchData& d, const LaunchState& l,
+                                std::uint64_t trace_buffer_bytes) {
+  ContextState& c = *l.ctx;
+  unsigned long long* overflow_count = c.counters.get<unsigned long long>();
+  unsigned long long* out_count = overflow_count + 1;
+  {
+    OwnWork own;
+    const Driver& driver = loaded_driver();
+    CUcontext previous = nullptr;
+    check(driver.push(c.ctx), "entering the launch's context");
+    try {
+      if (!c.compact_pcs) throw DeviceError{"pasta's post-pass kernel is not loaded"};
+      c.host_count.reserve(c.ctx, 2 * sizeof(unsigned long long), "the counts' numbers");
+      void* out = c.pc_out.get();
+      auto* host = c.host_count.get<unsigned long long>();
+      auto compact = [&](void* table, std::uint64_t n) {
+        void* args[] = {&table, &n, &out, &out_count};
+        const std::uint64_t tiles = (n + device::compact_block - 1) / device::compact_block;
+        const unsigned grid = static_cast<unsigned>(std::min<std::uint64_t>(tiles, 1024));
+        check(driver.launch(c.compact_pcs, grid, 1, 1, device::compact_block, 1, 1, 0, d.stream,
+                            args, nullptr),
+              "launching the post-pass");
+      };
+      compact(c.pc_table.get(), c.pc_slots);
+      compact(c.pc_overflow.get(), c.pc_overflow_slots);
+      auto publish = [&](unsigned long long* count, unsigned long long* to) {
+        void* args[] = {&count, &to};
+        check(driver.launch(c.publish, 1, 1, 1, 1, 1, 1, 0, d.stream, args, nullptr),
+              "launching the post-pass's count copy");
+      };
+      publish(out_count, host);
+      publish(overflow_count, host + 1);
+      check(sanitizer_api().sanitizerStreamSynchronize(d.hStream), "waiting for the post-pass");
+    } catch (...) {
+      driver.pop(&previous);
+      throw;
+    }
+    driver.pop(&previous);
+  }
+  const volatile unsigned long long* host = c.host_count.get<volatile unsigned long long>();
+  const unsigned long long count = host[0], overflowed = host[1];
+  if (count > c.pc_slots + c.pc_overflow_slots)
+    throw DeviceError{"the post-pass returned a corrupt count"};
+  stats_.pc_counts.fetch_add(count, std::memory_order_relaxed);
+  stats_.copy_bytes.fetch_add(count * sizeof(device::PcCount) + 2 * sizeof(count),
+                              std::memory_order_relaxed);
+  const std::uint64_t kept = std::min<std::uint64_t>(overflowed, c.pc_overflow_slots);
+  stats_.pc_overflow.fetch_add(kept, std::memory_order_relaxed);
+  if (overflowed > kept) {
+    stats_.pc_lost.fetch_add(overflowed - kept, std::memory_order_relaxed);
+    stats_.pc_lost_launches.fetch_add(1, std::memory_order_relaxed);
+  }
+  if ((overflowed || 2 * (count - kept) > c.pc_slots) &&
+      c.pc_slots < pc_max_slots(trace_buffer_bytes)) {
+    c.pc_slots *= 4;  // reallocated (and cleared) at the next launch
+    stats_.pc_table_growths.fetch_add(1, std::memory_order_relaxed);
+  }
+  // Read in place (pinned memory the post-pass wrote); launch_mutex_ keeps
+  // the next launch's post-pass away until the tools are done.
+  const std::span<const device::PcCount> counts(c.pc_out.get<const device::PcCount>(), count);
+  if constexpr (Sink::template wants<PcAccessCount>()) {
+    namespace region = pasta::detail::region;
+    sink.batch([&](auto& s) {
+      for (const device::PcCount& x : counts)
+        s.emit(PcAccessCount{.correlation = l.correlation,
+                             .address = x.address,
+                             .pc = region::pc_of(x.key),
+                             .count = x.count,
+                             .bytes = x.count * x.bytes,
+                             .device = l.device,
+                             .flags = static_cast<std::uint8_t>(x.flags),
+                             .space = static_cast<MemSpace>(region::space_of(x.key))});
     });
   }
 }

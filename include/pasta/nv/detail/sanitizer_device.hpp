@@ -28,11 +28,20 @@ struct SanitizerStats {
   std::atomic<std::uint64_t> patch_ns{0}, post_ns{0}, copy_bytes{0};
   std::atomic<std::uint64_t> records{0}, records_lost{0}, overflowed_launches{0};
   std::atomic<std::uint64_t> bins{0}, graph_kernels{0};
+  // Per-instruction counts: copied to the host, of them from overflow
+  // records; lost past the overflow records' capacity (launches with any);
+  // table growths; launches left uninstrumented because their function is
+  // past what a key holds; the largest region count of a launch; regions
+  // under more strided views than a key tells apart.
+  std::atomic<std::uint64_t> pc_counts{0}, pc_overflow{0}, pc_lost{0}, pc_lost_launches{0};
+  std::atomic<std::uint64_t> pc_table_growths{0}, pc_too_large{0}, pc_regions{0};
+  std::atomic<std::uint64_t> pc_overfull_regions{0};
 };
 
 // What the patches collect: nothing, per-page counters reduced on the
-// device, or every access as a record (nv::Sanitizer::Mode).
-enum class AccessMode : std::uint8_t { none, histogram, trace };
+// device, per-instruction counts reduced on the device, or every access as
+// a record (nv::Sanitizer::Mode).
+enum class AccessMode : std::uint8_t { none, histogram, pcs, trace };
 
 // pasta's own CUDA work (post-pass, module load) on this thread: its
 // callbacks are ignored.
@@ -122,16 +131,23 @@ struct ContextState {
   CUcontext ctx = nullptr;
   bool patches_added = false;
   CUmodule post_module = nullptr;
-  CUfunction compact = nullptr, publish = nullptr;
+  CUfunction compact = nullptr, publish = nullptr, compact_pcs = nullptr;
   DeviceBuffer params, ranges, slots, counters, records;
+  // Per-instruction counts: the launch's regions, the hash table and its
+  // overflow records, and their slot counts (the table's a power of two).
+  DeviceBuffer regions, pc_table, pc_overflow;
+  std::uint64_t pc_slots = 0, pc_overflow_slots = 0;
+  std::vector<std::byte> region_bytes;  // what `regions` holds
   // Written by the post-pass, read by the host in place.
   DeviceBuffer bins{Memory::pinned_host}, host_count{Memory::pinned_host};
+  DeviceBuffer pc_out{Memory::pinned_host};
   std::uint64_t table_version = ~0ull;          // of the table the device holds
   std::uint64_t slot_count = 0;                 // in use, catch-all slots included
   std::vector<device::AllocRange> host_ranges;  // the table the device holds
 
   ~ContextState() {
-    for (DeviceBuffer* b : {&params, &ranges, &slots, &bins, &host_count, &counters, &records})
+    for (DeviceBuffer* b : {&params, &ranges, &slots, &bins, &host_count, &counters, &records,
+                            &regions, &pc_table, &pc_overflow, &pc_out})
       b->release();
     // The post-pass module goes with the context.
   }
@@ -147,6 +163,8 @@ inline void load_post_pass(ContextState& c) {
         "finding pasta_compact_slots");
   check(driver.module_function(&c.publish, c.post_module, "pasta_publish_count"),
         "finding pasta_publish_count");
+  check(driver.module_function(&c.compact_pcs, c.post_module, "pasta_compact_pcs"),
+        "finding pasta_compact_pcs");
 }
 
 }  // namespace pasta::nv::detail

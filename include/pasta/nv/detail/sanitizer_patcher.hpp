@@ -5,14 +5,17 @@
 
 #include <cuda.h>
 
+#include <atomic>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_set>
+#include <utility>
 
 #include <pasta/core/config.hpp>
 #include <pasta/core/detail/fmt.hpp>
 #include <pasta/core/detail/thread.hpp>
+#include <pasta/core/log.hpp>
 #include <pasta/nv/detail/sanitizer_api.hpp>
 #include <pasta/nv/detail/sanitizer_device.hpp>
 
@@ -62,6 +65,7 @@ class AccessPatcher {
   // same thread: a recursive mutex.
   std::recursive_mutex patch_mutex_;
   std::unordered_set<CUmodule> patched_;
+  std::atomic<bool> async_warned_{false};
 };
 
 inline void AccessPatcher::patch_module(ContextState& c, CUmodule module, std::string_view family,
@@ -90,6 +94,21 @@ inline void AccessPatcher::patch_module(ContextState& c, CUmodule module, std::s
     check(sanitizer_api().sanitizerPatchInstructions(s.id, module, patch.c_str()),
           fmt::format("patching {} memory accesses with {}", s.suffix, patch));
   }
+  // Asynchronous copies from global memory (cp.async, cp.async.bulk) read
+  // it too. A driver that cannot patch them leaves them uncounted, and
+  // says so once; the tensor copies (cp.async.bulk.tensor) have no patch
+  // point in the Sanitizer API at all (docs/user-guide.md).
+  if (spaces & space::global)
+    for (const auto& [id, suffix] :
+         {std::pair{SANITIZER_INSTRUCTION_MEMCPY_ASYNC, "memcpy_async"},
+          std::pair{SANITIZER_INSTRUCTION_BULK_COPY_GLOBAL_TO_SHARED, "bulk_copy"}}) {
+      const std::string patch = fmt::format("pasta_{}_{}", family, suffix);
+      if (const SanitizerResult r =
+              sanitizer_api().sanitizerPatchInstructions(id, module, patch.c_str());
+          r != SANITIZER_SUCCESS && !async_warned_.exchange(true))
+        pasta::detail::log(fmt::format("sanitizer: asynchronous copies ({}) are not counted: {}",
+                                       suffix, sanitizer_error(r)));
+    }
   check(sanitizer_api().sanitizerPatchModule(module), "patching a module");
   patched_.insert(module);
   stats_.modules_patched.fetch_add(1, std::memory_order_relaxed);
