@@ -6,7 +6,7 @@ timed per step (synchronised) after warm-up.
   gpt_block  the GPT of examples/pytorch/gpt_block.py (torch.nn), 4 blocks of
              768, context 256, AdamW
   gpt2       a transformers GPT-2 built from a config (random weights, nothing
-             downloaded): 4 layers of 768, context 256, AdamW
+             downloaded): 4 layers of 768 (--layers), context 256, AdamW
 
     torch_step.py --model resnet18 --batch 32 [--warmup 10] [--steps 100]
                   [--torch-profiler cpu+cuda|cuda [--profile-memory]] [--count-kernels]
@@ -55,9 +55,9 @@ def gpt_block(batch, vocab=8192, context=256):
     return model, opt, lambda: loss_fn(model(idx).view(-1, vocab), target.view(-1))
 
 
-def gpt2(batch, vocab=8192, context=256):
+def gpt2(batch, vocab=8192, context=256, layers=4):
     import transformers
-    config = transformers.GPT2Config(n_layer=4, n_head=12, n_embd=768, vocab_size=vocab,
+    config = transformers.GPT2Config(n_layer=layers, n_head=12, n_embd=768, vocab_size=vocab,
                                      n_positions=context)
     model = transformers.GPT2LMHeadModel(config).cuda()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
@@ -88,6 +88,7 @@ def main():
                    help="profile the timed steps with torch.profiler, these activities")
     p.add_argument("--profile-memory", action="store_true",
                    help="with --torch-profiler: its memory profiling too (profile_memory=True)")
+    p.add_argument("--layers", type=int, default=4, help="gpt2's layers (4)")
     p.add_argument("--count-kernels", action="store_true",
                    help="count every kernel the workload launches with torch.profiler")
     args = p.parse_args()
@@ -102,7 +103,8 @@ def main():
     from torch.profiler import ProfilerActivity, profile
     counting = profile(activities=[ProfilerActivity.CUDA]) if args.count_kernels else None
     with counting or contextlib.nullcontext():
-        model, opt, loss_of = MODELS[args.model](args.batch)
+        extra = {"layers": args.layers} if args.model == "gpt2" else {}
+        model, opt, loss_of = MODELS[args.model](args.batch, **extra)
 
         def step():
             opt.zero_grad(set_to_none=True)
@@ -127,6 +129,7 @@ def main():
                 if timed:
                     timed.step()
     out = {"model": args.model, "batch": args.batch, "steps": args.steps,
+           **({"layers": args.layers} if args.model == "gpt2" else {}),
            "step_ms_median": statistics.median(times) * 1e3,
            "step_ms_mean": statistics.mean(times) * 1e3,
            "device": torch.cuda.get_device_name()}

@@ -9,6 +9,8 @@ from the programs themselves: examples/cuda/launches.cu launches a known
 number of times per kernel.
 """
 import collections
+import csv
+import glob
 import itertools
 import json
 import os
@@ -686,6 +688,51 @@ def blame_report(out, shown, width):
     return blame, rows
 
 
+def accesses_csv(out):
+    """stall_blame.accesses.csv of an access run: {(kernel, pc, target, operator): accesses},
+    allocations named without their address (it differs between processes)."""
+    rows = {}
+    with open(os.path.join(out, "stall_blame.accesses.csv")) as f:
+        for r in csv.DictReader(f):
+            target = re.sub(r" at 0x[0-9a-f]+\)", ")", r["target"])
+            key = (r["kernel"], r["pc"], target, r["operator"])
+            rows[key] = rows.get(key, 0) + int(r["accesses"])
+    return rows
+
+
+def host_reduced_run2(build, program, out, sampled_out, torch=False, **env):
+    """Run 2 of stall blame again with --host-reduction's library (every access a record,
+    reduced on the host), joined with the same sampled run's file as `sampled_out`'s."""
+    library = "libpasta_torch_stall_access_cpu.so" if torch else "libpasta_stall_access_cpu.so"
+    samples = glob.glob(os.path.join(sampled_out, "sampled", "**", "stall_samples.json"),
+                        recursive=True)
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    return run(program, {"CUDA_INJECTION64_PATH": f"{build}/inject/{library}",
+                         "PASTA_STALL_SAMPLES": samples[0] if samples else "",
+                         "PASTA_OUTPUT_DIR": out, "PASTA_PRINT": "none", **env})
+
+
+def expect_same_as_host(out, host_out):
+    """The device-reduced run 2 and the host-reduced one: the same accesses pc by pc, and
+    blame tables within 1% of the samples."""
+    device, host = accesses_csv(out), accesses_csv(host_out)
+    differ = sorted(k for k in set(device) | set(host) if device.get(k) != host.get(k))
+    for k in differ[:8]:
+        print(f"  differs: {k}: device {device.get(k)}, host {host.get(k)}")
+    print(f"  accesses per (kernel, pc, target, operator): {len(device)} rows on the device, "
+          f"{len(host)} on the host, {sum(device.values())} and {sum(host.values())} accesses")
+    ok = expect("accesses pc by pc, device against host", len(differ), 0)
+    rows = lambda o: {(r["tensor"], r["operator"]): r["stall_samples"]
+                      for r in report(o, "stall_blame")["tables"].get("blame", [])}
+    a, b = rows(out), rows(host_out)
+    total = report(out, "stall_blame")["summary"].get("stall samples (sampled run)", 0) or 1
+    worst = max((abs(a.get(k, 0) - b.get(k, 0)) for k in set(a) | set(b)), default=0)
+    print(f"  blame rows: {len(a)} and {len(b)}; largest difference {worst:.2f} of {total:.0f} "
+          f"samples")
+    return expect("blame tables within 1% of samples", worst <= 0.01 * total, True) and ok
+
+
 def case_stall_blame(build, out):
     """`pasta run -t stall_blame` on a kernel reading a 1 GiB array at random places (its
     loads miss) and a 64 KiB one (its loads hit): the memory-dependency stalls land on the
@@ -695,8 +742,8 @@ def case_stall_blame(build, out):
     program = [f"{build}/examples/stalls", "--threads", "32768", "--launches", "10"]
     plain = run(program).stdout
     # Only blend is instrumented: fill writes 2^28 floats, more records than the buffer holds.
-    proc = run([f"{build}/bin/pasta", "run", "-t", "stall_blame", "--kernel-filter", "^_Z5blend",
-                "-o", out, "--"] + program,
+    proc = run([f"{build}/bin/pasta", "run", "-t", "stall_blame", "--device-reduction",
+                "--kernel-filter", "^_Z5blend", "-o", out, "--"] + program,
                {"PASTA_PRINT": "none", "PASTA_VERBOSE": "1"})
     for line in proc.stderr.splitlines():
         if "PC sampling" in line or "nvdisasm" in line:
@@ -733,7 +780,20 @@ def case_stall_blame(build, out):
     ok &= expect("forest files", all(os.path.exists(os.path.join(out, f)) for f in
                                      ("stall_blame.forest.dot", "stall_blame.forest.svg",
                                       "stall_blame.blame.csv")), True)
-    return ok
+    with open(os.path.join(out, "sanitizer.json")) as f:
+        device = json.load(f)["summary"]
+    ok &= expect("run 2 counted on the device", device.get("device patch"), "pc")
+    ok &= expect("per-instruction counts lost",
+                 device.get("per-instruction counts lost (table and overflow full)"), 0)
+    host_out = out + "-host"
+    host = host_reduced_run2(build, program, host_out, out, PASTA_KERNEL_FILTER="^_Z5blend")
+    ok &= expect("output unchanged (host-reduced run)", checksums(host.stdout), checksums(plain))
+    with open(os.path.join(host_out, "sanitizer.json")) as f:
+        raw = json.load(f)["summary"]
+    print(f"  run 2: {device.get('per-instruction counts copied')} counts copied "
+          f"({device.get('bytes copied to the host')} B) against {raw.get('access records')} "
+          f"records ({raw.get('bytes copied to the host')} B)")
+    return expect_same_as_host(out, host_out) and ok
 
 
 def case_stall_blame_views(build, out):
@@ -744,8 +804,8 @@ def case_stall_blame_views(build, out):
     script = [sys.executable, os.path.join(ROOT, "tests", "gpu", "torch_views.py")]
     plain = last_json(run(script).stdout)
     # The elementwise kernels only: randn and the sums stay uninstrumented.
-    proc = run([f"{build}/bin/pasta", "run", "--torch", "-t", "stall_blame", "--kernel-filter",
-                "elementwise", "-o", out, "--"] + script,
+    proc = run([f"{build}/bin/pasta", "run", "--torch", "-t", "stall_blame", "--device-reduction",
+                "--kernel-filter", "elementwise", "-o", out, "--"] + script,
                {"PASTA_PRINT": "none", "PASTA_VERBOSE": "1"})
     for line in proc.stderr.splitlines():
         if "aten handler" in line or "PC sampling" in line:
@@ -775,7 +835,50 @@ def case_stall_blame_views(build, out):
     with open(os.path.join(out, "stall_blame.forest.dot")) as f:
         dot = f.read()
     ok &= expect("the forest holds the views", layout in dot, True)
-    return ok
+    host_out = out + "-host"
+    host = host_reduced_run2(build, script, host_out, out, torch=True,
+                             PASTA_KERNEL_FILTER="elementwise")
+    ok &= expect("checksum unchanged (host-reduced run)", last_json(host.stdout)["checksum"],
+                 plain["checksum"])
+    return expect_same_as_host(out, host_out) and ok
+
+
+def case_async_copies(build, out):
+    """Which asynchronous copies from global memory the access run counts
+    (examples/cuda/async_copy.cu, one tile per block): cp.async (16 B a thread) and
+    cp.async.bulk (one copy a block) are counted exactly, on the device and on the host
+    alike; cp.async.bulk.tensor (TMA) has no patch point in the Compute Sanitizer API and is
+    not seen. The program prints what it prints unprofiled."""
+    blocks = 4096
+    program = [f"{build}/examples/async_copy", "--blocks", str(blocks)]
+    plain = run(program).stdout
+    ok = True
+    got = {}
+    for how, library in (("device", "libpasta_stall_access.so"),
+                         ("host", "libpasta_stall_access_cpu.so")):
+        d = f"{out}/{how}"
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+        proc = run(program, {"CUDA_INJECTION64_PATH": f"{build}/inject/{library}",
+                             "PASTA_OUTPUT_DIR": d, "PASTA_PRINT": "none"})
+        ok &= expect(f"output unchanged ({how})", checksums(proc.stdout), checksums(plain))
+        rows = accesses_csv(d)
+        src = re.compile(rf"allocation #\d+ \({blocks * 256 * 4} B\)$")
+        per_kernel = {}
+        for (kernel, _pc, target, _op), n in rows.items():
+            if src.match(target):
+                per_kernel[base_name(kernel)] = per_kernel.get(base_name(kernel), 0) + n
+        print(f"  {how}: accesses of the source array per kernel: {per_kernel}")
+        got[how] = rows
+        ok &= expect(f"{how}: cp.async copies counted (staged_sum)",
+                     per_kernel.get("staged_sum"), blocks * 64)
+        ok &= expect(f"{how}: cp.async.bulk copies counted (bulk_sum)",
+                     per_kernel.get("bulk_sum"), blocks)
+        ok &= expect(f"{how}: TMA tensor copies not seen (tensor_sum)",
+                     per_kernel.get("tensor_sum", 0), 0)
+    differ = [k for k in set(got["device"]) | set(got["host"])
+              if got["device"].get(k) != got["host"].get(k)]
+    return expect("device and host counts, pc by pc", differ, []) and ok
 
 
 def case_annotations_exact(build, out):

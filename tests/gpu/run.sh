@@ -26,7 +26,9 @@
 # and gpt_ncu.csv.gz an earlier run left in DIR (inside the tree, so they travel); with
 # COUNTERS_BENCH_ARGS="--layers 2 --app-metrics all" on every metric (twelve blocks take ncu's
 # application replay past ten minutes). `stalls`:
-# the stall-blame GPU test (PC sampling joined with sanitizer accesses).
+# the stall-blame GPU tests (PC sampling joined with sanitizer accesses; STALLS_TESTS, a regex
+# of case names, replaces the list), then bench/gpu/stall_access.py (STALL_BENCH=0 leaves it
+# out; STALL_BENCH_ARGS, e.g. "--layers 2 --rounds 2").
 # Benchmark options: BENCH_ARGS (bench/gpu/overhead.py, e.g. "--quick" or "--models gpt2
 # --rounds 5"), TORCH_BENCH_ARGS (torch_overhead.py), MEMORY_BENCH_ARGS (memory.py),
 # ANNOTATIONS_BENCH_ARGS (annotations.py); each takes --quick for a first check.
@@ -58,16 +60,17 @@ targets=()
   pasta_memory_record inject_torch inject_torch_memory inject_torch_record tensor_access pasta-trace)
 [ "$what" = counters ] && targets=(--target counters counters_pasta pasta-trace pasta_counters
   inject_torch_counters)
-[ "$what" = stalls ] && targets=(--target stalls pasta_stall_sample pasta_stall_access
-  inject_torch_stall_sample inject_torch_stall_access pasta_nv_tests)
+[ "$what" = stalls ] && targets=(--target stalls async_copy pasta_stall_sample pasta_stall_access
+  pasta_stall_access_cpu inject_torch_stall_sample inject_torch_stall_access
+  inject_torch_stall_access_cpu pasta_nv_tests)
 [ "$what" = annotations ] && targets=(--target access_pattern annotated annotated_pasta pasta_memory)
 [ "$what" = jobs ] && targets=(--target launches launches_pasta conv conv_pasta pasta_inject
   pasta_record pasta_memory pasta_counters inject_torch pasta-trace access_pattern
   access_pattern_pasta access_pattern_cpu docs_in_binary_cupti docs_in_binary_sanitizer)
 [ "$what" = checks ] && targets=(--target launches launches_pasta conv conv_pasta counters
   counters_pasta pasta_counters pasta_inject pasta_record inject_torch libtorch_train pasta-trace
-  stalls pasta_stall_sample pasta_stall_access inject_torch_stall_sample inject_torch_stall_access
-  pasta_nv_tests access_pattern annotated annotated_pasta pasta_memory pasta_memory_cpu)
+  stalls pasta_stall_sample pasta_stall_access pasta_stall_access_cpu inject_torch_stall_sample
+  inject_torch_stall_access inject_torch_stall_access_cpu pasta_nv_tests access_pattern annotated annotated_pasta pasta_memory pasta_memory_cpu)
 [ "$what" = compiled ] && targets=(--target pasta_inject pasta_counters inject_torch inject_torch_counters
   inject_torch_memory launches launches_pasta)
 [ "$what" = record-gpt ] && targets=(--target pasta_inject inject_torch_record pasta-trace)
@@ -186,8 +189,14 @@ fi
 if [ "$what" = stalls ]; then
   echo "== stall blame: PC sampling joined with sanitizer accesses"
   step "sass tests" nv-sass.log bash -c 'cd "$1" && ctest -R sass -V 2>&1 | tail -5; exit "${PIPESTATUS[0]}"' _ "$build"
-  gpu_tests stalls "gpu: stall_blame"
+  gpu_tests stalls "gpu: (${STALLS_TESTS:-stall_blame|async_copies})"
   cp -r "$build/gpu-out/stall_blame" "$out/stall_blame" 2>/dev/null
+  if [ "${STALL_BENCH:-1}" != 0 ]; then
+    echo "== stall blame's access run on transformers GPT-2 steps: device counts, floor, raw trace"
+    step "stall access benchmark" stall-access-bench.log \
+      python3 bench/gpu/stall_access.py "$build" "$work/stall-access" ${STALL_BENCH_ARGS:-}
+    cp "$work/stall-access/stall_access.csv" "$work/stall-access/stall_access.json" "$out/" 2>/dev/null
+  fi
 fi
 if [ "$what" = memory ] || [ "$what" = annotations ]; then
   echo "== device annotations against the sanitizer path (same kernel)"

@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""Stall blame's access run on whole models: accesses per instruction counted on
+the device (the default), against the no-op patch (the floor of any
+sanitizer-patched tool) and the raw trace reduced on the host
+(--host-reduction), on training steps of a transformers GPT-2 built from a
+config (bench/gpu/torch_step.py --model gpt2 --layers L).
+
+Variants, each a process of its own, in interleaved rounds (the raw trace in
+the first round only: it is slow):
+  native  the step alone
+  floor   the access run's library with the no-op patch (PASTA_ACCESS_PATCH=noop):
+          every global access of every kernel calls a patch that does nothing
+  device  the access run's library (libpasta_torch_stall_access.so): counts per
+          (pc, region of the tools' tensors and views) reduced on the device
+  host    --host-reduction's library (libpasta_torch_stall_access_cpu.so): a
+          16-byte record per access, copied out and reduced on the host
+and once per model the whole `pasta run --torch -t stall_blame
+--device-reduction` (both runs, program start to report), whose reports must
+be whole.
+
+An instrumented run counts only when its sanitizer.json shows instrumented
+launches; the device run's must also show no count lost and no partial
+report. Prints per model ms per step (median, min..max), what each variant
+adds per step over native, and the ratios the goals read: device added /
+floor added, host added / device added; writes stall_access.csv.
+
+    stall_access.py BUILD_DIR [OUT_DIR] [--layers 2,12] [--batch 4] [--rounds 3]
+                    [--steps 2] [--host-layers 2]
+"""
+import glob
+import json
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+
+
+def sanitizer_summary(d):
+    paths = glob.glob(os.path.join(d, "**", "sanitizer.json"), recursive=True)
+    data = harness.read_json(paths[0]) if paths else None
+    return (data or {}).get("summary"), data
+
+
+def instrumented(device_run):
+    """A check: the run's reports show instrumented launches (and, for the device
+    reduction, nothing lost and nothing partial)."""
+    def check(d, result):
+        summary, data = sanitizer_summary(d)
+        if summary is None:
+            return f"no sanitizer.json under {d}: the access run's library did not report"
+        if not summary.get("launches instrumented"):
+            return f"no launch instrumented ({d}/sanitizer.json)"
+        if not result or "step_ms_median" not in result:
+            return "the workload printed no step time"
+        if device_run:
+            lost = summary.get("per-instruction counts lost (table and overflow full)")
+            if lost != 0:
+                return f"{lost} per-instruction counts lost ({d})"
+            for path in glob.glob(os.path.join(d, "**", "*.json"), recursive=True):
+                doc = harness.read_json(path) or {}
+                if isinstance(doc, dict) and doc.get("partial"):
+                    return f"partial report {path}: {doc['partial']}"
+        return None
+    return check
+
+
+def main():
+    p = harness.arguments(__doc__, "stall-access-out")
+    p.add_argument("--layers", default="2,12", help="GPT-2 sizes, in layers (2,12)")
+    p.add_argument("--batch", type=int, default=4, help="sequences of 256 tokens a step (4)")
+    p.add_argument("--steps", type=int, default=2, help="timed steps after one warm-up (2)")
+    p.add_argument("--host-layers", default="2",
+                   help="sizes the raw-trace variant runs on, once (2; empty: none)")
+    args = harness.settle(p.parse_args(), rounds=(3, 2))
+    bench = harness.Bench(args.build, args.out, args.timeout)
+    device_lib = bench.lib("pasta_torch_stall_access")
+    host_lib = bench.lib("pasta_torch_stall_access_cpu")
+    host_layers = {int(x) for x in args.host_layers.split(",") if x}
+    summary_rows = []
+    for layers in (int(x) for x in args.layers.split(",")):
+        workload = f"GPT-2 {layers} layers, batch {args.batch}"
+        cmd = harness.torch_workload("gpt2", args.batch, 1, args.steps, "--layers", str(layers))
+        variants = [
+            harness.Variant("native", cmd),
+            harness.Variant("floor", cmd, {"CUDA_INJECTION64_PATH": device_lib,
+                                           "PASTA_ACCESS_PATCH": "noop"},
+                            check=instrumented(False)),
+            harness.Variant("device", cmd, {"CUDA_INJECTION64_PATH": device_lib},
+                            check=instrumented(True)),
+        ]
+        if layers in host_layers:
+            variants.append(harness.Variant("host", cmd, {"CUDA_INJECTION64_PATH": host_lib},
+                                            check=instrumented(False), once=True))
+        results = bench.rounds(workload, variants, args.rounds, harness.step_ms)
+
+        def counts(label, samples):
+            if label is None:
+                return "counts copied / records (lost)", None
+            summary, _ = sanitizer_summary(samples[0].dir) if samples else (None, None)
+            if not summary:
+                return None, "-"
+            if "per-instruction counts copied" in summary:
+                return None, (f"{summary['per-instruction counts copied']} "
+                              f"({summary.get('per-instruction counts lost (table and overflow full)')})")
+            if "access records" in summary:
+                return None, (f"{summary['access records']} "
+                              f"({summary.get('access records lost (buffer full)')})")
+            return None, "-"
+        bench.table(workload, variants, results, "ms/step", extra=counts)
+
+        # The whole two-run stall blame, program start to report.
+        whole = harness.Variant("pasta run --torch -t stall_blame --device-reduction", cmd,
+                                pasta=["--torch", "-t", "stall_blame", "--device-reduction"],
+                                expect=(1, None))
+        got = bench.once(workload, whole, 0)
+        seconds = got[3] if got else None
+        med = {label: statistics.median(s.value for s in xs)
+               for label, xs in results.items() if xs}
+        row = {"layers": layers, "two_run_seconds": seconds, **{f"{k}_ms": v for k, v in med.items()}}
+        if "native" in med:
+            added = {k: v - med["native"] for k, v in med.items() if k != "native"}
+            row.update({f"{k}_added_ms": v for k, v in added.items()})
+            if added.get("floor", 0) > 0 and "device" in added:
+                row["device_vs_floor"] = added["device"] / added["floor"]
+            if added.get("device", 0) > 0 and "host" in added:
+                row["host_vs_device"] = added["host"] / added["device"]
+        summary_rows.append(row)
+
+    print(f"\nStall blame's access run on {bench.gpu}: time added per instrumented step")
+    print(f"  {'layers':>6} {'native ms':>10} {'floor +ms':>10} {'device +ms':>11} "
+          f"{'host +ms':>10} {'device/floor':>13} {'host/device':>12} {'two runs s':>11}")
+    fmt = lambda v, spec: format(v, spec) if isinstance(v, (int, float)) else "-"
+    for r in summary_rows:
+        print(f"  {r['layers']:>6} {fmt(r.get('native_ms'), '10.1f')} "
+              f"{fmt(r.get('floor_added_ms'), '10.1f')} {fmt(r.get('device_added_ms'), '11.1f')} "
+              f"{fmt(r.get('host_added_ms'), '10.1f')} {fmt(r.get('device_vs_floor'), '12.2f')}x "
+              f"{fmt(r.get('host_vs_device'), '11.1f')}x {fmt(r.get('two_run_seconds'), '11.1f')}")
+    print("  goals: device/floor <= 3x; host/device >= 20x (2 layers); two runs < 180 s and "
+          "nothing lost (12 layers)")
+    with open(os.path.join(bench.out, "stall_access.json"), "w") as f:
+        json.dump({"gpu": bench.gpu, "rows": summary_rows}, f, indent=1)
+    bench.write_csv("stall_access.csv")
+    return bench.exit_code()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
