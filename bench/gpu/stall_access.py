@@ -78,20 +78,22 @@ def main():
     device_lib = bench.lib("pasta_torch_stall_access")
     host_lib = bench.lib("pasta_torch_stall_access_cpu")
     host_layers = {int(x) for x in args.host_layers.split(",") if x}
+    # As --device-reduction's run 2: asynchronous copies counted too, in every variant.
+    spaces = {"PASTA_ACCESS_SPACES": "global,async"}
     summary_rows = []
     for layers in (int(x) for x in args.layers.split(",")):
         workload = f"GPT-2 {layers} layers, batch {args.batch}"
         cmd = harness.torch_workload("gpt2", args.batch, 1, args.steps, "--layers", str(layers))
         variants = [
             harness.Variant("native", cmd),
-            harness.Variant("floor", cmd, {"CUDA_INJECTION64_PATH": device_lib,
+            harness.Variant("floor", cmd, {**spaces, "CUDA_INJECTION64_PATH": device_lib,
                                            "PASTA_ACCESS_PATCH": "noop"},
                             check=instrumented(False)),
-            harness.Variant("device", cmd, {"CUDA_INJECTION64_PATH": device_lib},
+            harness.Variant("device", cmd, {**spaces, "CUDA_INJECTION64_PATH": device_lib},
                             check=instrumented(True)),
         ]
         if layers in host_layers:
-            variants.append(harness.Variant("host", cmd, {"CUDA_INJECTION64_PATH": host_lib},
+            variants.append(harness.Variant("host", cmd, {**spaces, "CUDA_INJECTION64_PATH": host_lib},
                                             check=instrumented(False), once=True))
         results = bench.rounds(workload, variants, args.rounds, harness.step_ms)
 

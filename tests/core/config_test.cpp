@@ -130,11 +130,11 @@ TEST_CASE("unknown PASTA_* variables are found, known ones and others are not") 
 TEST_CASE("memory-access settings: patch, spaces, trace buffer") {
   Config cfg;
   FakeEnv good{{{"PASTA_ACCESS_PATCH", "object_atomic"},
-                {"PASTA_ACCESS_SPACES", "global,local"},
+                {"PASTA_ACCESS_SPACES", "global,local,async"},
                 {"PASTA_TRACE_BUFFER", "2G"}}};
   CHECK(apply_env(cfg, good).empty());
   CHECK(cfg.access_patch == AccessPatch::object_atomic);
-  CHECK(cfg.access_spaces == (space::global | space::local));
+  CHECK(cfg.access_spaces == (space::global | space::local | space::async));
   CHECK(cfg.trace_buffer_bytes == (2ull << 30));
 
   FakeEnv bad{{{"PASTA_ACCESS_PATCH", "fast"},
@@ -147,7 +147,7 @@ TEST_CASE("memory-access settings: patch, spaces, trace buffer") {
         "object_atomic; using the previous patch");
   CHECK(errors[1] ==
         "PASTA_ACCESS_SPACES=\"global,texture\" is not accepted: expected a comma-separated "
-        "list of global, shared, local; using the previous spaces");
+        "list of global, shared, local, async; using the previous spaces");
   CHECK(errors[2] ==
         "PASTA_TRACE_BUFFER=\"512K\" is not accepted: expected a size from 1M to 64G "
         "(suffixes K, M, G); using 2147483648");

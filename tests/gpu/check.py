@@ -710,6 +710,7 @@ def host_reduced_run2(build, program, out, sampled_out, torch=False, **env):
     os.makedirs(out)
     return run(program, {"CUDA_INJECTION64_PATH": f"{build}/inject/{library}",
                          "PASTA_STALL_SAMPLES": samples[0] if samples else "",
+                         "PASTA_ACCESS_SPACES": "global,async",  # as --device-reduction's run 2
                          "PASTA_OUTPUT_DIR": out, "PASTA_PRINT": "none", **env})
 
 
@@ -846,9 +847,9 @@ def case_stall_blame_views(build, out):
 def case_async_copies(build, out):
     """Which asynchronous copies from global memory the access run counts
     (examples/cuda/async_copy.cu, one tile per block): cp.async (16 B a thread) and
-    cp.async.bulk (one copy a block) are counted exactly, on the device and on the host
-    alike; cp.async.bulk.tensor (TMA) has no patch point in the Compute Sanitizer API and is
-    not seen. The program prints what it prints unprofiled."""
+    cp.async.bulk (one copy a block) are counted exactly (PASTA_ACCESS_SPACES=global,async),
+    on the device and on the host alike; cp.async.bulk.tensor (TMA) has no patch point in the
+    Compute Sanitizer API and is not seen. The program prints what it prints unprofiled."""
     blocks = 4096
     program = [f"{build}/examples/async_copy", "--blocks", str(blocks)]
     plain = run(program).stdout
@@ -860,6 +861,7 @@ def case_async_copies(build, out):
         shutil.rmtree(d, ignore_errors=True)
         os.makedirs(d)
         proc = run(program, {"CUDA_INJECTION64_PATH": f"{build}/inject/{library}",
+                             "PASTA_ACCESS_SPACES": "global,async",
                              "PASTA_OUTPUT_DIR": d, "PASTA_PRINT": "none"})
         ok &= expect(f"output unchanged ({how})", checksums(proc.stdout), checksums(plain))
         rows = accesses_csv(d)

@@ -20,16 +20,17 @@ namespace pasta {
 // allocation, so every access lands on page 0 of its allocation).
 enum class AccessPatch : std::uint8_t { automatic, noop, atomic, object_atomic };
 
-// Bits of Config::access_spaces.
+// Bits of Config::access_spaces. `async`: the asynchronous copies from
+// global memory (cp.async, cp.async.bulk), counted as global reads.
 namespace space {
-inline constexpr unsigned global = 1, shared = 2, local = 4;
+inline constexpr unsigned global = 1, shared = 2, local = 4, async = 8;
 }  // namespace space
 
 namespace nv {
 
 struct SanitizerSettings {
   AccessPatch access_patch = AccessPatch::automatic;  // PASTA_ACCESS_PATCH (benchmarks)
-  unsigned access_spaces = space::global;             // PASTA_ACCESS_SPACES: global,shared,local
+  unsigned access_spaces = space::global;  // PASTA_ACCESS_SPACES: global,shared,local,async
   std::uint64_t trace_buffer_bytes = 256ull << 20;    // PASTA_TRACE_BUFFER: device access records
   std::uint64_t annotation_bins = 1ull << 20;  // PASTA_ANNOTATION_BINS: device::Annotations table
 };
@@ -43,14 +44,18 @@ inline constexpr pasta::detail::Choice<AccessPatch> patches[] = {
     {"atomic", AccessPatch::atomic},
     {"object_atomic", AccessPatch::object_atomic}};
 inline constexpr pasta::detail::Flag spaces[] = {
-    {"global", space::global}, {"shared", space::shared}, {"local", space::local}};
+    {"global", space::global},
+    {"shared", space::shared},
+    {"local", space::local},
+    {"async", space::async}};
 
 inline constexpr pasta::detail::Variable<SanitizerSettings> sanitizer_variables[] = {
     var::one_of<&S::access_patch, patches>("PASTA_ACCESS_PATCH",
                                            "auto, noop, atomic or object_atomic",
                                            "the previous patch"),
     var::flags<&S::access_spaces, spaces>("PASTA_ACCESS_SPACES",
-                                          "a comma-separated list of global, shared, local",
+                                          "a comma-separated list of global, shared, local, "
+                                          "async",
                                           "the previous spaces"),
     var::size<&S::trace_buffer_bytes, 1ull << 20, 64ull << 30>(
         "PASTA_TRACE_BUFFER", "a size from 1M to 64G (suffixes K, M, G)"),

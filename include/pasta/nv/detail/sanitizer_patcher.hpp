@@ -95,10 +95,11 @@ inline void AccessPatcher::patch_module(ContextState& c, CUmodule module, std::s
           fmt::format("patching {} memory accesses with {}", s.suffix, patch));
   }
   // Asynchronous copies from global memory (cp.async, cp.async.bulk) read
-  // it too. A driver that cannot patch them leaves them uncounted, and
-  // says so once; the tensor copies (cp.async.bulk.tensor) have no patch
-  // point in the Sanitizer API at all (docs/user-guide.md).
-  if (spaces & space::global)
+  // it too, when `spaces` names them. A driver that cannot patch them leaves
+  // them uncounted, and says so once; the tensor copies
+  // (cp.async.bulk.tensor) have no patch point in the Sanitizer API at all
+  // (docs/user-guide.md).
+  if (spaces & space::async)
     for (const auto& [id, suffix] :
          {std::pair{SANITIZER_INSTRUCTION_MEMCPY_ASYNC, "memcpy_async"},
           std::pair{SANITIZER_INSTRUCTION_BULK_COPY_GLOBAL_TO_SHARED, "bulk_copy"}}) {
