@@ -1,5 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <utility>
+#include <vector>
+
 #include <pasta/core/address_map.hpp>
 
 using namespace pasta;
@@ -62,4 +65,25 @@ TEST_CASE("BasicAddressMap holds a caller's own range type and hands back what i
   CHECK(dropped == 1);
   CHECK(m.find(0x1088)->number == 3);
   CHECK(m.erase(0x1100)->number == 2);
+}
+
+TEST_CASE("FlatMap keeps its entries sorted: bounds, find, emplace, erase") {
+  detail::FlatMap<std::uint64_t, int> m;
+  CHECK(m.emplace(30, 3).second);
+  CHECK(m.emplace(10, 1).second);
+  CHECK(m.emplace(20, 2).second);
+  CHECK_FALSE(m.emplace(20, 9).second);  // there already: kept
+  m[40] = 4;
+  ++m[10];
+  std::vector<std::pair<std::uint64_t, int>> all(m.begin(), m.end());
+  CHECK(all == std::vector<std::pair<std::uint64_t, int>>{{10, 2}, {20, 2}, {30, 3}, {40, 4}});
+  CHECK(m.lower_bound(20)->first == 20);
+  CHECK(m.upper_bound(20)->first == 30);
+  CHECK(m.upper_bound(40) == m.end());
+  CHECK(m.find(25) == m.end());
+  CHECK(m.erase(m.find(20))->first == 30);
+  CHECK(m.size() == 3);
+  const auto& c = m;
+  CHECK(c.find(30)->second == 3);
+  CHECK(c.lower_bound(0) == c.begin());
 }

@@ -1,17 +1,16 @@
 // Live allocations by address range: address -> the allocation holding it.
-// A sorted flat vector (Boost.Container): lookups, one per memory access,
+// A sorted flat vector (detail::FlatMap): lookups, one per memory access,
 // far outnumber allocations and frees. BasicAddressMap<R> holds any range
 // type with `base` and `bytes` members (a tool's own record of a tensor);
 // AddressMap holds Allocations.
 #pragma once
-
-#include <boost/container/flat_map.hpp>
 
 #include <concepts>
 #include <cstdint>
 #include <iterator>
 #include <optional>
 
+#include <pasta/core/detail/flat_map.hpp>
 #include <pasta/core/events.hpp>
 
 namespace pasta {
@@ -82,7 +81,7 @@ class BasicAddressMap {
   }
 
  private:
-  boost::container::flat_map<std::uint64_t, Range> by_base_;
+  detail::FlatMap<std::uint64_t, Range> by_base_;
 };
 
 using AddressMap = BasicAddressMap<Allocation>;

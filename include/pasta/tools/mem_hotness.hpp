@@ -5,7 +5,6 @@
 // kernel launches.
 #pragma once
 
-#include <boost/container/flat_map.hpp>
 
 #include <algorithm>
 #include <bit>
@@ -18,6 +17,7 @@
 #include <pasta/core/access_counts.hpp>
 #include <pasta/core/config.hpp>
 #include <pasta/core/detail/api.hpp>
+#include <pasta/core/detail/flat_map.hpp>
 #include <pasta/core/events.hpp>
 #include <pasta/core/detail/files.hpp>
 #include <pasta/core/log.hpp>
@@ -149,7 +149,7 @@ class MemHotness {
   std::string output_dir_;  // where mem_hotness.svg goes; empty: no picture
   std::uint64_t launch_correlation_ = ~0ull, ordinal_ = 0, launches_ = 0;
   std::vector<Object> objects_;                                  // every allocation, in order
-  boost::container::flat_map<std::uint64_t, std::size_t> live_;  // base -> index into objects_
+  pasta::detail::FlatMap<std::uint64_t, std::size_t> live_;  // base -> index into objects_
   Counts unattributed_;
   std::uint64_t last_base_ = 0;
   std::size_t last_index_ = 0;

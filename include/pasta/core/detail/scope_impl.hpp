@@ -5,8 +5,12 @@
 #include <cstdint>
 #include <vector>
 
-#include <pasta/core/detail/capture_window.hpp>
 #include <pasta/core/detail/scope_registry.hpp>
+#ifdef PASTA_DETAIL_NVTX
+#include <nvtx3/nvToolsExt.h>
+#endif
+
+#include <pasta/core/detail/capture_window.hpp>
 #include <pasta/core/detail/thread.hpp>
 #include <pasta/core/log.hpp>
 #include <pasta/core/names.hpp>
@@ -38,9 +42,12 @@ inline std::vector<OpenScope>& scope_stack() {
 }
 
 #ifdef PASTA_DETAIL_NVTX
-PASTA_FUNC nvtxDomainHandle_t nvtx_domain() {
+PASTA_FUNC void* nvtx_domain() {
   static const nvtxDomainHandle_t domain = nvtxDomainCreateA("pasta");
   return domain;
+}
+inline nvtxDomainHandle_t pasta_nvtx_domain() {
+  return static_cast<nvtxDomainHandle_t>(nvtx_domain());
 }
 #endif
 
@@ -62,7 +69,7 @@ PASTA_FUNC void scope_enter(NameId id, bool nvtx) {
     a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
     a.messageType = NVTX_MESSAGE_TYPE_ASCII;
     a.message.ascii = name_of(id).data();  // interned strings are NUL-terminated
-    nvtxDomainRangePushEx(nvtx_domain(), &a);
+    nvtxDomainRangePushEx(pasta_nvtx_domain(), &a);
   }
 #else
   (void)nvtx;
@@ -76,7 +83,7 @@ PASTA_FUNC bool scope_exit(bool nvtx) {
   const auto [id, emitted] = stack.back();
   stack.pop_back();
 #ifdef PASTA_DETAIL_NVTX
-  if (nvtx) nvtxDomainRangePop(nvtx_domain());
+  if (nvtx) nvtxDomainRangePop(pasta_nvtx_domain());
 #else
   (void)nvtx;
 #endif

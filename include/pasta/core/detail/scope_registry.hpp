@@ -9,8 +9,9 @@
 #include <shared_mutex>
 #include <vector>
 
+// NVTX itself is included where the scope code is defined (scope_impl.hpp):
+// a compiled build's units parse none of it.
 #if !defined(PASTA_NO_NVTX) && __has_include(<nvtx3/nvToolsExt.h>)
-#include <nvtx3/nvToolsExt.h>
 #define PASTA_DETAIL_NVTX 1
 #endif
 
@@ -60,8 +61,9 @@ PASTA_FUNC ScopeRegistry& scope_registry();
 
 #ifdef PASTA_DETAIL_NVTX
 // pasta's own ranges go to an NVTX domain of their own, so that a handler
-// turning the program's NVTX ranges into scopes can tell the two apart.
-PASTA_FUNC nvtxDomainHandle_t nvtx_domain();
+// turning the program's NVTX ranges into scopes can tell the two apart. Its
+// nvtxDomainHandle_t, as void* so that declaring it needs no NVTX header.
+PASTA_FUNC void* nvtx_domain();
 #endif
 
 // Enters a scope on this thread: its scope stack, every live profiler and,

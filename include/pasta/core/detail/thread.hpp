@@ -4,10 +4,10 @@
 #pragma once
 
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 
 namespace pasta::detail {
@@ -19,10 +19,13 @@ inline std::uint32_t thread_id() {
 
 using ClockFn = std::uint64_t (*)();
 
+// CLOCK_MONOTONIC, as std::chrono::steady_clock reads it on Linux, without
+// <chrono> (which brings <sstream> and the locales into every unit).
 inline std::uint64_t steady_ns() {
-  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                        std::chrono::steady_clock::now().time_since_epoch())
-                                        .count());
+  timespec t{};
+  ::clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<std::uint64_t>(t.tv_sec) * 1000000000ull +
+         static_cast<std::uint64_t>(t.tv_nsec);
 }
 
 inline std::atomic<ClockFn>& clock_source() {

@@ -26,7 +26,7 @@ inline void route_nvtx_to_cupti() {
 // for Nsight only.
 inline bool own_domain(nvtxDomainHandle_t domain) {
 #ifdef PASTA_DETAIL_NVTX
-  return domain == pasta::detail::nvtx_domain();
+  return domain == static_cast<nvtxDomainHandle_t>(pasta::detail::nvtx_domain());
 #else
   (void)domain;
   return false;
