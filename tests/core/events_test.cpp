@@ -1,6 +1,8 @@
 #include <doctest/doctest.h>
 
 #include <set>
+#include <string_view>
+#include <vector>
 
 #include <pasta/core/detail/reflect.hpp>
 #include <pasta/core/events.hpp>

@@ -3,6 +3,7 @@
 #include <thread>
 #include <vector>
 
+#include <pasta/core/detail/name_table.hpp>
 #include <pasta/core/names.hpp>
 
 using namespace pasta;

@@ -4,7 +4,6 @@
 #include <cxxabi.h>
 
 #include <cstdlib>
-#include <memory>
 #include <string>
 #include <string_view>
 
@@ -16,9 +15,11 @@ inline std::string demangle(std::string_view mangled) {
   if (mangled.size() < 2 || mangled[0] != '_' || mangled[1] != 'Z') return std::string(mangled);
   const std::string copy(mangled);
   int status = 0;
-  std::unique_ptr<char, void (*)(void*)> out(
-      abi::__cxa_demangle(copy.c_str(), nullptr, nullptr, &status), std::free);
-  return status == 0 && out ? std::string(out.get()) : copy;
+  struct Freed {  // __cxa_demangle's buffer, freed on every way out
+    char* p;
+    ~Freed() { std::free(p); }
+  } out{abi::__cxa_demangle(copy.c_str(), nullptr, nullptr, &status)};
+  return status == 0 && out.p ? std::string(out.p) : copy;
 }
 
 // A demangled kernel name without its parameter list and return type, for

@@ -4,8 +4,8 @@
 
 #include <regex.h>
 
-#include <memory>
 #include <string>
+#include <utility>
 #include <string_view>
 
 #include <pasta/core/detail/api.hpp>
@@ -26,23 +26,36 @@ class Regex {
  public:
   // Compiles `pattern`; on failure, valid() is false and error() says why.
   PASTA_FUNC explicit Regex(const std::string& pattern);
+  Regex(Regex&& o) noexcept : re_(std::exchange(o.re_, nullptr)), error_(std::move(o.error_)) {}
+  Regex& operator=(Regex&& o) noexcept {
+    if (this != &o) {
+      release();
+      re_ = std::exchange(o.re_, nullptr);
+      error_ = std::move(o.error_);
+    }
+    return *this;
+  }
+  Regex(const Regex&) = delete;
+  Regex& operator=(const Regex&) = delete;
+  ~Regex() { release(); }
 
   bool valid() const { return re_ != nullptr; }
   const std::string& error() const { return error_; }
 
   // True if the pattern matches somewhere in `text` (NUL-terminated).
   bool search(const char* text) const {
-    return re_ && ::regexec(re_.get(), text, 0, nullptr, 0) == 0;
+    return re_ && ::regexec(re_, text, 0, nullptr, 0) == 0;
   }
 
  private:
-  struct Free {
-    void operator()(regex_t* r) const {
-      ::regfree(r);
-      delete r;
-    }
-  };
-  std::unique_ptr<regex_t, Free> re_;
+  // A compiled pattern is owned by hand: std::unique_ptr's <memory> brings
+  // <ostream> into every unit that includes this (C++20).
+  void release() {
+    if (re_) ::regfree(re_);
+    delete re_;
+    re_ = nullptr;
+  }
+  regex_t* re_ = nullptr;
   std::string error_;
 };
 

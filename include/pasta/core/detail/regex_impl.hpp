@@ -101,14 +101,15 @@ PASTA_FUNC std::string regex_complexity_error(std::string_view p) {
 PASTA_FUNC Regex::Regex(const std::string& pattern) {
   error_ = regex_complexity_error(pattern);
   if (!error_.empty()) return;
-  auto re = std::make_unique<regex_t>();
-  if (const int rc = ::regcomp(re.get(), pattern.c_str(), REG_EXTENDED | REG_NOSUB); rc != 0) {
+  auto* re = new regex_t;
+  if (const int rc = ::regcomp(re, pattern.c_str(), REG_EXTENDED | REG_NOSUB); rc != 0) {
     char buf[256];
-    ::regerror(rc, re.get(), buf, sizeof buf);
+    ::regerror(rc, re, buf, sizeof buf);
+    delete re;  // a regex_t that failed to compile is not regfree'd
     error_ = buf;
-    return;  // a regex_t that failed to compile is not freed
+    return;
   }
-  re_.reset(re.release());
+  re_ = re;
 }
 
 }  // namespace pasta::detail
