@@ -17,12 +17,15 @@
 
 #include <pasta/core/detail/fmt.hpp>
 
-#include <pasta/core/access_regions.hpp>
 #include <pasta/core/concepts.hpp>
 #include <pasta/core/config.hpp>
 #include <pasta/core/events.hpp>
 #include <pasta/core/detail/pending_events.hpp>
 #include <pasta/core/log.hpp>
+
+namespace pasta {
+class AccessRegions;  // core/access_regions.hpp: what Pipeline::access_regions fills
+}  // namespace pasta
 
 namespace pasta::detail {
 

@@ -14,6 +14,7 @@
 
 #include <pasta/core/access_counts.hpp>
 #include <pasta/core/address_map.hpp>
+#include <pasta/core/detail/api.hpp>
 #include <pasta/core/events.hpp>
 #include <pasta/core/names.hpp>
 #include <pasta/core/report.hpp>
@@ -120,59 +121,7 @@ class TensorHotness {
   // Accessed tensors freed after max_tensors had been kept: no row of their own.
   std::uint64_t not_kept() const { return not_kept_; }
 
-  void report(Report& out) const {
-    std::vector<const Tensor*> rows;
-    for (const Tensor& t : kept_) rows.push_back(&t);
-    for (const Tensor& t : pool_)
-      if (t.live && t.counts.accesses()) rows.push_back(&t);
-    std::sort(rows.begin(), rows.end(), [](const Tensor* a, const Tensor* b) {
-      if (a->counts.accesses() != b->counts.accesses())
-        return a->counts.accesses() > b->counts.accesses();
-      return a->n < b->n;
-    });
-    AccessCounts all = outside_;
-    for (const OpStats& s : by_op_) all.add(s.counts);
-    out.summary("tensors allocated", allocations_);
-    out.summary("tensors accessed", accessed_);
-    out.summary("accesses", all.accesses());
-    out.summary("bytes accessed", all.bytes());
-    out.summary("bins shared with the next tensor", shared_bins_);
-    out.summary("accesses outside any tensor", outside_.accesses());
-    if (shared_bins_)
-      out.note(fmt::format(
-          "{} access bins ran past the end of their tensor and were charged to it whole: "
-          "set PASTA_PAGE_BYTES=512 (the caching allocator's granularity) for exact "
-          "per-tensor counts",
-          shared_bins_));
-    if (not_kept_)
-      out.note(
-          fmt::format("{} accessed tensors freed after the first {} have no row of their "
-                      "own; their accesses are counted per operator",
-                      not_kept_, max_tensors_));
-
-    auto& tensors = out.table("tensors", "Hottest tensors",
-                              {"rank", "tensor", "device", "address", "bytes", "allocated_by",
-                               "accesses", "reads", "writes", "read_bytes", "write_bytes"});
-    std::uint64_t rank = 0;
-    for (const Tensor* t : rows)
-      tensors.row(++rank, fmt::format("#{}", t->n), t->device, fmt::format("0x{:x}", t->base),
-                  t->bytes, detail::LiveOps::label(t->op), t->counts.accesses(), t->counts.reads,
-                  t->counts.writes, t->counts.read_bytes, t->counts.write_bytes);
-
-    std::vector<std::uint32_t> ops;
-    for (std::uint32_t i = 0; i < by_op_.size(); ++i)
-      if (by_op_[i].tensors) ops.push_back(i);
-    std::sort(ops.begin(), ops.end(), [&](std::uint32_t a, std::uint32_t b) {
-      const auto x = by_op_[a].counts.accesses(), y = by_op_[b].counts.accesses();
-      if (x != y) return x > y;
-      return detail::LiveOps::label(NameId{a}) < detail::LiveOps::label(NameId{b});
-    });
-    auto& by_op = out.table("operators", "Accesses by allocating operator",
-                            {"allocated_by", "tensors", "accesses", "bytes_accessed"});
-    for (std::uint32_t i : ops)
-      by_op.row(detail::LiveOps::label(NameId{i}), by_op_[i].tensors, by_op_[i].counts.accesses(),
-                by_op_[i].counts.bytes());
-  }
+  void report(Report& out) const;  // tools/detail/tensor_hotness_impl.hpp
 
  private:
   struct Range {  // a live tensor's addresses, and where its record is
@@ -216,3 +165,7 @@ class TensorHotness {
 };
 
 }  // namespace pasta::tools
+
+#ifdef PASTA_DETAIL_DEFINE
+#include <pasta/tools/detail/tensor_hotness_impl.hpp>
+#endif

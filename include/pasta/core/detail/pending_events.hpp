@@ -5,11 +5,12 @@
 // its own event. Bounded: a full queue makes the emitter wait as before.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <cstring>
 #include <mutex>
 #include <type_traits>
-#include <variant>
 #include <vector>
 
 #include <pasta/core/events.hpp>
@@ -18,28 +19,25 @@ namespace pasta::detail {
 
 class PendingEvents {
  public:
-  // Every event type traces carry; not ModuleImage, whose image lives only
-  // during its callback.
-  using Any = std::variant<DeviceInfo, KernelLaunch, KernelComplete, MemAlloc, MemFree, Memcpy,
-                           Memset, Synchronize, ModuleLoad, MemAccess, AccessHistogram,
-                           ScopeBegin, ScopeEnd, OpBegin, OpEnd, TensorAlloc, TensorFree,
-                           KernelCounters, StallSample, TensorView, FusedKernel, PcAccessCount>;
-  static_assert(std::variant_size_v<Any> == event_type_count, "an event type is missing here");
-
+  // Every event type traces carry (all_events); not ModuleImage, whose
+  // image lives only during its callback.
   template <class E>
-  static constexpr bool holds = []<class... Es>(std::variant<Es...>*) {
-    return (std::is_same_v<E, Es> || ...);
-  }(static_cast<Any*>(nullptr));
+  static constexpr bool holds = any_of(all_events, [](auto type) {
+    return std::is_same_v<typename decltype(type)::type, E>;
+  });
 
   static constexpr std::size_t limit = std::size_t{1} << 16;
 
   // Queues e; false when the queue is full (the caller then waits its turn).
   template <class E>
   bool push(const E& e) {
+    static_assert(holds<E>, "only the events traces carry are queued");
     {
       std::scoped_lock lock(mutex_);
       if (queue_.size() >= limit) return false;
-      queue_.emplace_back(e);
+      Queued& q = queue_.emplace_back();
+      q.kind = E::kind;
+      std::memcpy(q.bytes, &e, sizeof(E));
       waiting_.store(true, std::memory_order_release);
     }
     deferred_.fetch_add(1, std::memory_order_relaxed);
@@ -55,7 +53,15 @@ class PendingEvents {
       draining_.swap(queue_);
       waiting_.store(false, std::memory_order_relaxed);
     }
-    for (const Any& e : draining_) std::visit(f, e);
+    for (const Queued& q : draining_)
+      for_each_type(all_events, [&](auto type) {
+        using E = typename decltype(type)::type;
+        if (q.kind == E::kind) {
+          E e;  // events are trivially copyable (the Event concept)
+          std::memcpy(&e, q.bytes, sizeof(E));
+          f(e);
+        }
+      });
     draining_.clear();  // keeps its capacity for the next swap
   }
 
@@ -63,9 +69,22 @@ class PendingEvents {
   std::uint64_t deferred() const { return deferred_.load(std::memory_order_relaxed); }
 
  private:
+  // An event as its bytes and its kind: what a std::variant of every event
+  // type would hold, without instantiating one in every unit.
+  static constexpr std::size_t max_bytes = [] {
+    std::size_t n = 0;
+    for_each_type(all_events,
+                  [&](auto type) { n = std::max(n, sizeof(typename decltype(type)::type)); });
+    return n;
+  }();
+  struct Queued {
+    EventKind kind{};
+    alignas(std::max_align_t) unsigned char bytes[max_bytes];
+  };
+
   std::mutex mutex_;
-  std::vector<Any> queue_;     // guarded by mutex_
-  std::vector<Any> draining_;  // touched only with the pipeline held
+  std::vector<Queued> queue_;     // guarded by mutex_
+  std::vector<Queued> draining_;  // touched only with the pipeline held
   std::atomic<bool> waiting_{false};
   std::atomic<std::uint64_t> deferred_{0};
 };
