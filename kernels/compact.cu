@@ -13,39 +13,14 @@ using pasta::nv::device::compact_block;
 using pasta::nv::device::PcCount;
 using pasta::nv::device::Slot;
 
-extern "C" __global__ void __launch_bounds__(compact_block)
-    pasta_compact_slots(Slot* slots, uint64_t slot_count, Bin* out, unsigned long long* out_count) {
-  using Scan = cub::BlockScan<unsigned, compact_block>;
-  __shared__ typename Scan::TempStorage scan;
-  __shared__ unsigned long long base;
-  const uint64_t stride = static_cast<uint64_t>(gridDim.x) * compact_block;
-  for (uint64_t tile = static_cast<uint64_t>(blockIdx.x) * compact_block; tile < slot_count;
-       tile += stride) {
-    const uint64_t i = tile + threadIdx.x;
-    Slot s{};
-    unsigned keep = 0;
-    if (i < slot_count) {
-      s = slots[i];
-      keep = (s.reads | s.writes) != 0;
-    }
-    unsigned position, total;
-    Scan(scan).ExclusiveSum(keep, position, total);
-    if (threadIdx.x == 0)
-      base = total ? atomicAdd(out_count, static_cast<unsigned long long>(total)) : 0;
-    __syncthreads();
-    if (keep) {
-      out[base + position] = Bin{i, s};
-      slots[i] = Slot{};
-    }
-    __syncthreads();
-  }
-}
+namespace {
 
-// The same for the per-instruction counts (the pc patches): the claimed
-// slots of `table` (n slots: the hash table, or the overflow records) are
-// appended to `out` and cleared.
-extern "C" __global__ void __launch_bounds__(compact_block)
-    pasta_compact_pcs(PcCount* table, uint64_t n, PcCount* out, unsigned long long* out_count) {
+// Appends the items of items[0, n) that `kept` keeps to `out`, as `as_out`
+// makes them, in tile order (a CUB block scan gives each tile's positions,
+// one atomic a tile its place), and clears them for the next launch.
+template <class Item, class Out, class Kept, class AsOut>
+__device__ __forceinline__ void compact(Item* items, uint64_t n, Out* out,
+                                        unsigned long long* out_count, Kept kept, AsOut as_out) {
   using Scan = cub::BlockScan<unsigned, compact_block>;
   __shared__ typename Scan::TempStorage scan;
   __shared__ unsigned long long base;
@@ -53,11 +28,11 @@ extern "C" __global__ void __launch_bounds__(compact_block)
   for (uint64_t tile = static_cast<uint64_t>(blockIdx.x) * compact_block; tile < n;
        tile += stride) {
     const uint64_t i = tile + threadIdx.x;
-    PcCount c{};
+    Item item{};
     unsigned keep = 0;
     if (i < n) {
-      c = table[i];
-      keep = c.key != 0;
+      item = items[i];
+      keep = kept(item);
     }
     unsigned position, total;
     Scan(scan).ExclusiveSum(keep, position, total);
@@ -65,11 +40,33 @@ extern "C" __global__ void __launch_bounds__(compact_block)
       base = total ? atomicAdd(out_count, static_cast<unsigned long long>(total)) : 0;
     __syncthreads();
     if (keep) {
-      out[base + position] = c;
-      table[i] = PcCount{};
+      out[base + position] = as_out(i, item);
+      items[i] = Item{};
     }
     __syncthreads();
   }
+}
+
+}  // namespace
+
+// The page counters that counted something, as bins.
+extern "C" __global__ void __launch_bounds__(compact_block)
+    pasta_compact_slots(Slot* slots, uint64_t slot_count, Bin* out, unsigned long long* out_count) {
+  compact(
+      slots, slot_count, out, out_count,
+      [](const Slot& s) -> unsigned { return (s.reads | s.writes) != 0; },
+      [](uint64_t i, const Slot& s) {
+        return Bin{i, s};
+      });
+}
+
+// The per-instruction counts (the pc patches): the claimed slots of `table`
+// (n slots: the hash table, or the overflow records), as they are.
+extern "C" __global__ void __launch_bounds__(compact_block)
+    pasta_compact_pcs(PcCount* table, uint64_t n, PcCount* out, unsigned long long* out_count) {
+  compact(
+      table, n, out, out_count, [](const PcCount& c) -> unsigned { return c.key != 0; },
+      [](uint64_t, const PcCount& c) { return c; });
 }
 
 // After pasta_compact_slots, one thread: the count goes to the host (pinned

@@ -78,41 +78,6 @@ concept HasReport = requires(const T& t, Report& r) {
   { T::name } -> std::convertible_to<std::string_view>;
 };
 
-// Checks Config::tools (PASTA_TOOLS) against the names of the tools this
-// profiler has. Any unknown name: one line, and every tool runs.
-template <std::size_t N>
-Config select_tools(Config cfg, const std::array<std::string_view, N>& have) {
-  std::vector<std::string> unknown;
-  for (const auto& name : cfg.tools)
-    if (std::find(have.begin(), have.end(), name) == have.end()) unknown.push_back(name);
-  if (!unknown.empty()) {
-    log(fmt::format("PASTA_TOOLS names {} that this profiler does not have (it has {}); "
-                    "running every tool",
-                    join(unknown, ", "), join(have, ", ")));
-    cfg.tools.clear();
-  }
-  return cfg;
-}
-
-// Why a window of `r` cannot open under handlers that see `seen`; empty if it can.
-inline std::string unseen_boundaries(const CaptureRange& r, unsigned seen) {
-  using K = CaptureRange::Kind;
-  if (r.kind == K::profiler_api && !(seen & capture_sources::profiler_api))
-    return fmt::format("capture range {}: this profiler's handlers do not see "
-                       "cudaProfilerStart; the window never opens",
-                       r.spec);
-  if (r.kind == K::steps && !(seen & capture_sources::steps))
-    return fmt::format("capture range {}: optimizer steps come from the PyTorch handler "
-                       "(pasta run --torch, torch::Aten), which this profiler lacks; the window "
-                       "never opens",
-                       r.spec);
-  if (r.kind == K::nvtx && !(seen & capture_sources::ranges))
-    return fmt::format("capture range {}: this profiler's handlers see neither NVTX ranges nor "
-                       "record_function scopes; only pasta scopes named \"{}\" open the window",
-                       r.spec, r.name);
-  return {};
-}
-
 }  // namespace detail
 
 template <class HandlerSpec, class Proc, class... Tools>

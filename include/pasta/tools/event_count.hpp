@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 
+#include <pasta/core/detail/api.hpp>
 #include <pasta/core/events.hpp>
 #include <pasta/core/report.hpp>
 
@@ -25,19 +26,14 @@ class EventCount {
 
   std::uint64_t count(EventKind k) const { return counts_[static_cast<std::size_t>(k)]; }
 
-  void report(Report& out) const {
-    std::uint64_t total = 0;
-    auto& t = out.table("events", "Events by type", {"event", "count"});
-    for (std::size_t k = 1; k < counts_.size(); ++k) {
-      if (!counts_[k]) continue;
-      t.row(detail::event_name(static_cast<EventKind>(k)), counts_[k]);
-      total += counts_[k];
-    }
-    out.summary("events", total);
-  }
+  void report(Report& out) const;  // tools/detail/event_count_impl.hpp
 
  private:
   std::array<std::uint64_t, detail::event_type_count + 1> counts_{};
 };
 
 }  // namespace pasta::tools
+
+#ifdef PASTA_DETAIL_DEFINE
+#include <pasta/tools/detail/event_count_impl.hpp>
+#endif

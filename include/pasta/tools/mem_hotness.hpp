@@ -55,18 +55,7 @@ class MemHotness {
 
   static constexpr std::size_t heatmap_panels = 8;
 
-  void on(const MemAlloc& e) {
-    live_[e.address] = objects_.size();
-    const std::uint64_t pages = (e.bytes + page_bytes_ - 1) >> page_shift_;
-    objects_.push_back({.base = e.address,
-                        .bytes = e.bytes,
-                        .page_count = pages,
-                        .device = e.device,
-                        .kind = e.mem_kind,
-                        .pages = Pages(pages),
-                        .heat = detail::Heatmap(pages)});
-    last_base_ = 0;
-  }
+  void on(const MemAlloc& e);  // tools/detail/mem_hotness_impl.hpp
 
   void on(const MemFree& e) {
     if (auto it = live_.find(e.address); it != live_.end()) {

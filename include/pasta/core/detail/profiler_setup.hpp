@@ -4,6 +4,7 @@
 // in a compiled build (core/detail/api.hpp).
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,6 +41,14 @@ PASTA_FUNC std::string place_process(Config& cfg);
 // 0 for this process's first profiler to join a job, then 1, 2...: each
 // has its own entry in the job's list.
 PASTA_FUNC unsigned next_job_profiler();
+
+// Checks Config::tools (PASTA_TOOLS) against the names of the tools this
+// profiler has. Any unknown name: one line, and every tool runs.
+PASTA_FUNC Config select_tools(Config cfg, std::span<const std::string_view> have);
+
+// Why a window of `r` cannot open under handlers that see `seen`
+// (capture_sources:: bits); empty if it can.
+PASTA_FUNC std::string unseen_boundaries(const CaptureRange& r, unsigned seen);
 
 }  // namespace pasta::detail
 

@@ -4,11 +4,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
 
 #include <pasta/core/detail/fmt.hpp>
+
+#include <pasta/core/detail/capture_window.hpp>
 
 #include <pasta/core/detail/profiler_setup.hpp>
 #include <pasta/core/detail/this_process.hpp>
@@ -73,6 +76,37 @@ PASTA_FUNC Config configure(Config cfg) {
     }
   }
   return cfg;
+}
+
+PASTA_FUNC Config select_tools(Config cfg, std::span<const std::string_view> have) {
+  std::vector<std::string> unknown;
+  for (const auto& name : cfg.tools)
+    if (std::find(have.begin(), have.end(), name) == have.end()) unknown.push_back(name);
+  if (!unknown.empty()) {
+    log(fmt::format("PASTA_TOOLS names {} that this profiler does not have (it has {}); "
+                    "running every tool",
+                    join(unknown, ", "), join(have, ", ")));
+    cfg.tools.clear();
+  }
+  return cfg;
+}
+
+PASTA_FUNC std::string unseen_boundaries(const CaptureRange& r, unsigned seen) {
+  using K = CaptureRange::Kind;
+  if (r.kind == K::profiler_api && !(seen & capture_sources::profiler_api))
+    return fmt::format("capture range {}: this profiler's handlers do not see "
+                       "cudaProfilerStart; the window never opens",
+                       r.spec);
+  if (r.kind == K::steps && !(seen & capture_sources::steps))
+    return fmt::format("capture range {}: optimizer steps come from the PyTorch handler "
+                       "(pasta run --torch, torch::Aten), which this profiler lacks; the window "
+                       "never opens",
+                       r.spec);
+  if (r.kind == K::nvtx && !(seen & capture_sources::ranges))
+    return fmt::format("capture range {}: this profiler's handlers see neither NVTX ranges nor "
+                       "record_function scopes; only pasta scopes named \"{}\" open the window",
+                       r.spec, r.name);
+  return {};
 }
 
 }  // namespace pasta::detail

@@ -267,6 +267,42 @@ inline void AccessBuffers::prepare_pcs(ContextState& c, const Sanitizer_LaunchDa
   p.max_probes = device::pc_max_probes;
 }
 
+// The post-pass around `launches(driver)`: in the launch's context, as
+// pasta's own work (its callbacks ignored), waited for before it returns.
+template <class F>
+void run_post_pass(ContextState& c, const Sanitizer_LaunchData& d, F&& launches) {
+  OwnWork own;
+  const Driver& driver = loaded_driver();
+  CUcontext previous = nullptr;
+  check(driver.push(c.ctx), "entering the launch's context");
+  try {
+    launches(driver);
+    check(sanitizer_api().sanitizerStreamSynchronize(d.hStream), "waiting for the post-pass");
+  } catch (...) {
+    driver.pop(&previous);
+    throw;
+  }
+  driver.pop(&previous);
+}
+
+// One compaction kernel (kernels/compact.cu) over n items into `out`.
+inline void launch_compaction(const Driver& driver, CUfunction kernel, void* items, std::uint64_t n,
+                              void* out, unsigned long long* out_count, CUstream stream) {
+  void* args[] = {&items, &n, &out, &out_count};
+  const std::uint64_t tiles = (n + device::compact_block - 1) / device::compact_block;
+  const unsigned grid = static_cast<unsigned>(std::min<std::uint64_t>(tiles, 1024));
+  check(driver.launch(kernel, grid, 1, 1, device::compact_block, 1, 1, 0, stream, args, nullptr),
+        "launching the post-pass");
+}
+
+// The count the compaction made, to pinned host memory, cleared for the next launch.
+inline void launch_publish(const Driver& driver, CUfunction publish, unsigned long long* count,
+                           void* to, CUstream stream) {
+  void* args[] = {&count, &to};
+  check(driver.launch(publish, 1, 1, 1, 1, 1, 1, 0, stream, args, nullptr),
+        "launching the post-pass's count copy");
+}
+
 // After the kernel: the post-pass compacts the non-empty counters on the
 // device (and clears them), then only those travel to the host.
 template <class Sink>
@@ -274,36 +310,15 @@ void AccessBuffers::collect_histogram(Sink& sink, const Sanitizer_LaunchData& d,
                                       const LaunchState& l) {
   ContextState& c = *l.ctx;
   unsigned long long* out_count = c.counters.get<unsigned long long>() + 1;
-  {
-    OwnWork own;
-    const Driver& driver = loaded_driver();
-    CUcontext previous = nullptr;
-    check(driver.push(c.ctx), "entering the launch's context");
-    try {
-      // Loaded at context creation or with the first patched module: here,
-      // inside the launch, loading it can wait forever (see above).
-      if (!c.compact) throw DeviceError{"pasta's post-pass kernel is not loaded"};
-      c.host_count.reserve(c.ctx, sizeof(unsigned long long), "the count of non-empty pages");
-      void* slots = c.slots.get();
-      void* bins = c.bins.get();
-      void* host_count = c.host_count.get();
-      std::uint64_t n = c.slot_count;
-      void* args[] = {&slots, &n, &bins, &out_count};
-      const std::uint64_t tiles = (n + device::compact_block - 1) / device::compact_block;
-      const unsigned grid = static_cast<unsigned>(std::min<std::uint64_t>(tiles, 1024));
-      check(driver.launch(c.compact, grid, 1, 1, device::compact_block, 1, 1, 0, d.stream, args,
-                          nullptr),
-            "launching the post-pass");
-      void* publish_args[] = {&out_count, &host_count};
-      check(driver.launch(c.publish, 1, 1, 1, 1, 1, 1, 0, d.stream, publish_args, nullptr),
-            "launching the post-pass's count copy");
-      check(sanitizer_api().sanitizerStreamSynchronize(d.hStream), "waiting for the post-pass");
-    } catch (...) {
-      driver.pop(&previous);
-      throw;
-    }
-    driver.pop(&previous);
-  }
+  run_post_pass(c, d, [&](const Driver& driver) {
+    // Loaded at context creation or with the first patched module: here,
+    // inside the launch, loading it can wait forever (see above).
+    if (!c.compact) throw DeviceError{"pasta's post-pass kernel is not loaded"};
+    c.host_count.reserve(c.ctx, sizeof(unsigned long long), "the count of non-empty pages");
+    launch_compaction(driver, c.compact, c.slots.get(), c.slot_count, c.bins.get(), out_count,
+                      d.stream);
+    launch_publish(driver, c.publish, out_count, c.host_count.get(), d.stream);
+  });
   // The bins and their count are in pinned host memory, written by the
   // post-pass: no copy call here (a Sanitizer copy after a launch made inside
   // a launch callback waited forever on a driver lock, on the H100, when the
@@ -356,40 +371,17 @@ void AccessBuffers::collect_pcs(Sink& sink, const Sanitizer_LaunchData& d, const
   ContextState& c = *l.ctx;
   unsigned long long* overflow_count = c.counters.get<unsigned long long>();
   unsigned long long* out_count = overflow_count + 1;
-  {
-    OwnWork own;
-    const Driver& driver = loaded_driver();
-    CUcontext previous = nullptr;
-    check(driver.push(c.ctx), "entering the launch's context");
-    try {
-      if (!c.compact_pcs) throw DeviceError{"pasta's post-pass kernel is not loaded"};
-      c.host_count.reserve(c.ctx, 2 * sizeof(unsigned long long), "the counts' numbers");
-      void* out = c.pc_out.get();
-      auto* host = c.host_count.get<unsigned long long>();
-      auto compact = [&](void* table, std::uint64_t n) {
-        void* args[] = {&table, &n, &out, &out_count};
-        const std::uint64_t tiles = (n + device::compact_block - 1) / device::compact_block;
-        const unsigned grid = static_cast<unsigned>(std::min<std::uint64_t>(tiles, 1024));
-        check(driver.launch(c.compact_pcs, grid, 1, 1, device::compact_block, 1, 1, 0, d.stream,
-                            args, nullptr),
-              "launching the post-pass");
-      };
-      compact(c.pc_table.get(), c.pc_slots);
-      compact(c.pc_overflow.get(), c.pc_overflow_slots);
-      auto publish = [&](unsigned long long* count, unsigned long long* to) {
-        void* args[] = {&count, &to};
-        check(driver.launch(c.publish, 1, 1, 1, 1, 1, 1, 0, d.stream, args, nullptr),
-              "launching the post-pass's count copy");
-      };
-      publish(out_count, host);
-      publish(overflow_count, host + 1);
-      check(sanitizer_api().sanitizerStreamSynchronize(d.hStream), "waiting for the post-pass");
-    } catch (...) {
-      driver.pop(&previous);
-      throw;
-    }
-    driver.pop(&previous);
-  }
+  run_post_pass(c, d, [&](const Driver& driver) {
+    if (!c.compact_pcs) throw DeviceError{"pasta's post-pass kernel is not loaded"};
+    c.host_count.reserve(c.ctx, 2 * sizeof(unsigned long long), "the counts' numbers");
+    auto* host = c.host_count.get<unsigned long long>();
+    launch_compaction(driver, c.compact_pcs, c.pc_table.get(), c.pc_slots, c.pc_out.get(),
+                      out_count, d.stream);
+    launch_compaction(driver, c.compact_pcs, c.pc_overflow.get(), c.pc_overflow_slots,
+                      c.pc_out.get(), out_count, d.stream);
+    launch_publish(driver, c.publish, out_count, host, d.stream);
+    launch_publish(driver, c.publish, overflow_count, host + 1, d.stream);
+  });
   const volatile unsigned long long* host = c.host_count.get<volatile unsigned long long>();
   const unsigned long long count = host[0], overflowed = host[1];
   if (count > c.pc_slots + c.pc_overflow_slots)

@@ -1,5 +1,5 @@
-// MemHotness::report: its tables and the heatmap; inline in header-only builds, compiled once
-// otherwise (core/detail/api.hpp).
+// MemHotness: an allocation's first sight, and report (its tables and the heatmap); inline in
+// header-only builds, compiled once otherwise (core/detail/api.hpp).
 #pragma once
 
 #include <algorithm>
@@ -11,6 +11,19 @@
 #include <pasta/tools/mem_hotness.hpp>
 
 namespace pasta::tools {
+
+PASTA_FUNC void MemHotness::on(const MemAlloc& e) {
+  live_[e.address] = objects_.size();
+  const std::uint64_t pages = (e.bytes + page_bytes_ - 1) >> page_shift_;
+  objects_.push_back({.base = e.address,
+                      .bytes = e.bytes,
+                      .page_count = pages,
+                      .device = e.device,
+                      .kind = e.mem_kind,
+                      .pages = Pages(pages),
+                      .heat = detail::Heatmap(pages)});
+  last_base_ = 0;
+}
 
 PASTA_FUNC void MemHotness::report(Report& out) const {
   Counts all = unattributed_;
