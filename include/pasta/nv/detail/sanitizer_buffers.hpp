@@ -271,18 +271,10 @@ inline void AccessBuffers::prepare_pcs(ContextState& c, const Sanitizer_LaunchDa
 // pasta's own work (its callbacks ignored), waited for before it returns.
 template <class F>
 void run_post_pass(ContextState& c, const Sanitizer_LaunchData& d, F&& launches) {
-  OwnWork own;
-  const Driver& driver = loaded_driver();
-  CUcontext previous = nullptr;
-  check(driver.push(c.ctx), "entering the launch's context");
-  try {
+  in_context(c.ctx, "entering the launch's context", [&](const Driver& driver) {
     launches(driver);
     check(sanitizer_api().sanitizerStreamSynchronize(d.hStream), "waiting for the post-pass");
-  } catch (...) {
-    driver.pop(&previous);
-    throw;
-  }
-  driver.pop(&previous);
+  });
 }
 
 // One compaction kernel (kernels/compact.cu) over n items into `out`.

@@ -153,6 +153,23 @@ struct ContextState {
   }
 };
 
+// f(driver) inside `ctx`, as pasta's own work (its callbacks ignored); the
+// context is left on every way out.
+template <class F>
+void in_context(CUcontext ctx, std::string_view entering, F&& f) {
+  OwnWork own;
+  const Driver& driver = loaded_driver();
+  CUcontext previous = nullptr;
+  check(driver.push(ctx), entering);
+  try {
+    f(driver);
+  } catch (...) {
+    driver.pop(&previous);
+    throw;
+  }
+  driver.pop(&previous);
+}
+
 // The post-pass kernel, loaded into the launch's context on first use.
 inline void load_post_pass(ContextState& c) {
   if (c.compact) return;

@@ -32,17 +32,7 @@ class AccessPatcher {
   void prepare_post_pass(ContextState& c) {
     std::lock_guard lock(patch_mutex_);
     if (c.compact) return;
-    OwnWork own;
-    const Driver& driver = loaded_driver();
-    CUcontext previous = nullptr;
-    check(driver.push(c.ctx), "entering a new context");
-    try {
-      load_post_pass(c);
-    } catch (...) {
-      driver.pop(&previous);
-      throw;
-    }
-    driver.pop(&previous);
+    in_context(c.ctx, "entering a new context", [&](const Driver&) { load_post_pass(c); });
   }
   // Adds the patch image to the context (once) and patches the module's
   // memory instructions in `spaces` with the patches of `family` (once per
