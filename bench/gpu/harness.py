@@ -233,7 +233,13 @@ class Bench:
                 v.failed = v.check(d, result)
             if v.failed is None:
                 return result, proc.stdout, proc.stderr, seconds, d
-        self.fail(f"{name}: {v.failed}")
+        detail = ""
+        if proc is not None and proc.returncode == 0:  # what the run said, and what it left
+            left = sorted(os.path.relpath(os.path.join(r, f), d)
+                          for r, _, fs in os.walk(d) for f in fs) if os.path.isdir(d) else []
+            said = (proc.stderr or "").strip()[-1500:]
+            detail = f"\n  files in {d}: {left[:20]}\n  its stderr, last lines:\n{said}"
+        self.fail(f"{name}: {v.failed}{detail}")
         return None
 
     def rounds(self, workload, variants, rounds, value):

@@ -63,6 +63,16 @@ struct Logger {
   void flush() { calls.push_back("flush " + std::to_string(N)); }
 };
 
+// A handler with a report of its own (as nv::Sanitizer has).
+struct ReportingHandler {
+  static constexpr std::string_view name = "reporting_handler";
+  template <class Sink>
+  void start(Sink&) {}
+  void stop() {}
+  void flush() {}
+  void report(Report& r) const { r.summary("launches instrumented", 3); }
+};
+
 }  // namespace
 
 // --- composition, checked at compile time -----------------------------------
@@ -195,6 +205,26 @@ TEST_CASE("several handlers start in order and stop in reverse") {
   }
   CHECK(calls ==
         std::vector<std::string>{"start 1", "start 2", "flush 1", "flush 2", "stop 2", "stop 1"});
+}
+
+TEST_CASE("a handler's own report is written alone and among several handlers") {
+  test::TempDir alone, among;
+  {
+    Profiler<ReportingHandler, proc::Cpu, LaunchCounter> prof(test::quiet(alone));
+    prof.emit(test::launch(1, "k"));
+  }
+  {
+    Profiler<Handlers<Logger<1>, ReportingHandler>, proc::Cpu, LaunchCounter> prof(
+        test::quiet(among));
+    prof.emit(test::launch(1, "k"));
+  }
+  for (const test::TempDir* d : {&alone, &among}) {
+    CHECK(detail::read_file(d->file("reporting_handler.txt")).find("launches instrumented: 3") !=
+          std::string::npos);
+    CHECK(detail::read_file(d->file("reporting_handler.json")).find("\"launches instrumented\": 3") !=
+          std::string::npos);
+  }
+  CHECK_FALSE(std::filesystem::exists(among.file("handlers.json")));
 }
 
 TEST_CASE("flush and destruction write every tool's report, processor included") {

@@ -60,6 +60,12 @@ class HandlersImpl<std::index_sequence<I...>, Hs...> : Slot<I, Hs>... {
     return why;
   }
 
+  // f(handler) for each handler, in order: the profiler writes each one's own report.
+  template <class F>
+  void each(F&& f) const {
+    (f(static_cast<const Slot<I, Hs>&>(*this).value), ...);
+  }
+
   template <class H>
   H& get() {
     static_assert(index_of<H, Hs...> < sizeof...(Hs), "this handler is not in the Handlers list");

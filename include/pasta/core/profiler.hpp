@@ -288,8 +288,12 @@ class Profiler {
         }
       };
       call_on_parts(write);
-      if constexpr (detail::HasReport<HandlerSpec>)  // what the handler itself did
-        if (handler_) write(*handler_);
+      if (handler_) {  // what the handler itself did, or each of several handlers
+        if constexpr (requires { handler_->each(write); })
+          handler_->each(write);
+        else
+          write(*handler_);
+      }
       if (auto n = pipeline_->reentrant_events())
         detail::log(
             fmt::format("{} events raised by pasta's own device work were not analysed", n));
