@@ -20,7 +20,7 @@
 #include "check.cuh"
 
 namespace {
-constexpr unsigned tile = 256;          // floats: 1 KiB, the largest box a 1-D tensor map allows
+constexpr unsigned tile = 256;          // floats: 1 KiB, the longest box row a tensor map allows
 constexpr unsigned threads = tile / 4;  // cp.async: 16 bytes a thread
 
 using Barrier = cuda::barrier<cuda::thread_scope_block>;
@@ -92,8 +92,7 @@ __global__ void tensor_sum(const __grid_constant__ CUtensorMap map, float* out) 
 #pragma nv_diag_suppress static_var_with_dynamic_init
   __shared__ Barrier bar;
   bulk_tile(s, bar, [&] {
-    cde::cp_async_bulk_tensor_1d_global_to_shared(s, &map, static_cast<int>(blockIdx.x * tile),
-                                                  bar);
+    cde::cp_async_bulk_tensor_2d_global_to_shared(s, &map, 0, static_cast<int>(blockIdx.x), bar);
   });
   sum_tile(s, out);
 #endif
@@ -101,8 +100,9 @@ __global__ void tensor_sum(const __grid_constant__ CUtensorMap map, float* out) 
 
 namespace {
 
-// A 1-D tensor map over n floats, boxes of one tile.
-CUtensorMap tensor_map(float* src, size_t n) {
+// A 2-D tensor map over the tiles, one row of `tile` floats each, boxes of one row (a rank-1 map
+// has no row stride, and the driver refuses it without one).
+CUtensorMap tensor_map(float* src, unsigned rows) {
   using Encode =
       CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
                    const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
@@ -116,10 +116,10 @@ CUtensorMap tensor_map(float* src, size_t n) {
     std::exit(1);
   }
   CUtensorMap map{};
-  const cuuint64_t dims[] = {n};
-  const cuuint32_t box[] = {tile}, strides[] = {1};
+  const cuuint64_t dims[] = {tile, rows}, row_bytes[] = {tile * sizeof(float)};
+  const cuuint32_t box[] = {tile, 1}, steps[] = {1, 1};
   const CUresult r = reinterpret_cast<Encode>(fn)(
-      &map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 1, src, dims, nullptr, box, strides,
+      &map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, src, dims, row_bytes, box, steps,
       CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE,
       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) {
@@ -177,7 +177,7 @@ int main(int argc, char** argv) {
   if (major >= 9) {
     bulk_sum<<<blocks, threads>>>(src, out);
     check("bulk_sum");
-    tensor_sum<<<blocks, threads>>>(tensor_map(src, n), out);
+    tensor_sum<<<blocks, threads>>>(tensor_map(src, blocks), out);
     check("tensor_sum");
   } else {
     std::printf("bulk_sum, tensor_sum: skipped (compute capability %d, they need 9.0)\n", major);

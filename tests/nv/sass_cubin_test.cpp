@@ -9,18 +9,20 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <string>
 #include <vector>
 
 #include <pasta/nv/detail/cubin.hpp>
+#include <pasta/nv/detail/nvdisasm.hpp>
 #include <pasta/nv/detail/sass.hpp>
 
 namespace sass = pasta::nv::detail::sass;
 
 namespace {
 
-std::vector<std::byte> read_stalls_cubin() {
-  std::ifstream in(PASTA_TEST_STALLS_CUBIN, std::ios::binary);
+std::vector<std::byte> read_cubin(const char* path) {
+  std::ifstream in(path, std::ios::binary);
   REQUIRE(in);
   std::vector<char> bytes{std::istreambuf_iterator<char>(in), {}};
   std::vector<std::byte> out(bytes.size());
@@ -40,7 +42,7 @@ std::vector<std::byte> blend_code(const std::vector<std::byte>& image) {
 }  // namespace
 
 TEST_CASE("sass: the blend kernel's code in its cubin") {
-  const auto image = read_stalls_cubin();
+  const auto image = read_cubin(PASTA_TEST_STALLS_CUBIN);
   CHECK(pasta::nv::detail::sm_of(image) == 90);
   const auto blend = blend_code(image);
   CHECK(blend.size() % 16 == 0);
@@ -51,7 +53,7 @@ TEST_CASE("sass: the blend kernel's code in its cubin") {
 // PASTA_REQUIRE_TEST_DEPS makes that an error); found then and missing now is a failure.
 #ifdef PASTA_TEST_NVDISASM
 TEST_CASE("sass: the blend kernel's code in its cubin, disassembled by nvdisasm") {
-  const auto blend = blend_code(read_stalls_cubin());
+  const auto blend = blend_code(read_cubin(PASTA_TEST_STALLS_CUBIN));
   REQUIRE(blend.size() % 16 == 0);
   REQUIRE(blend.size() > 0);
   const char* env = std::getenv("PASTA_NVDISASM");
@@ -78,5 +80,23 @@ TEST_CASE("sass: the blend kernel's code in its cubin, disassembled by nvdisasm"
   std::string empty_why;
   CHECK(sass::disassemble(blend, 90, "/nonexistent/nvdisasm", empty_why).empty());
   CHECK(empty_why.find("failed") != std::string::npos);
+}
+
+TEST_CASE("sass: the access run's unseen loads are the TMA tensor copies, kernel by kernel") {
+  const char* env = std::getenv("PASTA_NVDISASM");
+  const std::string nvdisasm = sass::find_nvdisasm(env ? env : PASTA_TEST_NVDISASM);
+  REQUIRE(!nvdisasm.empty());
+  std::map<std::string, std::size_t> unseen;
+  REQUIRE(pasta::nv::detail::for_each_kernel_code(
+      read_cubin(PASTA_TEST_ASYNC_CUBIN), [&](std::string_view name, std::span<const std::byte> code) {
+        std::string why;
+        const auto ins = sass::disassemble(code, 90, nvdisasm, why);
+        CHECK(why.empty());
+        for (const char* k : {"staged_sum", "bulk_sum", "tensor_sum"})
+          if (name.find(k) != std::string_view::npos)
+            unseen[k] = pasta::nv::detail::Nvdisasm::unseen_loads(ins);
+      }));
+  // cp.async (LDGSTS) and cp.async.bulk (UBLKCP) have patches; the TMA copy (UTMALDG) has none.
+  CHECK(unseen == std::map<std::string, std::size_t>{{"bulk_sum", 0}, {"staged_sum", 0}, {"tensor_sum", 1}});
 }
 #endif

@@ -376,6 +376,25 @@ struct ToyDisassembler {
   }
 };
 
+// The toy machine with a load no access patch sees (byte 2: "BULK").
+struct ToyBulkDisassembler : ToyDisassembler {
+  using ToyDisassembler::ToyDisassembler;
+  static constexpr std::string_view unseen_loads_are = "toy bulk loads";
+  static std::vector<Instruction> disassemble(std::span<const std::byte> code, unsigned,
+                                              const std::string&, std::string&) {
+    std::vector<Instruction> out;
+    for (std::size_t i = 0; i < code.size(); ++i)
+      out.push_back({16 * i, code[i] == std::byte{1}   ? "LOAD"
+                             : code[i] == std::byte{2} ? "BULK"
+                                                       : "ADD"});
+    return out;
+  }
+  static std::size_t unseen_loads(const std::vector<Instruction>& code) {
+    return static_cast<std::size_t>(
+        std::count_if(code.begin(), code.end(), [](const auto& i) { return i.opcode == "BULK"; }));
+  }
+};
+
 }  // namespace
 
 TEST_CASE("stall_blame: the sampled run reads machine code through its Disassembler policy") {
@@ -396,6 +415,54 @@ TEST_CASE("stall_blame: the sampled run reads machine code through its Disassemb
   CHECK(pc["opcode"] == "ADD");
   CHECK(pc["waits_for"] == nlohmann::json{0, 0x20});
   CHECK(std::get<std::string>(test::table(r, "stalls").rows().at(0).at(5)) == "0x0 0x20");
+}
+
+TEST_CASE("stall_blame: kernels whose loads no patch sees are named, with their stalls") {
+  test::TempDir one, two;
+  Config cfg;
+  cfg.output_dir = one.path();
+  tools::BasicStallBlame<ToyBulkDisassembler> sampled(cfg);
+  const std::byte image[] = {std::byte{2}, std::byte{1}, std::byte{2}, std::byte{0}};
+  sampled.on(ModuleImage{.image = image, .image_bytes = sizeof image});
+  sampled.on(StallSample{
+      .function = intern("k"), .pc = 0x30, .reason = intern("long_scoreboard"), .samples = 6});
+  sampled.on(StallSample{
+      .function = intern("k"), .pc = 0x20, .reason = intern("barrier"), .samples = 4});
+  Report r1("stall_blame");
+  sampled.report(r1);
+  const auto doc = nlohmann::json::parse(pasta::detail::read_file(one.file("stall_samples.json")));
+  CHECK(doc["functions"]["k"]["unseen_loads"] == 2);
+
+  cfg.output_dir = two.path();
+  cfg.stall_samples = one.file("stall_samples.json");
+  tools::BasicStallBlame<ToyBulkDisassembler> joined(cfg);
+  joined.on(ModuleImage{.image = image, .image_bytes = sizeof image});
+  joined.on(MemAlloc{.address = 0x1000, .bytes = 0x1000});
+  joined.on(KernelLaunch{.correlation = 1, .name = intern("k")});
+  joined.on(PcAccessCount{
+      .correlation = 1, .address = 0x1000, .pc = 0x10, .count = 1, .bytes = 4, .flags = access::read});
+  Report r2("stall_blame");
+  joined.report(r2);
+  const auto& rows = test::table(r2, "unseen_loads").rows();
+  REQUIRE(rows.size() == 1);
+  CHECK(std::get<std::string>(rows[0][0]) == "k");
+  CHECK(cell_double(r2, "unseen_loads", 0, 1) == 2);
+  CHECK(cell_double(r2, "unseen_loads", 0, 2) == 10);  // every stall sample of the kernel
+  CHECK(test::table(r2, "unseen_loads").title().find("toy bulk loads") != std::string::npos);
+}
+
+TEST_CASE("stall_blame: without such loads there is no unseen_loads table") {
+  test::TempDir dir;
+  Config cfg;
+  cfg.output_dir = dir.path();
+  cfg.stall_samples = dir.file("stall_samples.json");
+  pasta::detail::write_file(cfg.stall_samples, samples_json());
+  tools::StallBlame t(cfg);
+  instrumented(t);
+  Report r("stall_blame");
+  t.report(r);
+  CHECK(test::table(r, "blame").rows().size() > 0);
+  for (const Table& table : r.tables()) CHECK(table.name() != "unseen_loads");
 }
 
 namespace {

@@ -33,6 +33,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -258,6 +259,7 @@ class BasicStallBlame {
   };
 
   void report_blame(Report& out) const;
+  static void report_unseen_loads(Report& out, const nlohmann::json& functions);
   void write_accesses(Report& out) const;
 
   std::string output_dir_, samples_path_;
@@ -403,6 +405,7 @@ void BasicStallBlame<Disassembler>::report_blame(Report& out) const {
                          {"why", "stall_samples", "share"});
   rest.precision(1, 1).precision(2, 4);
   for (const auto& [why, n] : unattributed) rest.row(why, n, share(n));
+  report_unseen_loads(out, doc["functions"]);
   if (!changed.empty()) {
     auto& t = out.table("code_changed", "Kernels whose machine code differs between the runs",
                         {"kernel"});
@@ -430,6 +433,42 @@ void BasicStallBlame<Disassembler>::report_blame(Report& out) const {
   } else {
     out.mark_partial("the blame forest was not written: " + why);
   }
+}
+
+// The kernels of run 1 whose code holds loads no access patch sees (run 1's
+// file gives each one's count): stalls waiting on them cannot be blamed.
+template <StallDisassembler Disassembler>
+void BasicStallBlame<Disassembler>::report_unseen_loads(Report& out,
+                                                        const nlohmann::json& functions) {
+  std::string_view what = "loads the access patches do not see";
+  if constexpr (requires { Disassembler::unseen_loads_are; }) what = Disassembler::unseen_loads_are;
+  std::vector<std::tuple<std::string, std::uint64_t, std::uint64_t>> rows;
+  for (const auto& [kernel, f] : functions.items()) {
+    const std::uint64_t loads = f.value("unseen_loads", std::uint64_t{0});
+    if (loads == 0) continue;
+    std::uint64_t samples = 0;
+    if (const auto pcs = f.find("pcs"); pcs != f.end() && pcs->is_array())
+      for (const auto& pc : *pcs)
+        if (const auto reasons = pc.find("reasons"); reasons != pc.end() && reasons->is_object())
+          for (const auto& n : *reasons)
+            if (n.is_number_unsigned()) samples += n.template get<std::uint64_t>();
+    rows.emplace_back(kernel, loads, samples);
+  }
+  if (rows.empty()) return;
+  std::sort(rows.begin(), rows.end(),
+            [](const auto& a, const auto& b) {
+              return std::get<2>(a) != std::get<2>(b) ? std::get<2>(a) > std::get<2>(b)
+                                                      : std::get<0>(a) < std::get<0>(b);
+            });
+  auto& t = out.table("unseen_loads", fmt::format("Kernels loading through {}", what),
+                      {"kernel", "unseen_loads", "stall_samples"});
+  for (const auto& [kernel, loads, samples] : rows)
+    t.row(pasta::detail::short_kernel_name(pasta::detail::demangle(kernel)), loads, samples);
+  out.summary("kernels with loads the access run cannot see", rows.size());
+  out.note(fmt::format(
+      "{} kernels load through {}, which the Compute Sanitizer cannot patch: stalls waiting on "
+      "those loads are not blamed on a tensor (table unseen_loads)",
+      rows.size(), what));
 }
 
 using StallBlame = BasicStallBlame<nv::detail::Nvdisasm>;

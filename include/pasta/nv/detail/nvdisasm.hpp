@@ -50,6 +50,14 @@ class Nvdisasm {
     return sass::find(code, pc);
   }
 
+  // The loads in `code` that the access run cannot see, and what they are.
+  static constexpr std::string_view unseen_loads_are = "TMA tensor copies (UTMALDG)";
+  static std::size_t unseen_loads(const std::vector<Instruction>& code) {
+    std::size_t n = 0;
+    for (const Instruction& i : code) n += sass::is_unpatched_load(i.opcode);
+    return n;
+  }
+
   // The loads a warp stalled at `pc` on a memory dependency waits for.
   static Waits waits_for(const std::vector<Instruction>& code, std::uint64_t pc) {
     return sass::producers(code, pc);

@@ -48,6 +48,11 @@ inline std::string_view base_opcode(std::string_view opcode) {
   return opcode.substr(0, opcode.find('.'));
 }
 
+// Loads from global memory that no Compute Sanitizer patch sees: the tensor
+// memory accelerator's copies (cp.async.bulk.tensor, UTMALDG), for which CUDA
+// 13.0's Sanitizer API names no instruction to patch.
+inline bool is_unpatched_load(std::string_view opcode) { return base_opcode(opcode) == "UTMALDG"; }
+
 // Instructions whose results come back through the L1TEX path, so that a
 // warp needing them stalls on "long scoreboard": global, local and generic
 // loads, atomics that return a value, texture and surface reads.
