@@ -46,6 +46,7 @@
 #include <pasta/core/log.hpp>
 #include <pasta/core/names.hpp>
 #include <pasta/torch/detail/inductor_bridge.hpp>
+#include <pasta/torch/detail/tensor_text.hpp>
 
 namespace pasta::torch {
 
@@ -234,7 +235,7 @@ class Aten {
                                              .parent = parent,
                                              .sequence = fn.seqNr(),
                                              .name = ctx->name,
-                                             .inputs = self->inputs_ ? inputs_of(fn) : NameId{},
+                                             .inputs = self->inputs_ ? intern(detail::inputs_text(fn)) : NameId{},
                                              .thread = ctx->thread,
                                              .depth = ctx->depth,
                                              .time_ns = pasta::detail::now_ns()});
@@ -371,35 +372,6 @@ class Aten {
     }
   }
 
-  // "float[32, 3, 224, 224], float[64], 1" for an operator's inputs.
-  static NameId inputs_of(const at::RecordFunction& fn) {
-    std::string out;
-    for (const c10::IValue& v : fn.inputs()) {
-      if (!out.empty()) out += ", ";
-      if (v.isTensor()) {
-        const at::Tensor& t = v.toTensor();
-        if (!t.defined()) {
-          out += "undefined";
-          continue;
-        }
-        out += c10::toString(t.scalar_type());
-        out += '[';
-        for (std::size_t d = 0; d < t.sizes().size(); ++d)
-          out += fmt::format("{}{}", d ? ", " : "", t.sizes()[d]);
-        out += ']';
-      } else if (v.isScalar()) {
-        out += v.isDouble() ? fmt::format("{}", v.toDouble()) : fmt::format("{}", v.toInt());
-      } else if (v.isTensorList()) {
-        out += fmt::format("list of {} tensors", v.toTensorList().size());
-      } else if (v.isNone()) {
-        out += "None";
-      } else {
-        out += v.tagKind();
-      }
-    }
-    return intern(out);
-  }
-
   // The operator's inputs that are views of their storage, each as a
   // TensorView: a slice, a transpose, a split, an expand. A tensor that is
   // its whole storage, in order, is its base and is not reported. A tensor
@@ -418,39 +390,12 @@ class Aten {
     }
   }
   void emit_view(const at::Tensor& t, std::uint64_t op, std::uint32_t thread) {
-    if (!t.defined() || !t.has_storage() || t.numel() == 0) return;
-    const c10::Storage& storage = t.storage();
-    const auto base = reinterpret_cast<std::uint64_t>(storage.data());
-    const auto address = reinterpret_cast<std::uint64_t>(t.data_ptr());
-    if (!base || !address) return;
-    const auto element = static_cast<std::uint64_t>(t.element_size());
-    std::uint64_t last = 0;  // elements from the first to the last
-    for (std::size_t d = 0; d < t.sizes().size(); ++d)
-      last += static_cast<std::uint64_t>(t.sizes()[d] - 1) *
-              static_cast<std::uint64_t>(std::abs(t.strides()[d]));
-    const std::uint64_t bytes = (last + 1) * element;
-    if (!t.is_view() && address == base && bytes == storage.nbytes() && t.is_contiguous()) return;
-    std::string layout = c10::toString(t.scalar_type());
-    layout += '[';
-    for (std::size_t d = 0; d < t.sizes().size(); ++d)
-      layout += fmt::format("{}{}", d ? ", " : "", t.sizes()[d]);
-    layout += "] strides [";
-    for (std::size_t d = 0; d < t.strides().size(); ++d)
-      layout += fmt::format("{}{}", d ? ", " : "", t.strides()[d]);
-    layout += ']';
-    const c10::Device device = t.device();
+    auto view = detail::view_of(t);
+    if (!view) return;
+    view->op = op;
+    view->thread = thread;
     stats_.views.fetch_add(1, std::memory_order_relaxed);
-    emit_view_(sink_,
-               TensorView{.address = address,
-                          .bytes = bytes,
-                          .base = base,
-                          .base_bytes = storage.nbytes(),
-                          .layout = intern(layout),
-                          .element_bytes = static_cast<std::uint32_t>(element),
-                          .device = device.is_cpu() ? cpu_device
-                                                    : static_cast<std::uint32_t>(device.index()),
-                          .op = op,
-                          .thread = thread});
+    emit_view_(sink_, *view);
   }
 
   // The allocator's report hook for the calling thread. Allocations are
