@@ -13,8 +13,7 @@
 #include <pasta/core/detail/exit_guard.hpp>
 #include <pasta/core/detail/files.hpp>
 #include <pasta/core/detail/fmt.hpp>
-#include <pasta/core/detail/process_registry.hpp>
-#include <pasta/core/detail/profiler_setup.hpp>
+#include <pasta/core/detail/profiler_run.hpp>
 #include <pasta/core/detail/scope_registry.hpp>
 #include <pasta/core/detail/thread.hpp>
 
@@ -102,31 +101,14 @@ class Profiler {
   Profiler() : Profiler(Config{}) {}
 
   explicit Profiler(Config cfg)
-      : config_(detail::select_tools(detail::configure(std::move(cfg)), tool_names)) {
-    names();  // constructed before us, so destroyed after our reports
+      : run_(std::move(cfg), tool_names, requires { HandlerSpec::replays_whole; },
+             detail::capture_sources_of<HandlerSpec>()) {
+    if (!run_.started()) return;
     try {
-      const std::string job = detail::place_process(config_);
-      if (config_.process.in_job()) join_job(job);
-      if constexpr (requires { HandlerSpec::replays_whole; })
-        if (!config_.capture.whole()) {
-          detail::log(fmt::format("capture range {}: a trace replays whole (the range applies "
-                                  "when it is recorded)",
-                                  config_.capture.spec));
-          config_.capture = {};
-        }
-      detail::capture_window().configure(config_.capture);
-      if (config_.capture.kind == CaptureRange::Kind::invalid)
-        detail::log(fmt::format("PASTA_CAPTURE_RANGE / Config::capture \"{}\" is not a capture "
-                                "range ({}); nothing will be captured",
-                                config_.capture.spec, config_.capture.error));
-      else if (auto why = detail::unseen_boundaries(
-                   config_.capture, detail::capture_sources_of<HandlerSpec>());
-               !why.empty())
-        detail::log(why);
-      pipeline_.emplace(config_);
+      pipeline_.emplace(run_.config());
       // The handler exists before the first scope: constructing it may set
       // what NVTX reads when the scope registry initialises it.
-      detail::emplace_configured(handler_, config_);
+      detail::emplace_configured(handler_, run_.config());
       if constexpr (wants<ScopeBegin>() || wants<ScopeEnd>()) {
         detail::scope_registry().add(
             {this, &scope_trampoline<ScopeBegin>, &scope_trampoline<ScopeEnd>});
@@ -135,7 +117,7 @@ class Profiler {
       handler_->start(*pipeline_);
       detail::exit_guard_add(this, [](void* self, const std::string& why) {
         auto* p = static_cast<Profiler*>(self);
-        p->stopped_by_ = why;
+        p->run_.stopped_by(why);
         p->stop();
       });
     } catch (const std::exception& e) {
@@ -168,7 +150,7 @@ class Profiler {
     if (stopped_) return;
     stopped_ = true;
     detail::exit_guard_remove(this);
-    stop_began_ns_ = detail::steady_ns();
+    run_.stop_began();
     if (scopes_registered_) detail::scope_registry().remove(this);
     try {
       if (handler_) handler_->stop();
@@ -179,7 +161,7 @@ class Profiler {
       detail::log(fmt::format("stopping the profiler failed: {}", e.what()));
     } catch (...) {
     }
-    write_reports(config_.print != PrintTo::none, true);
+    write_reports(run_.config().print != PrintTo::none, true);
   }
 
   // Events the program gives directly (tests, device annotations, its own
@@ -211,30 +193,14 @@ class Profiler {
     return pipeline_->processor();
   }
   HandlerSpec& handler() { return *handler_; }
-  const Config& config() const { return config_; }
+  const Config& config() const { return run_.config(); }
   bool active() const { return pipeline_.has_value() && handler_.has_value(); }
   // Files written by the last flush() or stop().
-  const std::vector<std::string>& files() const { return files_; }
+  const std::vector<std::string>& files() const { return run_.files(); }
   // In a job: this process's entry in the job's list (else empty).
-  std::string job_entry() const { return registry_ ? registry_->path() : std::string(); }
+  std::string job_entry() const { return run_.job_entry(); }
 
  private:
-  // Enters this process in the job's list, and says so when another process
-  // of the same run already holds its rank.
-  void join_job(const std::string& job) {
-    registry_.emplace(config_.process, job, config_.output_dir,
-                      detail::next_job_profiler());
-    if (config_.process.rank)
-      for (const auto& other : registry_->others())
-        if (other.rank == config_.process.rank && other.pid != config_.process.pid)
-          detail::log(fmt::format(
-              "rank {} ({}) is also claimed by pid {} on {}; the reports in {} are this "
-              "process's and may mix with that one's",
-              *config_.process.rank, config_.process.rank_variable, other.pid, other.host,
-              config_.output_dir));
-    registry_->started();
-  }
-
   template <class E>
   static void scope_trampoline(void* self, const E& e) {
     static_cast<Profiler*>(self)->emit(e);
@@ -253,38 +219,20 @@ class Profiler {
   void write_reports(bool announce, bool final = false) noexcept {
     if (!pipeline_) return;
     try {
-      // A job's process that did no GPU work (torchrun's own process, a
-      // launcher script) writes no reports: only its entry in the job's list.
-      // A window that never opened is said at exit, in every report and in
-      // the job's list.
-      const detail::Activity activity = pipeline_->activity();
-      const auto window = detail::capture_window().summary();
-      const std::string unopened = detail::never_opened(window);
-      if (final && !unopened.empty()) detail::log(unopened);
-      const std::string window_line = detail::report_line(window);
-      // (A process whose window never opened did none in it, and writes its
-      // reports all the same: they say why they are empty.)
-      if (registry_ && !activity.gpu_work() && unopened.empty()) {
-        if (final) registry_->finished(outcome(activity, {}), stopped_by_);
-        files_.clear();
-        return;
-      }
-      Config cfg = config_;
-      if (!announce) cfg.print = PrintTo::none;
-      std::string partial;
+      const detail::Activity a = pipeline_->activity();
+      const detail::RunActivity activity{
+          .kernels = a.kernels(), .events = a.events, .gpu_work = a.gpu_work()};
+      std::string handler_partial;
       if constexpr (requires(const HandlerSpec& h) { h.partial_reason(); })
-        if (handler_) partial = handler_->partial_reason();
-      if (!stopped_by_.empty()) partial = partial.empty() ? stopped_by_ : stopped_by_ + "; " + partial;
-      if (!unopened.empty()) partial = partial.empty() ? unopened : unopened + "; " + partial;
-      std::vector<std::string> files;
+        if (handler_) handler_partial = handler_->partial_reason();
+      auto pass = run_.begin_reports(activity, announce, final, handler_partial);
+      if (!pass) return;
       auto write = [&](const auto& part) {
         using T = std::remove_cvref_t<decltype(part)>;
         if constexpr (detail::HasReport<T>) {
           Report r{std::string(T::name)};
           part.report(r);
-          if (!partial.empty()) r.mark_partial(partial);
-          r.set_window(window_line);
-          for (auto& f : detail::write_report(r, cfg)) files.push_back(std::move(f));
+          run_.write(r, *pass);
         }
       };
       call_on_parts(write);
@@ -294,21 +242,8 @@ class Profiler {
         else
           write(*handler_);
       }
-      if (auto n = pipeline_->reentrant_events())
-        detail::log(
-            fmt::format("{} events raised by pasta's own device work were not analysed", n));
-      if (final && config_.verbose)
-        if (auto n = pipeline_->deferred_events())
-          detail::log(fmt::format("{} events of program threads were queued while the pipeline "
-                                  "was busy, instead of waiting",
-                                  n));
-      // PASTA_VERBOSE says it even with PASTA_PRINT=none: the benchmarks read the stop time.
-      if ((announce || (final && config_.verbose)) && !files.empty())
-        detail::log(fmt::format("{} report files in {}/ (stopping took {:.1f} ms)", files.size(),
-                                config_.output_dir, (detail::steady_ns() - stop_began_ns_) / 1e6));
-      if (final && registry_)
-        registry_->finished(outcome(activity, partial, !unopened.empty()), stopped_by_);
-      files_ = std::move(files);
+      run_.end_reports(activity, std::move(*pass), pipeline_->reentrant_events(),
+                       pipeline_->deferred_events());
     } catch (const std::exception& e) {
       detail::log(fmt::format("writing reports failed: {}", e.what()));
     } catch (...) {
@@ -316,34 +251,11 @@ class Profiler {
     }
   }
 
-  // What the job's list says this process did: its report files are the
-  // plain files in its directory (with one process per directory).
-  // `reported`: it wrote reports without GPU work (its capture window never opened).
-  detail::ProcessOutcome outcome(const detail::Activity& a, const std::string& partial,
-                                 bool reported = false) const {
-    detail::ProcessOutcome o{.launches = a.kernels(),
-                             .events = a.events,
-                             .gpu_work = a.gpu_work() || reported,
-                             .reports = {},
-                             .partial = partial};
-    if (o.gpu_work)
-      for (auto& name : detail::list_dir(config_.output_dir))
-        if (!name.ends_with(".tmp") &&
-            !detail::is_directory(detail::join_path(config_.output_dir, name)))
-          o.reports.push_back(std::move(name));
-    std::sort(o.reports.begin(), o.reports.end());
-    return o;
-  }
-
-  Config config_;
-  std::optional<detail::ProcessRegistry> registry_;  // in a job: its list of processes
+  detail::ProfilerRun run_;  // first: the Config the parts are made with
   std::optional<Pipeline> pipeline_;
   std::optional<HandlerSpec> handler_;
   bool scopes_registered_ = false;
   bool stopped_ = false;
-  std::string stopped_by_;  // why the program ended before the profiler did (exit_guard_add)
-  std::uint64_t stop_began_ns_ = 0;  // steady clock: the final flush, finish and reports
-  std::vector<std::string> files_;
 };
 
 }  // namespace pasta
