@@ -6,7 +6,7 @@
 #include <pasta/core/detail/fmt.hpp>
 #include <pasta/core/detail/files.hpp>
 #include <pasta/core/log.hpp>
-#include <pasta/tools/detail/heatmap.hpp>
+#include <pasta/tools/detail/heatmap_svg.hpp>
 
 #include <pasta/tools/mem_hotness.hpp>
 
