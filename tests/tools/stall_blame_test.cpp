@@ -340,8 +340,8 @@ TEST_CASE("stall_blame: views an operator reads link to their base tensor in the
 namespace {
 
 // A disassembler of a made-up machine: one kernel "k" per image, one
-// 16-byte instruction per byte of code (1: a load), and a stall waiting for
-// every load before it.
+// 16-byte instruction per byte of code (1: a load, 2: a bulk copy), and a
+// stall waiting for every load before it.
 struct ToyDisassembler {
   struct Instruction {
     std::uint64_t pc;
@@ -361,7 +361,9 @@ struct ToyDisassembler {
                                               const std::string&, std::string&) {
     std::vector<Instruction> out;
     for (std::size_t i = 0; i < code.size(); ++i)
-      out.push_back({16 * i, code[i] == std::byte{1} ? "LOAD" : "ADD"});
+      out.push_back({16 * i, code[i] == std::byte{1}   ? "LOAD"
+                             : code[i] == std::byte{2} ? "BULK"
+                                                       : "ADD"});
     return out;
   }
   static const Instruction* at(const std::vector<Instruction>& code, std::uint64_t pc) {
@@ -376,19 +378,11 @@ struct ToyDisassembler {
   }
 };
 
-// The toy machine with a load no access patch sees (byte 2: "BULK").
+// The toy machine as a policy that names its bulk copies as loads no access
+// patch sees.
 struct ToyBulkDisassembler : ToyDisassembler {
   using ToyDisassembler::ToyDisassembler;
   static constexpr std::string_view unseen_loads_are = "toy bulk loads";
-  static std::vector<Instruction> disassemble(std::span<const std::byte> code, unsigned,
-                                              const std::string&, std::string&) {
-    std::vector<Instruction> out;
-    for (std::size_t i = 0; i < code.size(); ++i)
-      out.push_back({16 * i, code[i] == std::byte{1}   ? "LOAD"
-                             : code[i] == std::byte{2} ? "BULK"
-                                                       : "ADD"});
-    return out;
-  }
   static std::size_t unseen_loads(const std::vector<Instruction>& code) {
     return static_cast<std::size_t>(
         std::count_if(code.begin(), code.end(), [](const auto& i) { return i.opcode == "BULK"; }));
@@ -439,8 +433,12 @@ TEST_CASE("stall_blame: kernels whose loads no patch sees are named, with their 
   joined.on(ModuleImage{.image = image, .image_bytes = sizeof image});
   joined.on(MemAlloc{.address = 0x1000, .bytes = 0x1000});
   joined.on(KernelLaunch{.correlation = 1, .name = intern("k")});
-  joined.on(PcAccessCount{
-      .correlation = 1, .address = 0x1000, .pc = 0x10, .count = 1, .bytes = 4, .flags = access::read});
+  joined.on(PcAccessCount{.correlation = 1,
+                          .address = 0x1000,
+                          .pc = 0x10,
+                          .count = 1,
+                          .bytes = 4,
+                          .flags = access::read});
   Report r2("stall_blame");
   joined.report(r2);
   const auto& rows = test::table(r2, "unseen_loads").rows();

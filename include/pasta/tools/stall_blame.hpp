@@ -259,7 +259,8 @@ class BasicStallBlame {
   };
 
   void report_blame(Report& out) const;
-  static void report_unseen_loads(Report& out, const nlohmann::json& functions);
+  static void report_unseen_loads(Report& out,
+                                  const std::vector<pasta::detail::stall::SampledKernel>& sampled);
   void write_accesses(Report& out) const;
 
   std::string output_dir_, samples_path_;
@@ -325,8 +326,8 @@ void BasicStallBlame<Disassembler>::report_blame(Report& out) const {
   std::map<std::string, std::string, std::less<>> code;
   for (const auto& [kernel, c] : code_) code[kernel] = pasta::detail::stall::code_hash(c.hash);
   const double total = doc.value("samples", 0.0);
-  const auto [blamed, unattributed, changed] = pasta::detail::stall::join(
-      pasta::detail::stall::sampled_kernels(doc["functions"]), at_pc, code);
+  const auto sampled = pasta::detail::stall::sampled_kernels(doc["functions"]);
+  const auto [blamed, unattributed, changed] = pasta::detail::stall::join(sampled, at_pc, code);
 
   std::map<AccessKey, double> per_target_op;
   double blamed_total = 0;
@@ -405,7 +406,7 @@ void BasicStallBlame<Disassembler>::report_blame(Report& out) const {
                          {"why", "stall_samples", "share"});
   rest.precision(1, 1).precision(2, 4);
   for (const auto& [why, n] : unattributed) rest.row(why, n, share(n));
-  report_unseen_loads(out, doc["functions"]);
+  report_unseen_loads(out, sampled);
   if (!changed.empty()) {
     auto& t = out.table("code_changed", "Kernels whose machine code differs between the runs",
                         {"kernel"});
@@ -438,21 +439,17 @@ void BasicStallBlame<Disassembler>::report_blame(Report& out) const {
 // The kernels of run 1 whose code holds loads no access patch sees (run 1's
 // file gives each one's count): stalls waiting on them cannot be blamed.
 template <StallDisassembler Disassembler>
-void BasicStallBlame<Disassembler>::report_unseen_loads(Report& out,
-                                                        const nlohmann::json& functions) {
+void BasicStallBlame<Disassembler>::report_unseen_loads(
+    Report& out, const std::vector<pasta::detail::stall::SampledKernel>& sampled) {
   std::string_view what = "loads the access patches do not see";
   if constexpr (requires { Disassembler::unseen_loads_are; }) what = Disassembler::unseen_loads_are;
   std::vector<std::tuple<std::string, std::uint64_t, std::uint64_t>> rows;
-  for (const auto& [kernel, f] : functions.items()) {
-    const std::uint64_t loads = f.value("unseen_loads", std::uint64_t{0});
-    if (loads == 0) continue;
-    std::uint64_t samples = 0;
-    if (const auto pcs = f.find("pcs"); pcs != f.end() && pcs->is_array())
-      for (const auto& pc : *pcs)
-        if (const auto reasons = pc.find("reasons"); reasons != pc.end() && reasons->is_object())
-          for (const auto& n : *reasons)
-            if (n.is_number_unsigned()) samples += n.template get<std::uint64_t>();
-    rows.emplace_back(kernel, loads, samples);
+  for (const auto& k : sampled) {
+    if (k.unseen_loads == 0) continue;
+    double samples = 0;  // run 1 writes whole counts
+    for (const auto& pc : k.pcs)
+      for (const auto& [reason, n] : pc.reasons) samples += n;
+    rows.emplace_back(k.name, k.unseen_loads, static_cast<std::uint64_t>(samples));
   }
   if (rows.empty()) return;
   std::sort(rows.begin(), rows.end(),

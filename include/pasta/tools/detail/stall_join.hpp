@@ -51,6 +51,7 @@ struct SampledKernel {
   std::string name;
   std::string code;  // the hash of its machine code; empty when unknown
   std::vector<SampledPc> pcs;
+  std::uint64_t unseen_loads = 0;  // loads in its code that no access patch sees
 };
 
 struct Blame {

@@ -169,6 +169,8 @@ inline std::vector<SampledKernel> sampled_kernels(const nlohmann::json& function
     SampledKernel& k = out.emplace_back();
     k.name = kernel;
     k.code = f.value("code", std::string());
+    if (const auto u = f.find("unseen_loads"); u != f.end() && u->is_number_unsigned())
+      k.unseen_loads = u->get<std::uint64_t>();
     for (const auto& pc : f["pcs"]) {
       if (!pc.is_object() || !pc.contains("reasons") || !pc["reasons"].is_object()) continue;
       auto list = [&](const char* key) {
