@@ -64,12 +64,8 @@ struct Logger {
 };
 
 // A handler with a report of its own (as nv::Sanitizer has).
-struct ReportingHandler {
+struct ReportingHandler : Direct {
   static constexpr std::string_view name = "reporting_handler";
-  template <class Sink>
-  void start(Sink&) {}
-  void stop() {}
-  void flush() {}
   void report(Report& r) const { r.summary("launches instrumented", 3); }
 };
 
@@ -221,8 +217,9 @@ TEST_CASE("a handler's own report is written alone and among several handlers") 
   for (const test::TempDir* d : {&alone, &among}) {
     CHECK(detail::read_file(d->file("reporting_handler.txt")).find("launches instrumented: 3") !=
           std::string::npos);
-    CHECK(detail::read_file(d->file("reporting_handler.json")).find("\"launches instrumented\": 3") !=
-          std::string::npos);
+    CHECK(
+        detail::read_file(d->file("reporting_handler.json")).find("\"launches instrumented\": 3") !=
+        std::string::npos);
   }
   CHECK_FALSE(std::filesystem::exists(among.file("handlers.json")));
 }

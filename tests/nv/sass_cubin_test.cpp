@@ -88,7 +88,8 @@ TEST_CASE("sass: the access run's unseen loads are the TMA tensor copies, kernel
   REQUIRE(!nvdisasm.empty());
   std::map<std::string, std::size_t> unseen;
   REQUIRE(pasta::nv::detail::for_each_kernel_code(
-      read_cubin(PASTA_TEST_ASYNC_CUBIN), [&](std::string_view name, std::span<const std::byte> code) {
+      read_cubin(PASTA_TEST_ASYNC_CUBIN),
+      [&](std::string_view name, std::span<const std::byte> code) {
         std::string why;
         const auto ins = sass::disassemble(code, 90, nvdisasm, why);
         CHECK(why.empty());
@@ -97,6 +98,7 @@ TEST_CASE("sass: the access run's unseen loads are the TMA tensor copies, kernel
             unseen[k] = pasta::nv::detail::Nvdisasm::unseen_loads(ins);
       }));
   // cp.async (LDGSTS) and cp.async.bulk (UBLKCP) have patches; the TMA copy (UTMALDG) has none.
-  CHECK(unseen == std::map<std::string, std::size_t>{{"bulk_sum", 0}, {"staged_sum", 0}, {"tensor_sum", 1}});
+  CHECK(unseen ==
+        std::map<std::string, std::size_t>{{"bulk_sum", 0}, {"staged_sum", 0}, {"tensor_sum", 1}});
 }
 #endif

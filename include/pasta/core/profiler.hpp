@@ -11,7 +11,6 @@
 #include <vector>
 
 #include <pasta/core/detail/exit_guard.hpp>
-#include <pasta/core/detail/files.hpp>
 #include <pasta/core/detail/fmt.hpp>
 #include <pasta/core/detail/profiler_run.hpp>
 #include <pasta/core/detail/scope_registry.hpp>

@@ -231,14 +231,15 @@ class Aten {
         ctx->tagged = true;
       }
       self->stats_.ops.fetch_add(1, std::memory_order_relaxed);
-      self->emit_begin_(self->sink_, OpBegin{.id = ctx->id,
-                                             .parent = parent,
-                                             .sequence = fn.seqNr(),
-                                             .name = ctx->name,
-                                             .inputs = self->inputs_ ? intern(detail::inputs_text(fn)) : NameId{},
-                                             .thread = ctx->thread,
-                                             .depth = ctx->depth,
-                                             .time_ns = pasta::detail::now_ns()});
+      self->emit_begin_(
+          self->sink_, OpBegin{.id = ctx->id,
+                               .parent = parent,
+                               .sequence = fn.seqNr(),
+                               .name = ctx->name,
+                               .inputs = self->inputs_ ? intern(detail::inputs_text(fn)) : NameId{},
+                               .thread = ctx->thread,
+                               .depth = ctx->depth,
+                               .time_ns = pasta::detail::now_ns()});
       if (self->views_) self->emit_views(fn, ctx->id, ctx->thread);
       return ctx;
     } catch (...) {
