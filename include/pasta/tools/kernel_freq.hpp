@@ -37,32 +37,12 @@ class KernelFreq {
     std::uint64_t calls() const { return std::max(launches, completions); }
   };
 
-  void on(const KernelLaunch& e) {
-    Stats& s = at(e.name);
-    ++s.launches;
-    ++s.shapes[{e.grid, e.block}];
-  }
+  void on(const KernelLaunch& e);
 
-  void on(const KernelComplete& e) {
-    Stats& s = at(e.name);
-    ++s.completions;
-    if (s.completions > s.launches) ++s.shapes[{e.grid, e.block}];
-    if (e.start_ns && e.end_ns >= e.start_ns) {
-      const std::uint64_t d = e.end_ns - e.start_ns;
-      ++s.timed;
-      s.total_ns += d;
-      s.min_ns = std::min(s.min_ns, d);
-      s.max_ns = std::max(s.max_ns, d);
-    }
-  }
+  void on(const KernelComplete& e);
 
   // nullptr if the kernel was never seen.
-  const Stats* stats(std::string_view kernel) const {
-    for (std::size_t i = 0; i < by_name_.size(); ++i)
-      if (by_name_[i].calls() && name_of(NameId{static_cast<std::uint32_t>(i)}) == kernel)
-        return &by_name_[i];
-    return nullptr;
-  }
+  const Stats* stats(std::string_view kernel) const;
 
   void report(Report& out) const;
 
@@ -72,10 +52,7 @@ class KernelFreq {
     return dim_text(s.grid) + "x" + dim_text(s.block);
   }
 
-  Stats& at(NameId id) {
-    if (id.value >= by_name_.size()) by_name_.resize(id.value + 1);
-    return by_name_[id.value];
-  }
+  Stats& at(NameId id);
 
   std::vector<Stats> by_name_;  // indexed by NameId: ids are dense
 };

@@ -5,7 +5,6 @@
 // kernel launches.
 #pragma once
 
-
 #include <algorithm>
 #include <bit>
 #include <cstdint>
@@ -17,9 +16,9 @@
 #include <pasta/core/access_counts.hpp>
 #include <pasta/core/config.hpp>
 #include <pasta/core/detail/api.hpp>
+#include <pasta/core/detail/files.hpp>
 #include <pasta/core/detail/flat_map.hpp>
 #include <pasta/core/events.hpp>
-#include <pasta/core/detail/files.hpp>
 #include <pasta/core/log.hpp>
 #include <pasta/core/report.hpp>
 #include <pasta/tools/detail/heatmap.hpp>
@@ -39,8 +38,8 @@ class MemHotness {
     MemKind kind = MemKind::unknown;
     bool freed = false;
     Pages pages;
-    mutable detail::Heatmap heat;                 // pages over launches, for the picture
-    mutable std::uint64_t heat_launch = ~0ull;    // the launch its heat row array holds
+    mutable detail::Heatmap heat;               // pages over launches, for the picture
+    mutable std::uint64_t heat_launch = ~0ull;  // the launch its heat row array holds
     // Summed from the pages when asked: one add per access, not two.
     Counts total() const { return pages.sum(); }
   };
@@ -57,43 +56,12 @@ class MemHotness {
 
   void on(const MemAlloc& e);  // tools/detail/mem_hotness_impl.hpp
 
-  void on(const MemFree& e) {
-    if (auto it = live_.find(e.address); it != live_.end()) {
-      objects_[it->second].freed = true;
-      live_.erase(it);
-      last_base_ = 0;
-    }
-  }
+  void on(const MemFree& e);
 
   // An access counts as a read and/or a write by its flags; an atomic is both.
-  void on(const MemAccess& e) {
-    const bool write = e.flags & (access::write | access::atomic);
-    const bool read = (e.flags & (access::read | access::atomic)) || !write;
-    if (e.correlation != launch_correlation_) [[unlikely]]
-      next_launch(e.correlation);
-    if (Object* o = object(e.alloc_base)) {
-      const std::uint64_t page = (e.address - o->base) >> page_shift_;
-      o->pages.at(page).add(read, write, e.bytes);
-      heat(*o, page, 1);
-    } else {
-      unattributed_.add(read, write, e.bytes);
-    }
-  }
+  void on(const MemAccess& e);
 
-  void on(const AccessHistogram& e) {
-    const Counts c{.reads = e.reads,
-                   .writes = e.writes,
-                   .read_bytes = e.read_bytes,
-                   .write_bytes = e.write_bytes};
-    if (e.correlation != launch_correlation_) next_launch(e.correlation);
-    if (Object* o = object(e.alloc_base)) {
-      const std::uint64_t page = (e.address - o->base) >> page_shift_;
-      o->pages.at(page).add(c);
-      heat(*o, page, c.accesses());
-    } else {
-      unattributed_.add(c);
-    }
-  }
+  void on(const AccessHistogram& e);
 
   // Accesses that hit no known allocation.
   const Counts& unattributed() const { return unattributed_; }
@@ -107,11 +75,7 @@ class MemHotness {
 
   // The live allocation at `alloc_base`; accesses come in runs on one
   // allocation, so the last lookup is kept and the search stays out of line.
-  Object* object(std::uint64_t alloc_base) {
-    if (alloc_base == last_base_ && alloc_base != 0) [[likely]]
-      return &objects_[last_index_];
-    return find_object(alloc_base);
-  }
+  Object* object(std::uint64_t alloc_base);
   [[gnu::noinline]] Object* find_object(std::uint64_t alloc_base) {
     auto it = alloc_base ? live_.find(alloc_base) : live_.end();
     if (it == live_.end()) return nullptr;
@@ -121,23 +85,14 @@ class MemHotness {
   }
 
   // Accesses arrive launch by launch; the heatmap keeps a column per launch.
-  void next_launch(std::uint64_t correlation) {
-    launch_correlation_ = correlation;
-    ordinal_ = launches_++;
-  }
-  void heat(const Object& o, std::uint64_t page, std::uint64_t n) {
-    if (o.heat_launch != ordinal_) {
-      if (o.heat_launch != ~0ull) o.heat.close(o.heat_launch);
-      o.heat_launch = ordinal_;
-    }
-    o.heat.add(page, n);
-  }
+  void next_launch(std::uint64_t correlation);
+  void heat(const Object& o, std::uint64_t page, std::uint64_t n);
 
   std::uint64_t page_bytes_ = 64 * 1024;
   int page_shift_ = 16;
   std::string output_dir_;  // where mem_hotness.svg goes; empty: no picture
   std::uint64_t launch_correlation_ = ~0ull, ordinal_ = 0, launches_ = 0;
-  std::vector<Object> objects_;                                  // every allocation, in order
+  std::vector<Object> objects_;                              // every allocation, in order
   pasta::detail::FlatMap<std::uint64_t, std::size_t> live_;  // base -> index into objects_
   Counts unattributed_;
   std::uint64_t last_base_ = 0;

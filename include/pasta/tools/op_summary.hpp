@@ -22,8 +22,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include <pasta/core/detail/demangle.hpp>
 #include <pasta/core/detail/api.hpp>
+#include <pasta/core/detail/demangle.hpp>
 #include <pasta/core/events.hpp>
 #include <pasta/core/names.hpp>
 #include <pasta/core/report.hpp>
@@ -58,81 +58,18 @@ class OpSummary {
     std::uint64_t launches = 0, device_ns = 0;
   };
 
-  void on(const OpBegin& e) {
-    const Instance inst{e.id, e.parent, e.name, e.inputs, e.thread};
-    table_.put(inst);
-    auto& stack = stacks_[e.thread];
-    if (stack.size() > e.depth) stack.resize(e.depth);  // ends we missed
-    stack.push_back({inst, e.time_ns, 0});
-    ++at(e.name).calls;
-    if (e.inputs) ++inputs_[input_key(e.name, e.inputs)].calls;
-  }
+  void on(const OpBegin& e);
 
-  void on(const OpEnd& e) {
-    auto& stack = stacks_[e.thread];
-    std::size_t i = stack.size();
-    while (i > 0 && stack[i - 1].inst.id != e.id) --i;
-    if (i == 0) return;  // its begin came before profiling started
-    const Open op = stack[i - 1];
-    stack.resize(i - 1);  // with any inner operator whose end was missed
-    const std::uint64_t d = e.time_ns >= op.begin_ns ? e.time_ns - op.begin_ns : 0;
-    Stats& s = at(op.inst.name);
-    s.host_self_ns += d >= op.children_ns ? d - op.children_ns : 0;
-    // An operator that calls itself (directly or not) is timed once, outermost.
-    const bool nested_in_itself = std::any_of(
-        stack.begin(), stack.end(), [&](const Open& o) { return o.inst.name == op.inst.name; });
-    if (!nested_in_itself) s.host_total_ns += d;
-    if (!stack.empty()) stack.back().children_ns += d;
-  }
+  void on(const OpEnd& e);
 
-  void on(const KernelComplete& e) {
-    const std::uint64_t d = duration_ns(e.start_ns, e.end_ns);
-    ++kernels_;
-    device_ns_ += d;
-    const Instance* launch = e.op ? table_.find(e.op) : nullptr;
-    if (launch && launch->compiled) {
-      charge_fused(*launch, d);
-    } else if (e.op == 0) {
-      KernelStats& k = unattributed_[e.name];
-      ++k.launches;
-      k.device_ns += d;
-      ++unattributed_kernels_;
-    } else if (const Instance* op = charge(e.op, d)) {
-      ++at(op->name).kernels;
-      ++attributed_;
-      ++direct_;
-    } else {
-      ++evicted_.kernels;
-      evicted_.device_self_ns += d;
-    }
-  }
+  void on(const KernelComplete& e);
   // Right after the OpBegin of the call that launches a compiled kernel.
-  void on(const FusedKernel& e) {
-    Instance* inst = table_.find(e.op);
-    if (!inst) return;
-    const std::uint64_t key = e.source ? std::uint64_t{1} << 63 | e.source.value
-                                       : std::uint64_t{e.graph.value} << 32 | e.kernel.value;
-    auto [it, fresh] = compiled_index_.try_emplace(key, compiled_.size() + 1);
-    if (fresh) {
-      CompiledStats c;
-      c.kernel = e.kernel, c.source = e.source, c.fused = e.fused, c.graph = e.graph;
-      for (const std::string& op : split_list(name_of(e.fused))) c.ops.push_back(intern(op));
-      compiled_.push_back(std::move(c));
-    }
-    inst->compiled = it->second;
-    ++compiled_[it->second - 1].launches;
-    ++at(inst->name).launches;
-  }
+  void on(const FusedKernel& e);
   void on(const Memcpy& e) { copy(e.op, duration_ns(e.start_ns, e.end_ns)); }
   void on(const Memset& e) { copy(e.op, duration_ns(e.start_ns, e.end_ns)); }
 
   // nullptr if the operator was never seen.
-  const Stats* stats(std::string_view op) const {
-    for (std::size_t i = 0; i < by_name_.size(); ++i)
-      if (seen(by_name_[i]) && name_of(NameId{static_cast<std::uint32_t>(i)}) == op)
-        return &by_name_[i];
-    return nullptr;
-  }
+  const Stats* stats(std::string_view op) const;
   // Kernels joined to an operator instance still in the table.
   std::uint64_t attributed() const { return attributed_; }
   // Kernels launched outside every operator (op == 0).
@@ -175,115 +112,35 @@ class OpSummary {
   static bool only_launches(const Stats& s) {
     return s.launches && s.launches == s.calls && !s.kernels && !s.copies && !s.fused_kernels;
   }
-  static std::string_view attribution(const Stats& s) {
-    const bool direct = s.kernels || s.copies;
-    if (s.fused_kernels) return direct ? "direct + fused by compiler" : "fused by compiler";
-    if (s.launches && s.kernels) return "compiled, no operator named";
-    return direct ? "direct operator" : "";
-  }
+  static std::string_view attribution(const Stats& s);
   // "aten::add, aten::relu" -> its names.
-  static std::vector<std::string> split_list(std::string_view list) {
-    std::vector<std::string> out;
-    while (!list.empty()) {
-      const auto comma = list.find(", ");
-      if (comma) out.emplace_back(list.substr(0, comma));
-      if (comma == std::string_view::npos) break;
-      list.remove_prefix(comma + 2);
-    }
-    return out;
-  }
+  static std::vector<std::string> split_list(std::string_view list);
 
   // Kernel of compiled launch `inst`: equal shares to the operators its
   // compiler fused, the whole time to the launching call's totals.
-  void charge_fused(const Instance& inst, std::uint64_t d) {
-    CompiledStats& c = compiled_[inst.compiled - 1];
-    ++c.kernels;
-    c.device_ns += d;
-    if (c.ops.empty()) {
-      charge(inst.id, d);
-      ++at(inst.name).kernels;
-      ++unnamed_compiled_;
-      return;
-    }
-    ++fused_kernels_;
-    ++attributed_;
-    const std::uint64_t n = c.ops.size();
-    chain_.clear();
-    for (std::uint64_t i = 0; i < n; ++i) {
-      const std::uint64_t share = d / n + (i < d % n ? 1 : 0);
-      Stats& s = at(c.ops[i]);
-      s.device_self_ns += share;
-      s.device_total_ns += share;
-      s.fused_ns += share;
-      ++s.fused_kernels;
-      chain_.push_back(c.ops[i]);
-    }
-    const Instance* up = &inst;
-    for (std::size_t depth = 0; up && depth < max_depth; ++depth) {
-      if (std::find(chain_.begin(), chain_.end(), up->name) == chain_.end()) {
-        chain_.push_back(up->name);
-        at(up->name).device_total_ns += d;
-      }
-      up = up->parent ? find(up->parent, up->thread) : nullptr;
-    }
-  }
+  void charge_fused(const Instance& inst, std::uint64_t d);
 
-  Stats& at(NameId id) {
-    if (id.value >= by_name_.size()) by_name_.resize(id.value + 1);
-    return by_name_[id.value];
-  }
+  Stats& at(NameId id);
 
   // Instance `id`: from the table or, for an operator still open whose slot
   // was reused (a long one, e.g. a whole training step), from its thread's stack.
-  const Instance* find(std::uint64_t id, std::uint32_t thread) const {
-    if (const Instance* inst = table_.find(id)) return inst;
-    auto it = stacks_.find(thread);
-    if (it == stacks_.end()) return nullptr;
-    for (const Open& o : it->second)
-      if (o.inst.id == id) return &o.inst;
-    return nullptr;
-  }
+  const Instance* find(std::uint64_t id, std::uint32_t thread) const;
 
   // Device time `d` of an activity of instance `op`: self to its operator,
   // total to it and each distinct operator name above it, once per name so
   // that recursion is not counted twice. The instance, or nullptr if unknown.
-  const Instance* charge(std::uint64_t op, std::uint64_t d) {
-    const Instance* const self = table_.find(op);
-    if (!self) return nullptr;
-    at(self->name).device_self_ns += d;
-    if (self->inputs) inputs_[input_key(self->name, self->inputs)].device_self_ns += d;
-    chain_.clear();  // a member: its capacity is kept, so no allocation per event
-    const Instance* inst = self;
-    for (std::size_t depth = 0; inst && depth < max_depth; ++depth) {
-      if (std::find(chain_.begin(), chain_.end(), inst->name) == chain_.end()) {
-        chain_.push_back(inst->name);
-        at(inst->name).device_total_ns += d;
-      }
-      inst = inst->parent ? find(inst->parent, inst->thread) : nullptr;
-    }
-    return self;
-  }
+  const Instance* charge(std::uint64_t op, std::uint64_t d);
 
-  void copy(std::uint64_t op, std::uint64_t d) {
-    device_ns_ += d;
-    if (op == 0) {
-      ++unattributed_copies_;
-    } else if (const Instance* inst = charge(op, d)) {
-      ++at(inst->name).copies;
-    } else {
-      ++evicted_.copies;
-      evicted_.device_self_ns += d;
-    }
-  }
+  void copy(std::uint64_t op, std::uint64_t d);
 
   detail::OpTable<Instance> table_;
-  std::unordered_map<std::uint32_t, std::vector<Open>> stacks_;  // per thread: open operators
-  std::vector<Stats> by_name_;                                   // indexed by NameId
-  std::unordered_map<std::uint64_t, InputStats> inputs_;         // (name, inputs) -> stats
-  std::unordered_map<NameId, KernelStats> unattributed_;         // kernel name -> stats
-  std::vector<CompiledStats> compiled_;                          // compiled kernels
+  std::unordered_map<std::uint32_t, std::vector<Open>> stacks_;      // per thread: open operators
+  std::vector<Stats> by_name_;                                       // indexed by NameId
+  std::unordered_map<std::uint64_t, InputStats> inputs_;             // (name, inputs) -> stats
+  std::unordered_map<NameId, KernelStats> unattributed_;             // kernel name -> stats
+  std::vector<CompiledStats> compiled_;                              // compiled kernels
   std::unordered_map<std::uint64_t, std::uint32_t> compiled_index_;  // source -> 1 + index
-  std::vector<NameId> chain_;                                    // scratch for charge()
+  std::vector<NameId> chain_;                                        // scratch for charge()
   Stats evicted_;
   std::uint64_t kernels_ = 0, attributed_ = 0, unattributed_kernels_ = 0;
   std::uint64_t direct_ = 0, fused_kernels_ = 0, unnamed_compiled_ = 0;

@@ -24,34 +24,11 @@ class ScopeTime {
     std::uint64_t min_ns = std::numeric_limits<std::uint64_t>::max(), max_ns = 0;
   };
 
-  void on(const ScopeBegin& e) {
-    auto& stack = open_[e.thread];
-    stack.resize(e.depth);  // a missed end leaves deeper entries behind
-    stack.push_back({e.name, e.time_ns});
-  }
+  void on(const ScopeBegin& e);
 
-  void on(const ScopeEnd& e) {
-    auto& stack = open_[e.thread];
-    if (stack.size() != e.depth + 1 || stack.back().name != e.name) {
-      ++unmatched_;
-      if (stack.size() > e.depth) stack.resize(e.depth);
-      return;
-    }
-    const std::uint64_t begin = stack.back().time_ns;
-    stack.pop_back();
-    const std::uint64_t d = e.time_ns >= begin ? e.time_ns - begin : 0;
-    Stats& s = by_name_[e.name];
-    ++s.calls;
-    s.total_ns += d;
-    s.min_ns = std::min(s.min_ns, d);
-    s.max_ns = std::max(s.max_ns, d);
-  }
+  void on(const ScopeEnd& e);
 
-  const Stats* stats(std::string_view scope) const {
-    for (const auto& [id, s] : by_name_)
-      if (name_of(id) == scope) return &s;
-    return nullptr;
-  }
+  const Stats* stats(std::string_view scope) const;
 
   void report(Report& out) const;
 

@@ -452,11 +452,10 @@ void BasicStallBlame<Disassembler>::report_unseen_loads(
     rows.emplace_back(k.name, k.unseen_loads, static_cast<std::uint64_t>(samples));
   }
   if (rows.empty()) return;
-  std::sort(rows.begin(), rows.end(),
-            [](const auto& a, const auto& b) {
-              return std::get<2>(a) != std::get<2>(b) ? std::get<2>(a) > std::get<2>(b)
-                                                      : std::get<0>(a) < std::get<0>(b);
-            });
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+    return std::get<2>(a) != std::get<2>(b) ? std::get<2>(a) > std::get<2>(b)
+                                            : std::get<0>(a) < std::get<0>(b);
+  });
   auto& t = out.table("unseen_loads", fmt::format("Kernels loading through {}", what),
                       {"kernel", "unseen_loads", "stall_samples"});
   for (const auto& [kernel, loads, samples] : rows)

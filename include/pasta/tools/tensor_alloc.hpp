@@ -57,80 +57,21 @@ class TensorAlloc {
   // Sizes by power of two: <= 512 B, <= 1 KiB, ... (index 0 holds <= 512 B).
   static constexpr std::size_t size_buckets = 55;
 
-  void on(const OpBegin& e) {
-    origin(e.time_ns);
-    ops_.on(e);
-  }
+  void on(const OpBegin& e);
   void on(const OpEnd& e) { ops_.on(e); }
 
-  void on(const pasta::TensorAlloc& e) {
-    origin(e.time_ns);
-    const NameId op = ops_.name(e.thread, e.op);
-    // Overlapped tensors' frees were missed: they are no longer live.
-    replaced_ += live_.insert({e.address, e.bytes, e.time_ns, e.device}, [&](const Live& old) {
-      Device& od = device(old.device);
-      od.live_bytes -= old.bytes;
-      --od.live_tensors;
-    });
-    Device& dev = device(e.device);
-    dev.live_bytes += e.bytes;
-    ++dev.live_tensors;
-    ++dev.allocations;
-    dev.allocator_peak = std::max(dev.allocator_peak, e.total_allocated);
-    if (dev.live_bytes > dev.peak_bytes) {
-      dev.peak_bytes = dev.live_bytes;
-      dev.peak_ns = e.time_ns;
-      dev.peak_op = op;
-    }
-    Bucket& size = sizes_[size_bucket(e.bytes)];
-    ++size.count;
-    size.bytes += e.bytes;
-    Bucket& by_op = at(op);
-    ++by_op.count;
-    by_op.bytes += e.bytes;
-    record(dev, e.time_ns);
-  }
+  void on(const pasta::TensorAlloc& e);
 
-  void on(const TensorFree& e) {
-    origin(e.time_ns);
-    const auto live = live_.erase(e.address);
-    if (!live) {
-      ++unknown_frees_;  // allocated before profiling began
-      return;
-    }
-    Device& d = device(live->device);
-    d.live_bytes -= live->bytes;
-    --d.live_tensors;
-    ++d.frees;
-    const std::uint64_t age = e.time_ns >= live->time_ns ? e.time_ns - live->time_ns : 0;
-    Bucket& b = lifetimes_[lifetime_bucket(age)];
-    ++b.count;
-    b.bytes += live->bytes;
-    record(d, e.time_ns);
-  }
+  void on(const TensorFree& e);
 
   // nullptr if no tensor event named that device.
-  const Device* device_stats(std::uint32_t device) const {
-    for (const Device& d : devices_)
-      if (d.device == device) return &d;
-    return nullptr;
-  }
+  const Device* device_stats(std::uint32_t device) const;
   // The live-memory timeline of a device, with the point still being merged.
-  std::vector<Point> timeline(std::uint32_t device) const {
-    const Device* d = device_stats(device);
-    if (!d) return {};
-    std::vector<Point> points = d->timeline;
-    if (d->pending_n) points.push_back(d->pending);
-    return points;
-  }
+  std::vector<Point> timeline(std::uint32_t device) const;
   const std::array<Bucket, size_buckets>& sizes() const { return sizes_; }
   const std::array<Bucket, lifetime_buckets>& lifetimes() const { return lifetimes_; }
   // Allocations by the operator that made them ("(no operator)" for none).
-  Bucket op_stats(std::string_view op) const {
-    for (std::size_t i = 0; i < by_op_.size(); ++i)
-      if (by_op_[i].count && label(NameId{static_cast<std::uint32_t>(i)}) == op) return by_op_[i];
-    return {};
-  }
+  Bucket op_stats(std::string_view op) const;
   std::uint64_t unknown_frees() const { return unknown_frees_; }
   std::uint64_t replaced() const { return replaced_; }
 
@@ -142,20 +83,9 @@ class TensorAlloc {
     std::uint32_t device = 0;
   };
 
-  static std::size_t size_bucket(std::uint64_t bytes) {
-    if (bytes <= 512) return 0;
-    return std::min<std::size_t>(std::bit_width(bytes - 1) - 9, size_buckets - 1);
-  }
-  static std::size_t lifetime_bucket(std::uint64_t ns) {
-    std::size_t i = 0;
-    for (std::uint64_t limit = 10'000; i + 1 < lifetime_buckets && ns >= limit; limit *= 10) ++i;
-    return i;
-  }
-  static std::string size_text(std::size_t bucket) {
-    static constexpr std::string_view units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    const std::size_t bits = bucket + 9;  // 2^bits bytes
-    return fmt::format("<= {} {}", std::uint64_t{1} << (bits % 10), units[bits / 10]);
-  }
+  static std::size_t size_bucket(std::uint64_t bytes);
+  static std::size_t lifetime_bucket(std::uint64_t ns);
+  static std::string size_text(std::size_t bucket);
   static std::string label(NameId op) { return detail::LiveOps::label(op); }
   static Cell device_cell(std::uint32_t d) {
     return d == cpu_device ? Cell{std::string("cpu")} : Cell{std::uint64_t{d}};
@@ -167,34 +97,11 @@ class TensorAlloc {
   }
   std::uint64_t since_origin(std::uint64_t t) const { return t >= origin_ns_ ? t - origin_ns_ : 0; }
 
-  Device& device(std::uint32_t id) {
-    for (Device& d : devices_)
-      if (d.device == id) return d;
-    Device& d = devices_.emplace_back();
-    d.device = id;
-    d.timeline.reserve(timeline_points);
-    return d;
-  }
-  Bucket& at(NameId op) {
-    if (op.value >= by_op_.size()) by_op_.resize(op.value + 1);
-    return by_op_[op.value];
-  }
+  Device& device(std::uint32_t id);
+  Bucket& at(NameId op);
 
   // One timeline point per `stride` events: the largest live value among them.
-  static void record(Device& d, std::uint64_t time_ns) {
-    const Point p{time_ns, d.live_bytes};
-    if (d.pending_n == 0 || p.live_bytes > d.pending.live_bytes) d.pending = p;
-    if (++d.pending_n < d.stride) return;
-    d.timeline.push_back(d.pending);
-    d.pending_n = 0;
-    if (d.timeline.size() < timeline_points) return;
-    for (std::size_t i = 0; i < timeline_points / 2; ++i) {
-      const Point &a = d.timeline[2 * i], &b = d.timeline[2 * i + 1];
-      d.timeline[i] = b.live_bytes > a.live_bytes ? b : a;
-    }
-    d.timeline.resize(timeline_points / 2);
-    d.stride *= 2;
-  }
+  static void record(Device& d, std::uint64_t time_ns);
 
   detail::LiveOps ops_;
   BasicAddressMap<Live> live_;

@@ -48,73 +48,17 @@ class TensorHotness {
   void on(const OpBegin& e) { ops_.on(e); }
   void on(const OpEnd& e) { ops_.on(e); }
 
-  void on(const pasta::TensorAlloc& e) {
-    std::uint32_t slot;
-    if (!free_slots_.empty()) {
-      slot = free_slots_.back();
-      free_slots_.pop_back();
-    } else {
-      slot = static_cast<std::uint32_t>(pool_.size());
-      pool_.emplace_back();
-    }
-    const NameId op = ops_.name(e.thread, e.op);
-    if (op.value >= by_op_.size()) by_op_.resize(op.value + 1);
-    pool_[slot] = {.n = ++allocations_,
-                   .base = e.address,
-                   .bytes = e.bytes,
-                   .device = e.device,
-                   .op = op,
-                   .counts = {},
-                   .live = true};
-    // Tensors it overlaps were freed without our seeing it.
-    live_.insert({e.address, e.bytes, slot}, [&](const Range& old) { retire(old.slot); });
-    last_ = {};
-  }
+  void on(const pasta::TensorAlloc& e);
 
-  void on(const TensorFree& e) {
-    if (const auto r = live_.erase(e.address)) {
-      retire(r->slot);
-      last_ = {};
-    }
-  }
+  void on(const TensorFree& e);
 
   // A bin goes whole to the tensor holding its first byte.
-  void on(const AccessHistogram& e) {
-    const AccessCounts c{.reads = e.reads,
-                         .writes = e.writes,
-                         .read_bytes = e.read_bytes,
-                         .write_bytes = e.write_bytes};
-    const Range* r = range(e.address);
-    if (!r) {
-      outside_.add(c);
-      return;
-    }
-    if (e.address + e.bin_bytes > r->base + r->bytes) ++shared_bins_;
-    Tensor& t = pool_[r->slot];
-    OpStats& op = by_op_[t.op.value];
-    if (!t.counts.accesses() && c.accesses()) {
-      ++accessed_;
-      ++op.tensors;
-    }
-    t.counts.add(c);
-    op.counts.add(c);
-  }
+  void on(const AccessHistogram& e);
 
   // Tensor number `n` if it was accessed and has a row (live or kept); else nullptr.
-  const Tensor* tensor(std::uint64_t n) const {
-    for (const Tensor& t : kept_)
-      if (t.n == n) return &t;
-    for (const Tensor& t : pool_)
-      if (t.live && t.n == n) return &t;
-    return nullptr;
-  }
+  const Tensor* tensor(std::uint64_t n) const;
   // Accesses by tensors the operator allocated ("(no operator)" for none).
-  OpStats op_stats(std::string_view op) const {
-    for (std::size_t i = 0; i < by_op_.size(); ++i)
-      if (by_op_[i].tensors && detail::LiveOps::label(NameId{static_cast<std::uint32_t>(i)}) == op)
-        return by_op_[i];
-    return {};
-  }
+  OpStats op_stats(std::string_view op) const;
   const AccessCounts& outside() const { return outside_; }
   std::uint64_t shared_bins() const { return shared_bins_; }
   std::uint64_t tensors_accessed() const { return accessed_; }
@@ -131,26 +75,10 @@ class TensorHotness {
 
   // Bins come in runs over one allocation, and so mostly over one tensor:
   // the last one found is tried first.
-  const Range* range(std::uint64_t address) {
-    if (address - last_.base < last_.bytes) [[likely]]
-      return &last_;
-    const Range* r = live_.find(address);
-    last_ = r ? *r : Range{};
-    return r;
-  }
+  const Range* range(std::uint64_t address);
 
   // A tensor is gone: its record is kept if kernels touched it, its slot reused.
-  void retire(std::uint32_t slot) {
-    Tensor& t = pool_[slot];
-    t.live = false;
-    if (t.counts.accesses()) {
-      if (kept_.size() < max_tensors_)
-        kept_.push_back(t);
-      else
-        ++not_kept_;
-    }
-    free_slots_.push_back(slot);
-  }
+  void retire(std::uint32_t slot);
 
   std::size_t max_tensors_ = default_max_tensors;
   detail::LiveOps ops_;

@@ -26,8 +26,8 @@
 #include <pasta/core/config.hpp>
 #include <pasta/core/detail/demangle.hpp>
 #include <pasta/core/detail/files.hpp>
-#include <pasta/core/events.hpp>
 #include <pasta/core/detail/thread.hpp>
+#include <pasta/core/events.hpp>
 #include <pasta/core/log.hpp>
 #include <pasta/core/report.hpp>
 
@@ -191,10 +191,11 @@ class Timeline {
     buffer_ += ",\n";
     if (base_ns_ && !origin_written_) {
       // The clock reading at ts = 0, for lining up the processes of a job.
-      fmt::format_to(std::back_inserter(buffer_),
-                     R"j({{"name":"pasta_origin","ph":"M","pid":{},"tid":0,"args":{{"clock_ns":{}}}}},)j"
-                     "\n",
-                     host_pid, base_ns_);
+      fmt::format_to(
+          std::back_inserter(buffer_),
+          R"j({{"name":"pasta_origin","ph":"M","pid":{},"tid":0,"args":{{"clock_ns":{}}}}},)j"
+          "\n",
+          host_pid, base_ns_);
       origin_written_ = true;
     }
     if (std::fwrite(buffer_.data(), 1, buffer_.size(), file_) != buffer_.size()) {

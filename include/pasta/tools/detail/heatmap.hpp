@@ -22,9 +22,7 @@ class Heatmap {
   static constexpr std::uint64_t max_rows = 64, max_columns = 256;
 
   explicit Heatmap(std::uint64_t page_count = 1)
-      : row_shift_(page_count > max_rows
-                       ? std::bit_width((page_count - 1) / max_rows)
-                       : 0),
+      : row_shift_(page_count > max_rows ? std::bit_width((page_count - 1) / max_rows) : 0),
         rows_(((std::max<std::uint64_t>(page_count, 1) - 1) >> row_shift_) + 1),
         current_(rows_, 0) {}
 

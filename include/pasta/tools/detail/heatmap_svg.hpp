@@ -52,10 +52,11 @@ inline std::string heatmap_svg(const std::vector<HeatmapPanel>& panels, std::uin
       svg += fmt::format(
           "<rect class=\"cell\" x=\"{:.2f}\" y=\"{}\" width=\"{:.2f}\" height=\"{}\" "
           "fill=\"rgb({},{},{})\"><title>launches {}-{}, pages {}-{}: {} accesses</title></rect>\n",
-          left + cell_w * static_cast<double>(k.first), y + top_pad - 10 + static_cast<int>(k.second) * row_px,
-          std::max(cell_w, 1.0), row_px, 180 + (75 * g) / 235, g, g,
-          k.first * m.launches_per_column(), (k.first + 1) * m.launches_per_column() - 1,
-          k.second * m.pages_per_row(), (k.second + 1) * m.pages_per_row() - 1, v);
+          left + cell_w * static_cast<double>(k.first),
+          y + top_pad - 10 + static_cast<int>(k.second) * row_px, std::max(cell_w, 1.0), row_px,
+          180 + (75 * g) / 235, g, g, k.first * m.launches_per_column(),
+          (k.first + 1) * m.launches_per_column() - 1, k.second * m.pages_per_row(),
+          (k.second + 1) * m.pages_per_row() - 1, v);
     }
     svg += fmt::format("<text x=\"{}\" y=\"{}\">kernel launches &#8594;</text></g>\n", left,
                        y + top_pad + h + 2);

@@ -1,10 +1,11 @@
-// MemHotness: an allocation's first sight, and report (its tables and the heatmap); inline in
-// header-only builds, compiled once otherwise (core/detail/api.hpp).
+// MemHotness's event handlers and report (its tables and the heatmap): inline in header-only
+// builds; in a compiled build (core/detail/api.hpp) compiled once, in the
+// runtime, so a unit that includes the header parses none of it.
 #pragma once
 
 #include <algorithm>
-#include <pasta/core/detail/fmt.hpp>
 #include <pasta/core/detail/files.hpp>
+#include <pasta/core/detail/fmt.hpp>
 #include <pasta/core/log.hpp>
 #include <pasta/tools/detail/heatmap_svg.hpp>
 
@@ -107,6 +108,62 @@ PASTA_FUNC void MemHotness::report(Report& out) const {
         pasta::detail::log_once("mem_hotness:svg", "mem_hotness.svg not written: " + why);
     }
   }
+}
+
+PASTA_FUNC void MemHotness::on(const MemFree& e) {
+  if (auto it = live_.find(e.address); it != live_.end()) {
+    objects_[it->second].freed = true;
+    live_.erase(it);
+    last_base_ = 0;
+  }
+}
+
+PASTA_FUNC void MemHotness::on(const MemAccess& e) {
+  const bool write = e.flags & (access::write | access::atomic);
+  const bool read = (e.flags & (access::read | access::atomic)) || !write;
+  if (e.correlation != launch_correlation_) [[unlikely]]
+    next_launch(e.correlation);
+  if (Object* o = object(e.alloc_base)) {
+    const std::uint64_t page = (e.address - o->base) >> page_shift_;
+    o->pages.at(page).add(read, write, e.bytes);
+    heat(*o, page, 1);
+  } else {
+    unattributed_.add(read, write, e.bytes);
+  }
+}
+
+PASTA_FUNC void MemHotness::on(const AccessHistogram& e) {
+  const Counts c{.reads = e.reads,
+                 .writes = e.writes,
+                 .read_bytes = e.read_bytes,
+                 .write_bytes = e.write_bytes};
+  if (e.correlation != launch_correlation_) next_launch(e.correlation);
+  if (Object* o = object(e.alloc_base)) {
+    const std::uint64_t page = (e.address - o->base) >> page_shift_;
+    o->pages.at(page).add(c);
+    heat(*o, page, c.accesses());
+  } else {
+    unattributed_.add(c);
+  }
+}
+
+PASTA_FUNC auto MemHotness::object(std::uint64_t alloc_base) -> Object* {
+  if (alloc_base == last_base_ && alloc_base != 0) [[likely]]
+    return &objects_[last_index_];
+  return find_object(alloc_base);
+}
+
+PASTA_FUNC void MemHotness::next_launch(std::uint64_t correlation) {
+  launch_correlation_ = correlation;
+  ordinal_ = launches_++;
+}
+
+PASTA_FUNC void MemHotness::heat(const Object& o, std::uint64_t page, std::uint64_t n) {
+  if (o.heat_launch != ordinal_) {
+    if (o.heat_launch != ~0ull) o.heat.close(o.heat_launch);
+    o.heat_launch = ordinal_;
+  }
+  o.heat.add(page, n);
 }
 
 }  // namespace pasta::tools

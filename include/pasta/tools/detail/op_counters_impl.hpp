@@ -1,5 +1,6 @@
-// OpCounters::report, which writes the per-operator profile as JSON: inline
-// in header-only builds, compiled once otherwise (core/detail/api.hpp).
+// OpCounters's event handlers and report (the per-operator profile as JSON): inline in header-only
+// builds; in a compiled build (core/detail/api.hpp) compiled once, in the
+// runtime, so a unit that includes the header parses none of it.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -174,6 +175,82 @@ PASTA_FUNC void OpCounters::report(Report& out) const {
     out.summary("profile", path_);
     out.attach(path_);
   }
+}
+
+PASTA_FUNC void OpCounters::on(const KernelComplete& e) {
+  const Signature sig{e.name, e.grid, e.block, op_path(e.op)};
+  auto [it, fresh] = index_.try_emplace(sig, groups_.size());
+  if (fresh) groups_.push_back({sig});
+  Group& g = groups_[it->second];
+  const std::uint64_t d = duration_ns(e.start_ns, e.end_ns);
+  ++g.launches;
+  g.device_ns += d;
+  launches_.push_back({e.correlation, it->second, d});
+}
+
+PASTA_FUNC auto OpCounters::groups() const -> std::vector<Group> {
+  std::vector<Group> out = groups_;
+  std::vector<std::uint64_t> order;  // correlation ids in launch order
+  if (!counters_.empty()) {
+    order.reserve(launches_.size());
+    for (const Launch& l : launches_) order.push_back(l.correlation);
+    std::sort(order.begin(), order.end());
+  }
+  for (const Launch& l : launches_) {
+    auto it = counters_.find(l.correlation);
+    if (it == counters_.end()) continue;
+    Group& g = out[l.group];
+    g.measured_launches.push_back(static_cast<std::uint64_t>(
+        std::lower_bound(order.begin(), order.end(), l.correlation) - order.begin()));
+    // A launch with no device time (CUPTI gives none under kernel replay)
+    // weighs as one nanosecond: rates of untimed launches are a plain mean.
+    const std::uint64_t weight = l.device_ns ? l.device_ns : 1;
+    const KernelCounters& c = it->second;
+    ++g.measured;
+    for (std::size_t m = 0; m < metrics::all.size(); ++m) {
+      const double v = c.*metrics::all[m].field;
+      if (!metrics::measured(v)) continue;
+      Group::Value& x = g.values[m];
+      if (x.n && c.passes > x.passes) continue;
+      if (!x.n || c.passes < x.passes) x = {.passes = c.passes};
+      x.sum += metrics::all[m].additive ? v : v * static_cast<double>(weight);
+      ++x.n;
+      x.weight_ns += weight;
+    }
+  }
+  for (Group& g : out)  // completions of several streams may come out of launch order
+    std::sort(g.measured_launches.begin(), g.measured_launches.end());
+  return out;
+}
+
+PASTA_FUNC double OpCounters::total(const Group& g, std::size_t m) {
+  const Group::Value& x = g.values[m];
+  if (!x.n) return metrics::not_measured;
+  if (metrics::all[m].additive) return x.sum / static_cast<double>(x.n) * g.launches;
+  return x.sum / static_cast<double>(x.weight_ns);
+}
+
+PASTA_FUNC NameId OpCounters::op_path(std::uint64_t op) {
+  if (!op) return {};
+  if (auto it = paths_.find(op); it != paths_.end()) return it->second;
+  std::vector<NameId> chain;
+  for (std::uint64_t id = op; id && chain.size() < max_depth;) {
+    const Op* o = ops_.find(id);
+    if (!o) {
+      if (chain.empty()) ++evicted_;
+      break;
+    }
+    chain.push_back(o->name);
+    id = o->parent;
+  }
+  if (chain.empty()) return {};
+  std::string path;
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it)
+    path += (path.empty() ? "" : "/") + std::string(name_of(*it));
+  const NameId id = intern(path);
+  if (paths_.size() > detail::op_table_slots) paths_.clear();  // a cache, bounded like the table
+  paths_[op] = id;
+  return id;
 }
 
 }  // namespace pasta::tools

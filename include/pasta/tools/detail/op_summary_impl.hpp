@@ -1,5 +1,6 @@
-// OpSummary::report: its tables; inline in header-only builds, compiled once
-// otherwise (core/detail/api.hpp).
+// OpSummary's event handlers and report (its tables): inline in header-only
+// builds; in a compiled build (core/detail/api.hpp) compiled once, in the
+// runtime, so a unit that includes the header parses none of it.
 #pragma once
 
 #include <pasta/tools/op_summary.hpp>
@@ -109,6 +110,173 @@ PASTA_FUNC void OpSummary::report(Report& out) const {
     in.row(std::string(name_of(NameId{static_cast<std::uint32_t>(key >> 32)})),
            std::string(name_of(NameId{static_cast<std::uint32_t>(key)})), s.calls,
            s.device_self_ns * ms);
+}
+
+PASTA_FUNC void OpSummary::on(const OpBegin& e) {
+  const Instance inst{e.id, e.parent, e.name, e.inputs, e.thread};
+  table_.put(inst);
+  auto& stack = stacks_[e.thread];
+  if (stack.size() > e.depth) stack.resize(e.depth);  // ends we missed
+  stack.push_back({inst, e.time_ns, 0});
+  ++at(e.name).calls;
+  if (e.inputs) ++inputs_[input_key(e.name, e.inputs)].calls;
+}
+
+PASTA_FUNC void OpSummary::on(const OpEnd& e) {
+  auto& stack = stacks_[e.thread];
+  std::size_t i = stack.size();
+  while (i > 0 && stack[i - 1].inst.id != e.id) --i;
+  if (i == 0) return;  // its begin came before profiling started
+  const Open op = stack[i - 1];
+  stack.resize(i - 1);  // with any inner operator whose end was missed
+  const std::uint64_t d = e.time_ns >= op.begin_ns ? e.time_ns - op.begin_ns : 0;
+  Stats& s = at(op.inst.name);
+  s.host_self_ns += d >= op.children_ns ? d - op.children_ns : 0;
+  // An operator that calls itself (directly or not) is timed once, outermost.
+  const bool nested_in_itself = std::any_of(
+      stack.begin(), stack.end(), [&](const Open& o) { return o.inst.name == op.inst.name; });
+  if (!nested_in_itself) s.host_total_ns += d;
+  if (!stack.empty()) stack.back().children_ns += d;
+}
+
+PASTA_FUNC void OpSummary::on(const KernelComplete& e) {
+  const std::uint64_t d = duration_ns(e.start_ns, e.end_ns);
+  ++kernels_;
+  device_ns_ += d;
+  const Instance* launch = e.op ? table_.find(e.op) : nullptr;
+  if (launch && launch->compiled) {
+    charge_fused(*launch, d);
+  } else if (e.op == 0) {
+    KernelStats& k = unattributed_[e.name];
+    ++k.launches;
+    k.device_ns += d;
+    ++unattributed_kernels_;
+  } else if (const Instance* op = charge(e.op, d)) {
+    ++at(op->name).kernels;
+    ++attributed_;
+    ++direct_;
+  } else {
+    ++evicted_.kernels;
+    evicted_.device_self_ns += d;
+  }
+}
+
+PASTA_FUNC void OpSummary::on(const FusedKernel& e) {
+  Instance* inst = table_.find(e.op);
+  if (!inst) return;
+  const std::uint64_t key = e.source ? std::uint64_t{1} << 63 | e.source.value
+                                     : std::uint64_t{e.graph.value} << 32 | e.kernel.value;
+  auto [it, fresh] = compiled_index_.try_emplace(key, compiled_.size() + 1);
+  if (fresh) {
+    CompiledStats c;
+    c.kernel = e.kernel, c.source = e.source, c.fused = e.fused, c.graph = e.graph;
+    for (const std::string& op : split_list(name_of(e.fused))) c.ops.push_back(intern(op));
+    compiled_.push_back(std::move(c));
+  }
+  inst->compiled = it->second;
+  ++compiled_[it->second - 1].launches;
+  ++at(inst->name).launches;
+}
+
+PASTA_FUNC auto OpSummary::stats(std::string_view op) const -> const Stats* {
+  for (std::size_t i = 0; i < by_name_.size(); ++i)
+    if (seen(by_name_[i]) && name_of(NameId{static_cast<std::uint32_t>(i)}) == op)
+      return &by_name_[i];
+  return nullptr;
+}
+
+PASTA_FUNC std::string_view OpSummary::attribution(const Stats& s) {
+  const bool direct = s.kernels || s.copies;
+  if (s.fused_kernels) return direct ? "direct + fused by compiler" : "fused by compiler";
+  if (s.launches && s.kernels) return "compiled, no operator named";
+  return direct ? "direct operator" : "";
+}
+
+PASTA_FUNC std::vector<std::string> OpSummary::split_list(std::string_view list) {
+  std::vector<std::string> out;
+  while (!list.empty()) {
+    const auto comma = list.find(", ");
+    if (comma) out.emplace_back(list.substr(0, comma));
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 2);
+  }
+  return out;
+}
+
+PASTA_FUNC void OpSummary::charge_fused(const Instance& inst, std::uint64_t d) {
+  CompiledStats& c = compiled_[inst.compiled - 1];
+  ++c.kernels;
+  c.device_ns += d;
+  if (c.ops.empty()) {
+    charge(inst.id, d);
+    ++at(inst.name).kernels;
+    ++unnamed_compiled_;
+    return;
+  }
+  ++fused_kernels_;
+  ++attributed_;
+  const std::uint64_t n = c.ops.size();
+  chain_.clear();
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const std::uint64_t share = d / n + (i < d % n ? 1 : 0);
+    Stats& s = at(c.ops[i]);
+    s.device_self_ns += share;
+    s.device_total_ns += share;
+    s.fused_ns += share;
+    ++s.fused_kernels;
+    chain_.push_back(c.ops[i]);
+  }
+  const Instance* up = &inst;
+  for (std::size_t depth = 0; up && depth < max_depth; ++depth) {
+    if (std::find(chain_.begin(), chain_.end(), up->name) == chain_.end()) {
+      chain_.push_back(up->name);
+      at(up->name).device_total_ns += d;
+    }
+    up = up->parent ? find(up->parent, up->thread) : nullptr;
+  }
+}
+
+PASTA_FUNC auto OpSummary::at(NameId id) -> Stats& {
+  if (id.value >= by_name_.size()) by_name_.resize(id.value + 1);
+  return by_name_[id.value];
+}
+
+PASTA_FUNC auto OpSummary::find(std::uint64_t id, std::uint32_t thread) const -> const Instance* {
+  if (const Instance* inst = table_.find(id)) return inst;
+  auto it = stacks_.find(thread);
+  if (it == stacks_.end()) return nullptr;
+  for (const Open& o : it->second)
+    if (o.inst.id == id) return &o.inst;
+  return nullptr;
+}
+
+PASTA_FUNC auto OpSummary::charge(std::uint64_t op, std::uint64_t d) -> const Instance* {
+  const Instance* const self = table_.find(op);
+  if (!self) return nullptr;
+  at(self->name).device_self_ns += d;
+  if (self->inputs) inputs_[input_key(self->name, self->inputs)].device_self_ns += d;
+  chain_.clear();  // a member: its capacity is kept, so no allocation per event
+  const Instance* inst = self;
+  for (std::size_t depth = 0; inst && depth < max_depth; ++depth) {
+    if (std::find(chain_.begin(), chain_.end(), inst->name) == chain_.end()) {
+      chain_.push_back(inst->name);
+      at(inst->name).device_total_ns += d;
+    }
+    inst = inst->parent ? find(inst->parent, inst->thread) : nullptr;
+  }
+  return self;
+}
+
+PASTA_FUNC void OpSummary::copy(std::uint64_t op, std::uint64_t d) {
+  device_ns_ += d;
+  if (op == 0) {
+    ++unattributed_copies_;
+  } else if (const Instance* inst = charge(op, d)) {
+    ++at(inst->name).copies;
+  } else {
+    ++evicted_.copies;
+    evicted_.device_self_ns += d;
+  }
 }
 
 }  // namespace pasta::tools

@@ -1,5 +1,6 @@
-// TensorAlloc::report: its tables; inline in header-only builds, compiled once
-// otherwise (core/detail/api.hpp).
+// TensorAlloc's event handlers and report (its tables): inline in header-only
+// builds; in a compiled build (core/detail/api.hpp) compiled once, in the
+// runtime, so a unit that includes the header parses none of it.
 #pragma once
 
 #include <pasta/tools/tensor_alloc.hpp>
@@ -65,6 +66,123 @@ PASTA_FUNC void TensorAlloc::report(Report& out) const {
   for (const Device* d : devices)
     for (const Point& p : timeline(d->device))
       over_time.row(since_origin(p.time_ns) * ms, device_cell(d->device), p.live_bytes * mib);
+}
+
+PASTA_FUNC void TensorAlloc::on(const OpBegin& e) {
+  origin(e.time_ns);
+  ops_.on(e);
+}
+
+PASTA_FUNC void TensorAlloc::on(const pasta::TensorAlloc& e) {
+  origin(e.time_ns);
+  const NameId op = ops_.name(e.thread, e.op);
+  // Overlapped tensors' frees were missed: they are no longer live.
+  replaced_ += live_.insert({e.address, e.bytes, e.time_ns, e.device}, [&](const Live& old) {
+    Device& od = device(old.device);
+    od.live_bytes -= old.bytes;
+    --od.live_tensors;
+  });
+  Device& dev = device(e.device);
+  dev.live_bytes += e.bytes;
+  ++dev.live_tensors;
+  ++dev.allocations;
+  dev.allocator_peak = std::max(dev.allocator_peak, e.total_allocated);
+  if (dev.live_bytes > dev.peak_bytes) {
+    dev.peak_bytes = dev.live_bytes;
+    dev.peak_ns = e.time_ns;
+    dev.peak_op = op;
+  }
+  Bucket& size = sizes_[size_bucket(e.bytes)];
+  ++size.count;
+  size.bytes += e.bytes;
+  Bucket& by_op = at(op);
+  ++by_op.count;
+  by_op.bytes += e.bytes;
+  record(dev, e.time_ns);
+}
+
+PASTA_FUNC void TensorAlloc::on(const TensorFree& e) {
+  origin(e.time_ns);
+  const auto live = live_.erase(e.address);
+  if (!live) {
+    ++unknown_frees_;  // allocated before profiling began
+    return;
+  }
+  Device& d = device(live->device);
+  d.live_bytes -= live->bytes;
+  --d.live_tensors;
+  ++d.frees;
+  const std::uint64_t age = e.time_ns >= live->time_ns ? e.time_ns - live->time_ns : 0;
+  Bucket& b = lifetimes_[lifetime_bucket(age)];
+  ++b.count;
+  b.bytes += live->bytes;
+  record(d, e.time_ns);
+}
+
+PASTA_FUNC auto TensorAlloc::device_stats(std::uint32_t device) const -> const Device* {
+  for (const Device& d : devices_)
+    if (d.device == device) return &d;
+  return nullptr;
+}
+
+PASTA_FUNC auto TensorAlloc::timeline(std::uint32_t device) const -> std::vector<Point> {
+  const Device* d = device_stats(device);
+  if (!d) return {};
+  std::vector<Point> points = d->timeline;
+  if (d->pending_n) points.push_back(d->pending);
+  return points;
+}
+
+PASTA_FUNC auto TensorAlloc::op_stats(std::string_view op) const -> Bucket {
+  for (std::size_t i = 0; i < by_op_.size(); ++i)
+    if (by_op_[i].count && label(NameId{static_cast<std::uint32_t>(i)}) == op) return by_op_[i];
+  return {};
+}
+
+PASTA_FUNC std::size_t TensorAlloc::size_bucket(std::uint64_t bytes) {
+  if (bytes <= 512) return 0;
+  return std::min<std::size_t>(std::bit_width(bytes - 1) - 9, size_buckets - 1);
+}
+
+PASTA_FUNC std::size_t TensorAlloc::lifetime_bucket(std::uint64_t ns) {
+  std::size_t i = 0;
+  for (std::uint64_t limit = 10'000; i + 1 < lifetime_buckets && ns >= limit; limit *= 10) ++i;
+  return i;
+}
+
+PASTA_FUNC std::string TensorAlloc::size_text(std::size_t bucket) {
+  static constexpr std::string_view units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  const std::size_t bits = bucket + 9;  // 2^bits bytes
+  return fmt::format("<= {} {}", std::uint64_t{1} << (bits % 10), units[bits / 10]);
+}
+
+PASTA_FUNC auto TensorAlloc::device(std::uint32_t id) -> Device& {
+  for (Device& d : devices_)
+    if (d.device == id) return d;
+  Device& d = devices_.emplace_back();
+  d.device = id;
+  d.timeline.reserve(timeline_points);
+  return d;
+}
+
+PASTA_FUNC auto TensorAlloc::at(NameId op) -> Bucket& {
+  if (op.value >= by_op_.size()) by_op_.resize(op.value + 1);
+  return by_op_[op.value];
+}
+
+PASTA_FUNC void TensorAlloc::record(Device& d, std::uint64_t time_ns) {
+  const Point p{time_ns, d.live_bytes};
+  if (d.pending_n == 0 || p.live_bytes > d.pending.live_bytes) d.pending = p;
+  if (++d.pending_n < d.stride) return;
+  d.timeline.push_back(d.pending);
+  d.pending_n = 0;
+  if (d.timeline.size() < timeline_points) return;
+  for (std::size_t i = 0; i < timeline_points / 2; ++i) {
+    const Point &a = d.timeline[2 * i], &b = d.timeline[2 * i + 1];
+    d.timeline[i] = b.live_bytes > a.live_bytes ? b : a;
+  }
+  d.timeline.resize(timeline_points / 2);
+  d.stride *= 2;
 }
 
 }  // namespace pasta::tools
