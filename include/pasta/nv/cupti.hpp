@@ -12,6 +12,7 @@
 // tool consumes it.
 //
 // This file subscribes and composes; the parts are under detail/:
+// cupti_dispatch.hpp (the callback, one function per domain),
 // activity_worker.hpp (records, pasta's thread), launch_callbacks.hpp,
 // nvtx_scopes.hpp, op_tags.hpp, graph_callbacks.hpp, counter_callbacks.hpp,
 // sampling_callbacks.hpp, cupti_skip.hpp.
@@ -181,10 +182,11 @@ class Cupti {
     const int graphs =
         skipped(detail::skip_graphs) ? 0 : detail::enable_graph_callbacks(subscriber_);
     if (verbose_)
-      pasta::detail::log(fmt::format("cupti handler: at the first operator, operators tagged "
-                                     "through {} launch, copy and memset callbacks and {} graph "
-                                     "callbacks",
-                                     tagged, graphs));
+      pasta::detail::log(
+          fmt::format("cupti handler: at the first operator, operators tagged "
+                      "through {} launch, copy and memset callbacks and {} graph "
+                      "callbacks",
+                      tagged, graphs));
     const pasta::detail::OpCorrelator* first = &first_op_hooks;
     pasta::detail::op_correlator().compare_exchange_strong(first, &detail::op_hooks);
   }
@@ -216,7 +218,7 @@ class Cupti {
   int windowed_count_ = 0;
   std::mutex window_mutex_;
   void (*window_changed_)(Cupti*, bool open) = nullptr;  // PC sampling follows the window
-  bool profiler_api_ = false;  // cudaProfilerStart/Stop move the window
+  bool profiler_api_ = false;                            // cudaProfilerStart/Stop move the window
   Stats stats_;
   std::string error_;
   detail::ActivityRecords records_;
@@ -332,11 +334,11 @@ void Cupti::start(Sink& sink) {
     // tensors, scopes) off them too: they only queue each one. Not with
     // counters or PC sampling, whose events belong to the launch they
     // measure.
-    if constexpr (requires(Sink& s) {
+    if constexpr (requires(Sink & s) {
                     s.queue_always();
                     s.settle();
-                  } && !Sink::template wants<KernelCounters>() &&
-                  !Sink::template wants<StallSample>()) {
+                  } &&
+                  !Sink::template wants<KernelCounters>() && !Sink::template wants<StallSample>()) {
       activity_.on_wake(&settle_sink<Sink>);
       sink.queue_always();
       unqueue_ = [](Cupti* self) { static_cast<Sink*>(self->sink_)->queue_when_busy(); };
@@ -411,106 +413,6 @@ inline void Cupti::stop() {
   current() = nullptr;
 }
 
-template <class Sink>
-void CUPTIAPI Cupti::on_callback(void* user, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
-                                 const void* data) {
-  auto* self = static_cast<Cupti*>(user);
-  if constexpr (Sink::template wants<KernelCounters>())
-    if (self->counters_.on_any_callback(static_cast<Sink*>(self->sink_), domain, cbid, data,
-                                        self->records_.own_calls()))
-      return;
-  if (pasta::detail::inside_dispatch() || !self->active_) return;  // pasta's own device work
-  pasta::detail::SelfTimer timer(self->self_time_ ? &self->stats_.callback_time : nullptr);
-  Sink& sink = *static_cast<Sink*>(self->sink_);
-  try {
-    if constexpr (Sink::template wants<KernelCounters>())
-      if (self->counters_.on_callback(sink, domain, cbid, data)) return;
-    if constexpr (Sink::template wants<StallSample>())
-      self->sampling_.on_callback(sink, domain, cbid, data);
-    self->stats_.callbacks.fetch_add(1, std::memory_order_relaxed);
-    switch (domain) {
-      case CUPTI_CB_DOMAIN_NVTX:
-        detail::on_nvtx(cbid, *static_cast<const CUpti_NvtxData*>(data));
-        break;
-      case CUPTI_CB_DOMAIN_RESOURCE:
-        if (self->tag_ops_ && detail::is_graph_callback(cbid))
-          detail::on_graph_callback(self->records_.graph_ops(), cbid,
-                                    *static_cast<const CUpti_ResourceData*>(data), self->verbose_);
-        else
-          self->on_module(sink, cbid, *static_cast<const CUpti_ResourceData*>(data));
-        break;
-      case CUPTI_CB_DOMAIN_RUNTIME_API:
-        self->on_runtime(sink, cbid, *static_cast<const CUpti_CallbackData*>(data));
-        break;
-      case CUPTI_CB_DOMAIN_DRIVER_API:
-        self->on_driver(sink, cbid, *static_cast<const CUpti_CallbackData*>(data));
-        break;
-      default:
-        break;
-    }
-  } catch (const std::exception& e) {
-    pasta::detail::log_once("cupti:callback", fmt::format("a CUPTI callback failed: {}", e.what()));
-  } catch (...) {
-  }
-}
-
-template <class Sink>
-void Cupti::on_module(Sink& sink, CUpti_CallbackId cbid, const CUpti_ResourceData& r) {
-  if (cbid != CUPTI_CBID_RESOURCE_MODULE_LOADED) return;
-  const auto* m = static_cast<const CUpti_ModuleResourceData*>(r.resourceDescriptor);
-  std::uint32_t device = 0;
-  cuptiGetDeviceId(r.context, &device);
-  if constexpr (Sink::template wants<ModuleLoad>())
-    sink.emit(ModuleLoad{.device = device,
-                         .module = m ? m->moduleId : 0,
-                         .image_bytes = m ? m->cubinSize : 0,
-                         .time_ns = detail::cupti_clock()});
-  if constexpr (Sink::template wants<ModuleImage>())
-    if (m && m->pCubin && m->cubinSize)
-      sink.emit(ModuleImage{.device = device,
-                            .module = m->moduleId,
-                            .image = reinterpret_cast<const std::byte*>(m->pCubin),
-                            .image_bytes = m->cubinSize});
-}
-
-template <class Sink>
-void Cupti::on_runtime(Sink& sink, CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
-  const bool enter = cb.callbackSite == CUPTI_API_ENTER;
-  if (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020) {
-    if (!enter && flush_on_sync_) activity_.request_flush();
-    return;
-  }
-  if (enter && tag_ops_) records_.tag_with_op(cb.correlationId);
-  if (!detail::is_launch(CUPTI_CB_DOMAIN_RUNTIME_API, cbid)) return;
-  detail::runtime_depth() += enter ? 1 : -1;
-  if (!enter || !host_launches_ || !pasta::detail::capture_window().open()) return;
-  if constexpr (Sink::template wants<KernelLaunch>())
-    if (const auto shape =
-            detail::launch_shape(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, cb.functionParams))
-      detail::emit_launch(sink, cb, *shape);
-}
-
-template <class Sink>
-void Cupti::on_driver(Sink& sink, CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
-  const bool enter = cb.callbackSite == CUPTI_API_ENTER;
-  if (profiler_api_ && (cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart ||
-                        cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop)) {
-    pasta::detail::capture_window().profiler_api_callback(
-        cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart, !enter);
-    return;
-  }
-  if (cbid == CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize) {
-    if (!enter && flush_on_sync_) activity_.request_flush();
-    return;
-  }
-  if (enter && tag_ops_) records_.tag_with_op(cb.correlationId);
-  if (!enter || detail::runtime_depth() > 0 || !host_launches_ ||
-      !pasta::detail::capture_window().open())
-    return;  // the runtime launch was reported, or the launch is outside the window
-  if constexpr (Sink::template wants<KernelLaunch>())
-    if (const auto shape =
-            detail::launch_shape(CUPTI_CB_DOMAIN_DRIVER_API, cbid, cb.functionParams))
-      detail::emit_launch(sink, cb, *shape);
-}
-
 }  // namespace pasta::nv
+
+#include <pasta/nv/detail/cupti_dispatch.hpp>

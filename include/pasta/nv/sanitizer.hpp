@@ -18,6 +18,7 @@
 // (Nsight, torch.profiler) silences the Sanitizer API, which pasta reports.
 //
 // This file subscribes and decodes callbacks; the parts are under detail/:
+// sanitizer_launches.hpp (each launch, from selection to read-back),
 // sanitizer_patcher.hpp (device patches), sanitizer_buffers.hpp (what a
 // launch's patches write, and reading it back), sanitizer_events.hpp.
 #pragma once
@@ -208,8 +209,9 @@ void Sanitizer::start(Sink& sink) {
         "sanitizer handler: one run counts either per instruction or per page; this pipeline's "
         "tools want both, and get the per-instruction counts only (page histograms need a run "
         "of their own)");
-  if ((mode_ == Mode::trace || mode_ == Mode::pcs) && (cfg_.access_patch == AccessPatch::atomic ||
-                                   cfg_.access_patch == AccessPatch::object_atomic)) {
+  if ((mode_ == Mode::trace || mode_ == Mode::pcs) &&
+      (cfg_.access_patch == AccessPatch::atomic ||
+       cfg_.access_patch == AccessPatch::object_atomic)) {
     pasta::detail::log(fmt::format(
         "PASTA_ACCESS_PATCH: the atomic patches count into device histograms, but this pipeline "
         "{}; using the {} patch",
@@ -255,12 +257,13 @@ void Sanitizer::start(Sink& sink) {
   if (pasta::detail::capture_window().kind() == CaptureRange::Kind::profiler_api)
     for (Sanitizer_CallbackId id :
          {SANITIZER_CBID_DRIVER_API_cuProfilerStart, SANITIZER_CBID_DRIVER_API_cuProfilerStop})
-      if (const auto e = api().sanitizerEnableCallback(1, subscriber_,
-                                                       SANITIZER_CB_DOMAIN_DRIVER_API, id);
+      if (const auto e =
+              api().sanitizerEnableCallback(1, subscriber_, SANITIZER_CB_DOMAIN_DRIVER_API, id);
           e != SANITIZER_SUCCESS)
-        pasta::detail::log(fmt::format("sanitizer: enabling the cuProfilerStart/Stop callbacks "
-                                       "failed: {}",
-                                       detail::sanitizer_error(e)));
+        pasta::detail::log(
+            fmt::format("sanitizer: enabling the cuProfilerStart/Stop callbacks "
+                        "failed: {}",
+                        detail::sanitizer_error(e)));
   active_ = true;
   if (cfg_.verbose)
     pasta::detail::log(fmt::format("sanitizer handler: patch {}, spaces {:#x}, page {} bytes",
@@ -424,92 +427,6 @@ void Sanitizer::on_resource(Sink& sink, Sanitizer_CallbackId cbid, const void* d
   }
 }
 
-template <class Sink>
-void Sanitizer::launch_begin(Sink& sink, const Sanitizer_LaunchData& d) {
-  stats_.launches.fetch_add(1, std::memory_order_relaxed);
-  Launch& l = this_launch();
-  l = Launch{.correlation = next_correlation_.fetch_add(1, std::memory_order_relaxed),
-             .name = kernel_name(d.functionName),
-             .device = static_cast<std::uint32_t>(d.device),
-             .grid = {d.gridDim_x, d.gridDim_y, d.gridDim_z},
-             .block = {d.blockDim_x, d.blockDim_y, d.blockDim_z},
-             .in_window = pasta::detail::capture_window().open()};
-  if constexpr (Sink::template wants<KernelLaunch>())
-    if (l.in_window) sink.emit(KernelLaunch{.correlation = l.correlation,
-                           .context = reinterpret_cast<std::uint64_t>(d.context),
-                           .stream = reinterpret_cast<std::uint64_t>(d.stream),
-                           .device = l.device,
-                           .name = l.name,
-                           .grid = l.grid,
-                           .block = l.block,
-                           .thread = pasta::detail::thread_id(),
-                           .time_ns = pasta::detail::now_ns()});
-  if (mode_ == Mode::none) return;
-  bool selected;
-  {
-    std::lock_guard lock(select_mutex_);
-    selected = l.in_window && selector_.select(l.name);
-  }
-  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-  if (selected && d.stream &&
-      detail::loaded_driver().stream_is_capturing(d.stream, &capture) == CUDA_SUCCESS &&
-      capture != CU_STREAM_CAPTURE_STATUS_NONE)
-    selected = false;  // captured into a graph, not run: nothing to count now
-  const bool patched = patcher_.patched(d.module);
-  if (!selected) {
-    // A patched module runs its patches on every launch: tell them to do nothing.
-    if (patched) api().sanitizerSetLaunchCallbackData(d.hLaunch, d.function, d.hStream, nullptr);
-    return;
-  }
-  launch_mutex_.lock();  // released in launch_end
-  try {
-    detail::ContextState& c = context(d.context);
-    if (!patched) patch_module(c, d.module);
-    const AccessRegions* regions =
-        mode_ == Mode::pcs ? &buffers_.regions_for(sink, l.correlation) : nullptr;
-    if (!buffers_.prepare(c, d, mode_, cfg_.trace_buffer_bytes, regions)) {
-      launch_mutex_.unlock();
-      return;
-    }
-    l.ctx = &c;
-    stats_.instrumented.fetch_add(1, std::memory_order_relaxed);
-  } catch (...) {
-    api().sanitizerSetLaunchCallbackData(d.hLaunch, d.function, d.hStream, nullptr);
-    launch_mutex_.unlock();
-    throw;
-  }
-}
-
-template <class Sink>
-void Sanitizer::launch_end(Sink& sink, const Sanitizer_LaunchData& d) {
-  Launch l = this_launch();
-  this_launch() = Launch{};
-  if (l.ctx) {
-    std::unique_lock lock(launch_mutex_, std::adopt_lock);
-    const auto t0 = pasta::detail::steady_ns();
-    try {
-      if (mode_ == Mode::histogram && cfg_.access_patch != AccessPatch::noop)
-        buffers_.collect_histogram(sink, d, l);
-      else if (mode_ == Mode::pcs && cfg_.access_patch != AccessPatch::noop)
-        buffers_.collect_pcs(sink, d, l, cfg_.trace_buffer_bytes);
-      else if (mode_ == Mode::trace && cfg_.access_patch != AccessPatch::noop)
-        buffers_.collect_trace(sink, d, l);
-      else
-        detail::check(api().sanitizerStreamSynchronize(d.hStream), "waiting for the kernel");
-    } catch (...) {
-      stats_.post_ns.fetch_add(pasta::detail::steady_ns() - t0, std::memory_order_relaxed);
-      throw;
-    }
-    stats_.post_ns.fetch_add(pasta::detail::steady_ns() - t0, std::memory_order_relaxed);
-  }
-  if constexpr (Sink::template wants<KernelComplete>())
-    if (l.in_window) sink.emit(KernelComplete{.correlation = l.correlation,
-                             .context = reinterpret_cast<std::uint64_t>(d.context),
-                             .stream = reinterpret_cast<std::uint64_t>(d.stream),
-                             .device = l.device,
-                             .name = l.name,
-                             .grid = l.grid,
-                             .block = l.block});
-}
-
 }  // namespace pasta::nv
+
+#include <pasta/nv/detail/sanitizer_launches.hpp>

@@ -284,18 +284,7 @@ class RangeCounters {
  private:
   // The profiler set up for `ctx`: the full set, and under kernel replay the
   // one-pass sets of the cache-sensitive metrics.
-  void enable(CUcontext ctx) {
-    device_ = profiler_.initialize(ctx);
-    profiler_.build(full_);
-    ctx_ = ctx;
-    // Under user replay every pass starts with L2 flushed: nothing to measure again.
-    if (user_replay_) {
-      plan_.configure(per_signature_, 0);
-      return;
-    }
-    profiler_.build_one_pass_sets(cache_, max_cache_sets);
-    plan_.configure(per_signature_, full_.passes > 1 ? cache_.size() : 0);
-  }
+  void enable(CUcontext ctx);
 
   // The range profiler, enabled for `set` (RangeProfiler::use).
   void use(MetricSet& set) {
@@ -328,69 +317,9 @@ class RangeCounters {
 
   // replay()'s work, on its own thread with the measured context current:
   // whether the launch was measured.
-  bool run_passes(const Launch& launch) {
-    pasta::detail::DispatchScope own;  // copies, flushes and relaunches are pasta's work
-    // The launching thread's own default stream is not this thread's: the
-    // legacy one instead (all work is waited for before and after anyway).
-    const CUstream stream = owed_.stream == CU_STREAM_PER_THREAD ? nullptr : owed_.stream;
-    bool saved = false;
-    {
-      Timer t(spent_.copy);
-      saved = memory_.save(stream);
-    }
-    if (!saved) {
-      ++tally_.unsaved;
-      pasta::detail::log_once(
-          "counters:unsaved",
-          fmt::format("hardware counters: {}; launches are not measured while it is so "
-                      "(PASTA_COUNTER_REPLAY=cupti lets CUPTI save only what a kernel writes)",
-                      memory_.why()));
-      return false;
-    }
-    try {
-      const bool flush = flush_cache_ && with_l2([&] {
-                           l2_.prepare(ctx_);
-                           return true;
-                         });
-      for (std::uint32_t pass = 0;; ++pass) {
-        if (pass) {
-          Timer t(spent_.copy);
-          memory_.restore(stream);
-        }
-        if (flush && flush_cache_ && with_l2([&] { return l2_.flush(ctx_, stream); }))
-          ++tally_.flushes;
-        start();
-        const CUresult launched = relaunch(driver_, launch, stream);
-        const bool last = stop_pass();
-        driver_.call(launched, "launching the kernel for a replay pass");
-        if (last) break;
-        if (pass > 256) throw std::runtime_error("the range profiler never took its last pass");
-      }
-      Timer t(spent_.copy);
-      memory_.restore(stream);
-      driver_.call(driver_.stream_synchronize(stream), "restoring device memory");
-    } catch (const std::exception&) {
-      try {
-        if (profiler_.running()) (void)profiler_.stop();
-        memory_.restore(stream);
-        driver_.call(driver_.stream_synchronize(stream), "restoring device memory");
-      } catch (const std::exception& f) {
-        pasta::detail::log(fmt::format(
-            "hardware counters: the program's memory could not be restored after a failed "
-            "replay ({}): its results may be wrong",
-            f.what()));
-      }
-      throw;
-    }
-    tally_.replayed_bytes += memory_.saved_bytes();
-    return true;
-  }
+  bool run_passes(const Launch& launch);
   // A user-replay pass ended: whether it was the last one.
-  bool stop_pass() {
-    bool last = false;
-    RangeProfiler::check(profiler_.stop(&last), "stopping the range profiler after a pass");
-    return last;
-  }
+  bool stop_pass();
 
   // Profiling off; the image's new ranges decoded, one for each launch
   // profiled since the last pause, in order. The image keeps its
@@ -520,3 +449,5 @@ class RangeCounters {
 };
 
 }  // namespace pasta::nv::detail
+
+#include <pasta/nv/detail/range_counters_passes.hpp>
