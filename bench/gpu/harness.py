@@ -263,6 +263,11 @@ class Bench:
                     results[v.label] = []
                     continue
                 results[v.label].append(Sample(x, seconds, result, stderr, d))
+                # Each value as it comes: a benchmark stopped at a time limit still leaves them.
+                each = [b.get("step_ms_median") for b in (result or {}).get("batches", [])]
+                more = f" (each batch: {', '.join(f'{b:.4f}' for b in each)})" if each else ""
+                print(f"{workload}: {v.label}, round {r + 1}: {x:.4f}{more}, {seconds:.1f} s",
+                      flush=True)
             print(f"{workload}: round {r + 1} of {rounds} done", flush=True)
         return results
 
@@ -331,6 +336,21 @@ def torch_workload(model, batch, warmup, steps, *extra):
 
 def step_ms(result, _stdout):
     return result.get("step_ms_median") if result else None
+
+
+def batch_results(results, i):
+    """{label: [Sample]} of a process that ran several batches (torch_step.py --batch 1,128),
+    with batch i's step time as each sample's value; results of one batch pass as they are."""
+    out = {}
+    for label, samples in results.items():
+        out[label] = []
+        for s in samples:
+            batches = (s.result or {}).get("batches")
+            if batches is None:
+                out[label].append(s)
+            elif i < len(batches):
+                out[label].append(s._replace(value=batches[i]["step_ms_median"]))
+    return out
 
 
 def torch_profiler_saw_kernels(_d, result):

@@ -19,7 +19,7 @@ counts the workload's kernels in a run of its own (torch_step.py
 
     overhead.py BUILD_DIR [OUT_DIR] [--quick] [--rounds 5] [--models resnet18,gpt_block,gpt2]
                 [--batches launch,compute] [--variants KEY,...] [--warmup 10] [--steps 100]
-                [--empty 100000]
+                [--empty 100000] [--together]
 
 --quick: 2 rounds of ResNet-18 and GPT-2 at the launch-bound batch, 3 warm-up
 and 10 timed steps, fewer variants, 10k empty kernels. Variant keys (native
@@ -132,6 +132,9 @@ def main():
     p.add_argument("--variants", help="comma-separated keys (see above)")
     p.add_argument("--warmup", type=int, help="untimed steps first (10; 3 with --quick)")
     p.add_argument("--steps", type=int, help="timed steps per process (100; 10 with --quick)")
+    p.add_argument("--together", action="store_true",
+                   help="run a model's batches in turn in one process a variant and round (half "
+                        "the processes; launches checked for the process, exit ms the process's)")
     p.add_argument("--empty", type=int, help="empty kernels timed (100000; 10000 with --quick; "
                                              "0 leaves them out)")
     args = harness.settle(p.parse_args(), models=(",".join(BATCHES), "resnet18,gpt2"),
@@ -150,16 +153,22 @@ def main():
     print(f"pasta overhead on {bench.gpu}: {args.rounds} interleaved rounds, {args.warmup} "
           f"warm-up and {args.steps} timed steps a process", flush=True)
     for model in models:
-        for which in batches:
-            batch = BATCHES[model][0 if which == "launch" else 1]
-            workload = f"{model} step, batch {batch} ({which}-bound)"
-            cmd = harness.torch_workload(model, batch, args.warmup, args.steps)
+        sizes = [BATCHES[model][0 if which == "launch" else 1] for which in batches]
+        names = [f"{model} step, batch {b} ({which}-bound)" for b, which in zip(sizes, batches)]
+        # --together: one process a variant and round runs every batch in turn.
+        groups = [(sizes, names)] if args.together else [([b], [n]) for b, n in zip(sizes, names)]
+        for group_sizes, group_names in groups:
+            workload = " and ".join(group_names)
+            cmd = harness.torch_workload(model, ",".join(map(str, group_sizes)), args.warmup,
+                                         args.steps)
             launches = bench.count_kernels(workload, cmd)
             if launches is None:
                 continue
             variants = torch_variants(bench, cmd, launches, keys)
             results = bench.rounds(workload, variants, args.rounds, harness.step_ms)
-            bench.table(workload, variants, results, "ms/step", extra=exit_ms)
+            for i, name in enumerate(group_names):
+                bench.table(name, variants, harness.batch_results(results, i), "ms/step",
+                            extra=exit_ms)
             print_self_time(variants, results, args.steps)
     if args.empty:
         workload = f"{args.empty} empty kernels"

@@ -12,6 +12,9 @@ timed per step (synchronised) after warm-up.
                   [--torch-profiler cpu+cuda|cuda [--profile-memory]] [--count-kernels]
 
 Prints one JSON line: model, batch, steps, median and mean step time, the GPU.
+With several batch sizes (--batch 1,128) the model is built and run at each
+in turn, in one process (a benchmark then starts half the processes); the
+line's step times are the first batch's, and "batches" lists every batch's.
 --torch-profiler profiles the timed steps (device_events_profiled: the
 kernels, copies and memsets it saw; profiler_events_seconds: what its
 events() took after them).
@@ -77,11 +80,51 @@ def kernels_in(prof):
     return sum(1 for e in events if e.get("cat") == "kernel")
 
 
+def run_batch(args, batch, profile, ProfilerActivity):
+    """Builds the model at `batch`, runs the warm-up steps, then the timed ones (under
+    torch.profiler with --torch-profiler); the step times and what the profiler did."""
+    extra = {"layers": args.layers} if args.model == "gpt2" else {}
+    model, opt, loss_of = MODELS[args.model](batch, **extra)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss_of().backward()
+        opt.step()
+
+    for _ in range(args.warmup):
+        step()
+    torch.cuda.synchronize()
+    timed = None
+    if args.torch_profiler:
+        activities = [ProfilerActivity.CUDA] + (
+            [ProfilerActivity.CPU] if args.torch_profiler == "cpu+cuda" else [])
+        timed = profile(activities=activities, profile_memory=args.profile_memory)
+    times = []
+    with timed or contextlib.nullcontext():
+        for _ in range(args.steps):
+            t0 = time.perf_counter()
+            step()
+            torch.cuda.synchronize()
+            times.append(time.perf_counter() - t0)
+            if timed:
+                timed.step()
+    out = {"batch": batch, "step_ms_median": statistics.median(times) * 1e3,
+           "step_ms_mean": statistics.mean(times) * 1e3}
+    if timed:
+        t0 = time.perf_counter()
+        events = timed.events()
+        out["profiler_events_seconds"] = time.perf_counter() - t0
+        out["device_events_profiled"] = sum(
+            1 for e in events if e.device_type == torch.autograd.DeviceType.CUDA)
+    return out
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", choices=sorted(MODELS), required=True)
-    p.add_argument("--batch", type=int, required=True)
+    p.add_argument("--batch", required=True,
+                   help="a batch size, or several comma-separated, run in turn in one process")
     p.add_argument("--warmup", type=int, default=10, help="untimed steps first (10)")
     p.add_argument("--steps", type=int, default=100, help="timed steps (100)")
     p.add_argument("--torch-profiler", choices=["cpu+cuda", "cuda"],
@@ -96,49 +139,32 @@ def main():
         p.error("--count-kernels runs torch.profiler itself: leave out --torch-profiler")
     if args.profile_memory and not args.torch_profiler:
         p.error("--profile-memory goes with --torch-profiler")
+    try:
+        batches = [int(b) for b in args.batch.split(",")]
+    except ValueError:
+        p.error(f"--batch takes batch sizes separated by commas, not {args.batch!r}")
+    if not batches or min(batches) < 1:
+        p.error(f"--batch: every batch size must be at least 1, not {args.batch!r}")
 
     torch.cuda.init()  # before the count starts, as `pasta run` starts at cuInit
     torch.manual_seed(0)
     torch.backends.cudnn.benchmark = False  # the same kernels in every run
     from torch.profiler import ProfilerActivity, profile
     counting = profile(activities=[ProfilerActivity.CUDA]) if args.count_kernels else None
+    runs = []
     with counting or contextlib.nullcontext():
-        extra = {"layers": args.layers} if args.model == "gpt2" else {}
-        model, opt, loss_of = MODELS[args.model](args.batch, **extra)
-
-        def step():
-            opt.zero_grad(set_to_none=True)
-            loss_of().backward()
-            opt.step()
-
-        for _ in range(args.warmup):
-            step()
-        torch.cuda.synchronize()
-        timed = None
-        if args.torch_profiler:
-            activities = [ProfilerActivity.CUDA] + (
-                [ProfilerActivity.CPU] if args.torch_profiler == "cpu+cuda" else [])
-            timed = profile(activities=activities, profile_memory=args.profile_memory)
-        times = []
-        with timed or contextlib.nullcontext():
-            for _ in range(args.steps):
-                t0 = time.perf_counter()
-                step()
-                torch.cuda.synchronize()
-                times.append(time.perf_counter() - t0)
-                if timed:
-                    timed.step()
-    out = {"model": args.model, "batch": args.batch, "steps": args.steps,
+        for batch in batches:
+            runs.append(run_batch(args, batch, profile, ProfilerActivity))
+            torch.cuda.empty_cache()  # the model is gone: the next batch's starts afresh
+    out = {"model": args.model, "batch": batches[0], "steps": args.steps,
            **({"layers": args.layers} if args.model == "gpt2" else {}),
-           "step_ms_median": statistics.median(times) * 1e3,
-           "step_ms_mean": statistics.mean(times) * 1e3,
+           **{k: v for k, v in runs[0].items() if k != "batch"},
            "device": torch.cuda.get_device_name()}
-    if timed:
-        t0 = time.perf_counter()
-        events = timed.events()
-        out["profiler_events_seconds"] = time.perf_counter() - t0
-        out["device_events_profiled"] = sum(
-            1 for e in events if e.device_type == torch.autograd.DeviceType.CUDA)
+    if len(runs) > 1:  # one entry per batch; the totals of what the profiler did
+        out["batches"] = runs
+        for key in ("profiler_events_seconds", "device_events_profiled"):
+            if key in runs[0]:
+                out[key] = sum(r[key] for r in runs)
     if counting:
         out["kernels"] = kernels_in(counting)
     print(json.dumps(out), flush=True)

@@ -51,10 +51,14 @@ with open(os.path.join(out, "run.json"), "w") as f:
 sys.exit(code)
 '''
 
-# A PyTorch workload as torch_step.py prints it: FAKE_MS per step; --count-kernels: 752.
+# A PyTorch workload as torch_step.py prints it: FAKE_MS per step; --count-kernels: 752;
+# with FAKE_MS2, a second batch (torch_step.py --batch 1,128) that takes FAKE_MS2 per step.
 FAKE_WORKLOAD = r'''#!/usr/bin/env python3
 import json, os, sys
 out = {"step_ms_median": float(os.environ.get("FAKE_MS", "10.0"))}
+if "FAKE_MS2" in os.environ:
+    out["batches"] = [{"batch": 1, "step_ms_median": out["step_ms_median"]},
+                      {"batch": 128, "step_ms_median": float(os.environ["FAKE_MS2"])}]
 if "--count-kernels" in sys.argv:
     out["kernels"] = 752
 print("warming up")
@@ -200,6 +204,27 @@ def refuses_unprofiled(tmp, build, workload):
     checks.expect("no FAILED line", [l for l in text.splitlines() if "FAILED" in l], [])
 
 
+def batches_apart(tmp, build, workload):
+    """A process that ran two batches (--together): one table per batch, each from the
+    same samples, and every sample's values printed as it comes."""
+    shutil.rmtree(os.path.join(tmp, "out"), ignore_errors=True)
+    V = harness.Variant
+    variants = [V("native", workload, {"FAKE_MS": "10.0", "FAKE_MS2": "100.0"}),
+                V("pasta", workload, {"FAKE_MS": "12.5", "FAKE_MS2": "101.0"}, pasta=[])]
+    _, results, text, code = bench_run(tmp, build, variants)
+    checks.expect("two batches: exit code", code, 0)
+    per_batch = [{k: [x.value for x in v] for k, v in harness.batch_results(results, i).items()}
+                 for i in range(2)]
+    checks.expect("two batches: each batch's values from the same processes", per_batch,
+                  [{"native": [10.0] * 3, "pasta": [12.5] * 3},
+                   {"native": [100.0] * 3, "pasta": [101.0] * 3}])
+    said = [re.sub(r", [0-9.]+ s$", "", line) for line in text.splitlines()
+            if line.startswith("fake step: pasta, round")]
+    checks.expect("two batches: every sample printed as it comes", said,
+                  [f"fake step: pasta, round {r}: 12.5000 (each batch: 12.5000, 101.0000)"
+                   for r in (1, 2, 3)])
+
+
 def annotations_end_to_end(tmp, build):
     """annotations.py on the fake build: options by name, the sanitizer run's launches (K + 1)
     checked, an unprofiled one refused, an unknown option an error."""
@@ -245,6 +270,7 @@ def main():
         script(os.path.join(build, "examples", "annotated_pasta"), FAKE_ANNOTATED)
         report_problems(tmp)
         refuses_unprofiled(tmp, build, workload)
+        batches_apart(tmp, build, workload)
         annotations_end_to_end(tmp, build)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
