@@ -1,5 +1,9 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <array>
+#include <vector>
+
 #include <pasta/core/detail/files.hpp>
 #include <pasta/tools/mem_hotness.hpp>
 
@@ -128,7 +132,27 @@ TEST_CASE("The heatmap merges neighbouring launches and pages beyond its grid") 
   }
   CHECK(m.launches_per_column() == 4);  // 600 launches in at most 256 columns
   std::uint64_t total = 0;
-  for (const auto& [cell, n] : m.cells()) total += n;
+  for (const auto& cell : m.cells()) total += cell.n;
   CHECK(total == 600);
-  CHECK(m.cells().at({0, 0}) == 4);  // launches 0-3 touched pages 0-3: row 0
+  CHECK(m.count(0, 0) == 4);  // launches 0-3 touched pages 0-3: row 0
+  CHECK(m.count(0, 1) == 0);
+  // Launches 596-599 touched pages 596-599: row 37 of column 149.
+  CHECK(m.count(149, 37) == 4);
+  CHECK(m.cells().size() == 150);  // one cell a column: 4 launches, 4 pages, one row
+  CHECK(std::is_sorted(m.cells().begin(), m.cells().end(), [](const auto& a, const auto& b) {
+    return a.col != b.col ? a.col < b.col : a.row < b.row;
+  }));
+
+  // Closes out of launch order still land in their cells, in order.
+  detail::Heatmap u(4);  // 4 pages, a row each
+  u.add(0, 1);
+  u.close(5);
+  u.add(1, 2);
+  u.close(2);
+  u.add(0, 3);
+  u.add(3, 1);
+  u.close(5);
+  std::vector<std::array<std::uint64_t, 3>> cells;
+  for (const auto& c : u.cells()) cells.push_back({c.col, c.row, c.n});
+  CHECK(cells == std::vector<std::array<std::uint64_t, 3>>{{2, 1, 2}, {5, 0, 4}, {5, 3, 1}});
 }

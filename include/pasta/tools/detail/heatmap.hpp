@@ -2,13 +2,13 @@
 // picture: rows are page ranges (at most max_rows), columns are launches
 // (at most max_columns; neighbours merge as launches accumulate). Counts
 // for the launch in progress go to a small dense row array, so an access
-// costs one add; they join the sparse grid when the launch changes.
+// costs one add; they join the sparse grid (a sorted vector of the cells
+// with accesses) when the launch changes.
 #pragma once
 
 #include <algorithm>
 #include <bit>
 #include <cstdint>
-#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,25 +39,60 @@ class Heatmap {
     const std::uint64_t col = launch_ordinal >> column_shift_;
     for (std::uint64_t r = 0; r < rows_; ++r)
       if (current_[r]) {
-        cells_[{col, r}] += current_[r];
+        add_cell(col, r, current_[r]);
         current_[r] = 0;
       }
     pending_ = false;
   }
 
+  struct Cell {
+    std::uint64_t col = 0, row = 0, n = 0;
+  };
   bool empty() const { return cells_.empty(); }
   std::uint64_t rows() const { return rows_; }
   std::uint64_t pages_per_row() const { return 1ull << row_shift_; }
   std::uint64_t launches_per_column() const { return 1ull << column_shift_; }
-  const std::map<std::pair<std::uint64_t, std::uint64_t>, std::uint64_t>& cells() const {
-    return cells_;
+  // The cells with accesses, by column then row.
+  const std::vector<Cell>& cells() const { return cells_; }
+  // Accesses in one cell (0 if none).
+  std::uint64_t count(std::uint64_t col, std::uint64_t row) const {
+    const auto it = find(col, row);
+    return it != cells_.end() && it->col == col && it->row == row ? it->n : 0;
   }
 
  private:
+  static bool before(const Cell& a, std::uint64_t col, std::uint64_t row) {
+    return a.col != col ? a.col < col : a.row < row;
+  }
+  std::vector<Cell>::const_iterator find(std::uint64_t col, std::uint64_t row) const {
+    return std::lower_bound(cells_.begin(), cells_.end(), Cell{col, row, 0},
+                            [](const Cell& a, const Cell& b) { return before(a, b.col, b.row); });
+  }
+  // Columns close in launch order, so a new cell goes at or near the end: an
+  // append, or an insert among the last column's rows.
+  void add_cell(std::uint64_t col, std::uint64_t row, std::uint64_t n) {
+    if (cells_.empty() || before(cells_.back(), col, row)) {
+      cells_.push_back({col, row, n});
+      return;
+    }
+    const auto at = cells_.begin() + (find(col, row) - cells_.cbegin());
+    if (at != cells_.end() && at->col == col && at->row == row)
+      at->n += n;
+    else
+      cells_.insert(at, {col, row, n});
+  }
   void merge_columns() {
-    std::map<std::pair<std::uint64_t, std::uint64_t>, std::uint64_t> merged;
-    for (const auto& [k, v] : cells_) merged[{k.first / 2, k.second}] += v;
-    cells_.swap(merged);
+    for (Cell& c : cells_) c.col /= 2;
+    std::stable_sort(cells_.begin(), cells_.end(),
+                     [](const Cell& a, const Cell& b) { return before(a, b.col, b.row); });
+    std::size_t out = 0;
+    for (std::size_t i = 0; i < cells_.size(); ++i) {
+      if (out && cells_[out - 1].col == cells_[i].col && cells_[out - 1].row == cells_[i].row)
+        cells_[out - 1].n += cells_[i].n;
+      else
+        cells_[out++] = cells_[i];
+    }
+    cells_.resize(out);
     ++column_shift_;
   }
 
@@ -66,7 +101,9 @@ class Heatmap {
   std::vector<std::uint64_t> current_;
   bool pending_ = false;
   int column_shift_ = 0;
-  std::map<std::pair<std::uint64_t, std::uint64_t>, std::uint64_t> cells_;  // (col, row) -> n
+  // A sorted vector, not a map: a node allocation for every (launch,
+  // allocation) pair was most of an access's cost in bench/dispatch.cpp.
+  std::vector<Cell> cells_;
 };
 
 }  // namespace pasta::detail

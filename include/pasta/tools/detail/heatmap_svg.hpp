@@ -26,7 +26,7 @@ inline std::string heatmap_svg(const std::vector<HeatmapPanel>& panels, std::uin
   const double cell_w = static_cast<double>(width) / static_cast<double>(columns);
   std::uint64_t peak = 1;
   for (const auto& p : panels)
-    for (const auto& [k, v] : p.map->cells()) peak = std::max(peak, v);
+    for (const auto& c : p.map->cells()) peak = std::max(peak, c.n);
   int height = 20;
   for (const auto& p : panels) height += top_pad + static_cast<int>(p.map->rows()) * row_px + gap;
   std::string svg = fmt::format(
@@ -46,17 +46,17 @@ inline std::string heatmap_svg(const std::vector<HeatmapPanel>& panels, std::uin
         "stroke=\"#999\"/>\n<text x=\"4\" y=\"{}\">pages</text>\n",
         left, y + 16, p.title, m.pages_per_row(), m.launches_per_column(), left, y + top_pad - 10,
         width, h, y + top_pad - 10 + h / 2);
-    for (const auto& [k, v] : m.cells()) {
+    for (const auto& [col, row, v] : m.cells()) {
       const double t = std::log1p(static_cast<double>(v)) / std::log1p(static_cast<double>(peak));
       const int g = static_cast<int>(std::lround(235 * (1 - t)));
       svg += fmt::format(
           "<rect class=\"cell\" x=\"{:.2f}\" y=\"{}\" width=\"{:.2f}\" height=\"{}\" "
           "fill=\"rgb({},{},{})\"><title>launches {}-{}, pages {}-{}: {} accesses</title></rect>\n",
-          left + cell_w * static_cast<double>(k.first),
-          y + top_pad - 10 + static_cast<int>(k.second) * row_px, std::max(cell_w, 1.0), row_px,
-          180 + (75 * g) / 235, g, g, k.first * m.launches_per_column(),
-          (k.first + 1) * m.launches_per_column() - 1, k.second * m.pages_per_row(),
-          (k.second + 1) * m.pages_per_row() - 1, v);
+          left + cell_w * static_cast<double>(col),
+          y + top_pad - 10 + static_cast<int>(row) * row_px, std::max(cell_w, 1.0), row_px,
+          180 + (75 * g) / 235, g, g, col * m.launches_per_column(),
+          (col + 1) * m.launches_per_column() - 1, row * m.pages_per_row(),
+          (row + 1) * m.pages_per_row() - 1, v);
     }
     svg += fmt::format("<text x=\"{}\" y=\"{}\">kernel launches &#8594;</text></g>\n", left,
                        y + top_pad + h + 2);
