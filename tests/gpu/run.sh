@@ -29,7 +29,8 @@
 # the stall-blame GPU tests (PC sampling joined with sanitizer accesses; STALLS_TESTS, a regex
 # of case names, replaces the list), then bench/gpu/stall_access.py (STALL_BENCH=0 leaves it
 # out; STALL_BENCH_ARGS, e.g. "--layers 2 --rounds 2").
-# Benchmark options: BENCH_ARGS (bench/gpu/overhead.py, e.g. "--quick" or "--models gpt2
+# Benchmark options: BENCH_ARGS (bench/gpu/overhead.py, e.g. "--quick", "--models gpt2 --together"
+# (both batch sizes in each process, half the processes) or "--models gpt2
 # --rounds 5"), TORCH_BENCH_ARGS (torch_overhead.py), MEMORY_BENCH_ARGS (memory.py),
 # ANNOTATIONS_BENCH_ARGS (annotations.py); each takes --quick for a first check.
 # A failed step (a GPU test, a benchmark, a recording) makes the exit status 1, and the
