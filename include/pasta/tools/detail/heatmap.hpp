@@ -9,11 +9,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
-#include <string>
-#include <utility>
 #include <vector>
-
-#include <pasta/core/detail/fmt.hpp>
 
 namespace pasta::detail {
 
@@ -56,38 +52,37 @@ class Heatmap {
   const std::vector<Cell>& cells() const { return cells_; }
   // Accesses in one cell (0 if none).
   std::uint64_t count(std::uint64_t col, std::uint64_t row) const {
-    const auto it = find(col, row);
-    return it != cells_.end() && it->col == col && it->row == row ? it->n : 0;
+    const Cell key{col, row, 0};
+    const auto it = std::lower_bound(cells_.begin(), cells_.end(), key, before);
+    return it != cells_.end() && same(*it, key) ? it->n : 0;
   }
 
  private:
-  static bool before(const Cell& a, std::uint64_t col, std::uint64_t row) {
-    return a.col != col ? a.col < col : a.row < row;
+  // The cells' order: by column, then row.
+  static bool before(const Cell& a, const Cell& b) {
+    return a.col != b.col ? a.col < b.col : a.row < b.row;
   }
-  std::vector<Cell>::const_iterator find(std::uint64_t col, std::uint64_t row) const {
-    return std::lower_bound(cells_.begin(), cells_.end(), Cell{col, row, 0},
-                            [](const Cell& a, const Cell& b) { return before(a, b.col, b.row); });
-  }
+  static bool same(const Cell& a, const Cell& b) { return a.col == b.col && a.row == b.row; }
   // Columns close in launch order, so a new cell goes at or near the end: an
   // append, or an insert among the last column's rows.
   void add_cell(std::uint64_t col, std::uint64_t row, std::uint64_t n) {
-    if (cells_.empty() || before(cells_.back(), col, row)) {
-      cells_.push_back({col, row, n});
+    const Cell cell{col, row, n};
+    if (cells_.empty() || before(cells_.back(), cell)) {
+      cells_.push_back(cell);
       return;
     }
-    const auto at = cells_.begin() + (find(col, row) - cells_.cbegin());
-    if (at != cells_.end() && at->col == col && at->row == row)
+    const auto at = std::lower_bound(cells_.begin(), cells_.end(), cell, before);
+    if (at != cells_.end() && same(*at, cell))
       at->n += n;
     else
-      cells_.insert(at, {col, row, n});
+      cells_.insert(at, cell);
   }
   void merge_columns() {
     for (Cell& c : cells_) c.col /= 2;
-    std::stable_sort(cells_.begin(), cells_.end(),
-                     [](const Cell& a, const Cell& b) { return before(a, b.col, b.row); });
+    std::stable_sort(cells_.begin(), cells_.end(), before);
     std::size_t out = 0;
     for (std::size_t i = 0; i < cells_.size(); ++i) {
-      if (out && cells_[out - 1].col == cells_[i].col && cells_[out - 1].row == cells_[i].row)
+      if (out && same(cells_[out - 1], cells_[i]))
         cells_[out - 1].n += cells_[i].n;
       else
         cells_[out++] = cells_[i];
