@@ -70,6 +70,7 @@ class Cupti {
         verbose_(cfg.verbose),
         self_time_(cfg.self_time),
         flush_on_sync_(cfg.flush_on_sync),
+        buffer_pool_(cfg.buffer_pool),
         op_tags_(cfg.op_tags),
         counters_(cfg),
         sampling_(cfg),
@@ -199,6 +200,7 @@ class Cupti {
   bool verbose_;
   bool self_time_;  // Config::self_time
   bool flush_on_sync_;
+  bool buffer_pool_;  // Config::buffer_pool
   bool op_tags_;                       // Config::op_tags: tag device work with operators
   bool tag_ops_ = false;               // ... and a tool reads them: the callbacks tag
   std::mutex tags_mutex_;              // guards tags_armed_
@@ -300,7 +302,7 @@ void Cupti::start(Sink& sink) {
     check(cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_NVTX), "NVTX callbacks");
 
   if constexpr (activities) {
-    activity_.listen(this, &process_buffer<Sink>);
+    activity_.listen(this, &process_buffer<Sink>, buffer_pool_);
     if constexpr (kernels) enable_activity(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "kernel");
     if (copies && !skipped(detail::skip_memcpy)) {
       enable_activity(CUPTI_ACTIVITY_KIND_MEMCPY, "memcpy");
@@ -392,9 +394,10 @@ inline void Cupti::stop() {
   if (verbose_)
     pasta::detail::log(fmt::format(
         "cupti handler: {} records in {} buffers, {} dropped, {} buffers refused, {} callbacks, "
-        "{} flushes taking {:.1f} ms",
+        "{} flushes taking {:.1f} ms; buffers handed out {} reused, {} new",
         stats_.records.load(), stats_.buffers.load(), stats_.dropped.load(), stats_.refused.load(),
-        stats_.callbacks.load(), stats_.flushes.load(), stats_.flush_ns.load() / 1e6));
+        stats_.callbacks.load(), stats_.flushes.load(), stats_.flush_ns.load() / 1e6,
+        activity_.pool().reused(), activity_.pool().fresh()));
   if (verbose_ && tag_ops_) detail::log_graph_summary(records_.graph_ops());
   if (self_time_)
     for (const auto& [what, t] :

@@ -15,6 +15,10 @@ struct CuptiSettings {
   bool launch_callbacks = false;       // PASTA_LAUNCH_CALLBACKS: host-side launch events
   std::uint64_t flush_ms = 1000;       // PASTA_FLUSH_MS: device-record flush period (0 = none)
   bool flush_on_sync = true;           // PASTA_FLUSH_ON_SYNC: also flush after a device sync
+  // PASTA_CUPTI_BUFFER_POOL: activity buffers reused, zeroed by pasta's
+  // worker (off: a new one for each request, zeroed by CUPTI on the thread
+  // that launches; for measuring).
+  bool buffer_pool = true;
   std::uint64_t counter_launches = 1;  // PASTA_COUNTER_LAUNCHES: measured per signature (0 = all)
   // PASTA_COUNTER_CACHE: all = write back and evict L2 before each replay
   // pass (under PASTA_COUNTER_REPLAY=cupti, before the one-pass measurement
@@ -40,6 +44,7 @@ inline constexpr pasta::detail::Variable<CuptiSettings> cupti_variables[] = {
     var::whole<&S::flush_ms>("PASTA_FLUSH_MS",
                              "a whole number of milliseconds (0 = no periodic flush)"),
     var::flag<&S::flush_on_sync>("PASTA_FLUSH_ON_SYNC"),
+    var::flag<&S::buffer_pool>("PASTA_CUPTI_BUFFER_POOL"),
     var::whole<&S::counter_launches>("PASTA_COUNTER_LAUNCHES",
                                      "a whole number (0 = measure every launch)"),
     var::one_of<&S::counter_cache_flush, cache>(

@@ -20,6 +20,7 @@
 #include <pasta/core/log.hpp>
 #include <pasta/core/names.hpp>
 #include <pasta/nv/detail/activity.hpp>
+#include <pasta/nv/detail/buffer_pool.hpp>
 #include <pasta/nv/detail/cupti_api.hpp>
 #include <pasta/nv/detail/flush_schedule.hpp>
 #include <pasta/nv/detail/graph_callbacks.hpp>
@@ -138,6 +139,7 @@ class ActivityWorker {
  public:
   static constexpr std::size_t buffer_bytes = 8u << 20;
   static constexpr std::size_t max_buffers = 64;  // at most 512 MiB of records in flight
+  static constexpr std::size_t spare_buffers = 4;  // kept zeroed for reuse (buffer_pool.hpp)
   static constexpr auto min_flush_gap = std::chrono::milliseconds(100);
   // What a filled buffer goes to, on the worker or the thread that drains.
   using Process = void (*)(void* owner, std::uint8_t* buffer, std::size_t valid);
@@ -152,10 +154,21 @@ class ActivityWorker {
   ActivityWorker(const ActivityWorker&) = delete;
   ActivityWorker& operator=(const ActivityWorker&) = delete;
 
-  // CUPTI's buffers from now on, each processed by `process(owner, ...)`.
-  void listen(void* owner, Process process) {
+  // CUPTI's buffers from now on, each processed by `process(owner, ...)`;
+  // pooled: reused and zeroed by pasta's worker (PASTA_CUPTI_BUFFER_POOL),
+  // else allocated for each request and zeroed by CUPTI there.
+  void listen(void* owner, Process process, bool pooled) {
     owner_ = owner;
     process_ = process;
+    // CUPTI zeroes a buffer on the thread that asked for it unless told
+    // they come zeroed; without the attribute the pool only saves faults.
+    std::uint8_t zeroed = 1;
+    std::size_t size = sizeof zeroed;
+    pooled_ = pooled;
+    if (pooled_)
+      cupti_ok(cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &size,
+                                         &zeroed),
+               "telling CUPTI its activity buffers come zeroed");
     current() = this;
     cupti_ok(cuptiActivityRegisterCallbacks(&buffer_requested, &buffer_completed),
              "registering activity buffers");
@@ -171,7 +184,10 @@ class ActivityWorker {
                               : FlushSchedule::clock::duration(min_flush_gap),
                         FlushSchedule::clock::now());
     }
-    worker_ = std::thread([this] { worker_loop(); });
+    worker_ = std::thread([this] {
+      if (pooled_) pool_.prepare();  // the spares' pages, off the program's threads
+      worker_loop();
+    });
   }
   void stop_thread() {
     if (!worker_.joinable()) return;
@@ -195,6 +211,7 @@ class ActivityWorker {
     }
     worker_cv_.notify_one();
   }
+  const BufferPool& pool() const { return pool_; }
   // The buffers CUPTI completed, processed on this thread.
   void drain() {
     std::vector<Filled> work;
@@ -257,11 +274,17 @@ class ActivityWorker {
       } catch (...) {
         pasta::detail::log_once("cupti:buffer", "processing a CUPTI activity buffer failed");
       }
-      std::free(f.buffer);
+      release(f.buffer);
       outstanding_.fetch_sub(1);
       stats_.buffers.fetch_add(1, std::memory_order_relaxed);
     }
     work.clear();
+  }
+  void release(std::uint8_t* buffer) {
+    if (pooled_)
+      pool_.give_back(buffer);
+    else
+      std::free(buffer);
   }
 
   CuptiStats& stats_;
@@ -270,6 +293,8 @@ class ActivityWorker {
   Process process_ = nullptr;
   Wake wake_ = nullptr;
   std::atomic<std::size_t> outstanding_{0};
+  bool pooled_ = false;
+  BufferPool pool_{buffer_bytes, spare_buffers};
   std::thread worker_;
   std::mutex worker_mutex_;  // guards filled_, schedule_, stopping_
   std::condition_variable worker_cv_;
@@ -362,7 +387,8 @@ inline void CUPTIAPI ActivityWorker::buffer_requested(std::uint8_t** buffer, std
     if (self) self->stats_.refused.fetch_add(1);
     return;
   }
-  *buffer = static_cast<std::uint8_t*>(std::aligned_alloc(8, buffer_bytes));
+  *buffer = self->pooled_ ? self->pool_.take()
+                         : static_cast<std::uint8_t*>(std::aligned_alloc(8, buffer_bytes));
   *size = *buffer ? buffer_bytes : 0;
   if (*buffer) self->outstanding_.fetch_add(1);
 }
