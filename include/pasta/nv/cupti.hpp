@@ -159,6 +159,7 @@ class Cupti {
       open ? cuptiActivityEnable(self->windowed_kinds_[i])
            : cuptiActivityDisable(self->windowed_kinds_[i]);
     if (self->window_changed_) self->window_changed_(self, open);
+    self->pause_tags(!open);
     // The window's records reach the tools without waiting for the next flush.
     if (!open) self->activity_.request_flush();
   }
@@ -177,7 +178,7 @@ class Cupti {
     std::scoped_lock lock(tags_mutex_);
     if (tags_armed_) return;
     tags_armed_ = true;
-    const int tagged = detail::enable_tag_callbacks(subscriber_);
+    const int tagged = tags_paused_ ? 0 : detail::enable_tag_callbacks(subscriber_);
     // A graph's work is charged to the operator current when it was
     // captured, not to the one that launches it (graph_callbacks.hpp).
     const int graphs =
@@ -192,6 +193,16 @@ class Cupti {
     pasta::detail::op_correlator().compare_exchange_strong(first, &detail::op_hooks);
   }
 
+  // Outside the capture window no device work is recorded, so nothing is
+  // tagged: the four callbacks a launch are off there (a long run profiled
+  // for a window pays for them only inside it), and on again when it opens.
+  void pause_tags(bool pause) {
+    std::scoped_lock lock(tags_mutex_);
+    if (tags_paused_ == pause) return;
+    tags_paused_ = pause;
+    if (tags_armed_ && active_) detail::enable_tag_callbacks(subscriber_, !pause);
+  }
+
   // PASTA_CUPTI_SKIP (detail/cupti_skip.hpp).
   bool skipped(unsigned what) const { return (skip_ & what) != 0; }
 
@@ -203,8 +214,9 @@ class Cupti {
   bool buffer_pool_;  // Config::buffer_pool
   bool op_tags_;                       // Config::op_tags: tag device work with operators
   bool tag_ops_ = false;               // ... and a tool reads them: the callbacks tag
-  std::mutex tags_mutex_;              // guards tags_armed_
+  std::mutex tags_mutex_;              // guards tags_armed_, tags_paused_
   bool tags_armed_ = false;            // the tagging callbacks are on (or stop() began)
+  bool tags_paused_ = false;           // ... but off while the capture window is closed
   void (*unqueue_)(Cupti*) = nullptr;  // the sink's queue_when_busy, if the worker settles it
   bool host_launches_ = false;         // KernelLaunch comes from callbacks, not from records
   detail::CounterCallbacks counters_;  // KernelCounters, when a tool wants them
@@ -325,10 +337,12 @@ void Cupti::start(Sink& sink) {
       // tagging did (docs/benchmarks.md).
       records_.enable_op_tags(verbose_);
       tag_ops_ = true;
-      // Those callbacks are turned on at the first operator (arm_tags).
+      // Those callbacks are turned on at the first operator (arm_tags), and
+      // only while the capture window is open (pause_tags).
       {
         std::scoped_lock lock(tags_mutex_);
         tags_armed_ = false;
+        tags_paused_ = !window.whole() && !window.open();
       }
       pasta::detail::op_correlator().store(&first_op_hooks, std::memory_order_release);
     }

@@ -55,9 +55,9 @@ inline bool makes_device_work(std::string_view api) {
   return false;
 }
 
-// Turns on the callbacks of every such function (found by name, so new
-// variants are covered); returns how many.
-inline int enable_tag_callbacks(CUpti_SubscriberHandle subscriber) {
+// Turns on (or off) the callbacks of every such function (found by name, so
+// new variants are covered); returns how many.
+inline int enable_tag_callbacks(CUpti_SubscriberHandle subscriber, bool on = true) {
   int enabled = 0;
   for (auto [domain, size] : {std::pair{CUPTI_CB_DOMAIN_RUNTIME_API,
                                         std::uint32_t{CUPTI_RUNTIME_TRACE_CBID_SIZE}},
@@ -68,7 +68,7 @@ inline int enable_tag_callbacks(CUpti_SubscriberHandle subscriber) {
       if (cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || !name ||
           !makes_device_work(name))
         continue;
-      if (cuptiEnableCallback(1, subscriber, domain, cbid) == CUPTI_SUCCESS) ++enabled;
+      if (cuptiEnableCallback(on ? 1 : 0, subscriber, domain, cbid) == CUPTI_SUCCESS) ++enabled;
     }
   }
   return enabled;
