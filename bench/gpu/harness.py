@@ -40,7 +40,26 @@ def arguments(doc, out):
     p.add_argument("--quick", action="store_true",
                    help="a first check on a GPU: 2 rounds, fewer steps and workloads")
     p.add_argument("--timeout", type=float, default=300, help="seconds one process may take (300)")
+    p.add_argument("--cpus", type=cpu_list, default=None,
+                   help="run every process on these CPUs only, as 2-5 or 0,2,4 (default: all): "
+                        "the same cores for every variant, fewer moves between them")
     return p
+
+
+def cpu_list(text):
+    """'2-5,8' -> {2, 3, 4, 5, 8}; an argparse type, so a bad list is a usage error."""
+    cpus = set()
+    try:
+        for part in text.split(","):
+            lo, _, hi = part.partition("-")
+            cpus.update(range(int(lo), int(hi or lo) + 1))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a CPU list (as 2-5 or 0,2,4): {text!r}")
+    usable = os.sched_getaffinity(0)
+    if not cpus or not cpus <= usable:
+        raise argparse.ArgumentTypeError(
+            f"CPUs {sorted(cpus - usable) or text} are not usable here (usable: {sorted(usable)})")
+    return cpus
 
 
 def settle(args, **defaults):
@@ -175,8 +194,9 @@ class Bench:
     """Runs variants in interleaved rounds, checks every profiled run, prints the
     table, writes the CSV; `failures` counts the FAILED lines."""
 
-    def __init__(self, build, out, timeout=300):
+    def __init__(self, build, out, timeout=300, cpus=None):
         self.build, self.out, self.timeout = os.path.abspath(build), os.path.abspath(out), timeout
+        self.cpus = cpus
         self.pasta_bin = os.path.join(self.build, "bin", "pasta")
         self.gpu = gpu_name()
         self.failures = 0
@@ -194,8 +214,10 @@ class Bench:
         """(CompletedProcess or None at the timeout, seconds) of one process."""
         t0 = time.perf_counter()
         try:
+            pin = (lambda: os.sched_setaffinity(0, self.cpus)) if self.cpus else None
             proc = subprocess.run(cmd, capture_output=True, text=True, check=False,
-                                  env={**os.environ, **(env or {})}, timeout=self.timeout)
+                                  env={**os.environ, **(env or {})}, timeout=self.timeout,
+                                  preexec_fn=pin)
         except subprocess.TimeoutExpired:
             return None, time.perf_counter() - t0
         return proc, time.perf_counter() - t0
@@ -246,6 +268,9 @@ class Bench:
         """Every variant once a round, in order, `rounds` times. value(json, stdout) -> the
         measurement (a number). Returns {label: [Sample]}; a variant that failed once runs no
         more and keeps no values."""
+        labels = [v.label for v in variants]
+        if len(set(labels)) != len(labels):  # results are kept by label
+            raise ValueError(f"two variants share a label: {labels}")
         results = {v.label: [] for v in variants}
         for r in range(rounds):
             for v in variants:
@@ -266,6 +291,11 @@ class Bench:
                 # Each value as it comes: a benchmark stopped at a time limit still leaves them.
                 each = [b.get("step_ms_median") for b in (result or {}).get("batches", [])]
                 more = f" (each batch: {', '.join(f'{b:.4f}' for b in each)})" if each else ""
+                if "step_ms_outside_median" in (result or {}):  # torch_step.py --windows
+                    more += (f" (ms/step outside {result['step_ms_outside_median']:.4f}, "
+                             f"inside {result['step_ms_inside_median']:.4f}; outside before "
+                             f"the first window {result['step_ms_first_outside']:.4f}, after "
+                             f"{result['step_ms_later_outside_median']:.4f})")
                 print(f"{workload}: {v.label}, round {r + 1}: {x:.4f}{more}, {seconds:.1f} s",
                       flush=True)
             print(f"{workload}: round {r + 1} of {rounds} done", flush=True)
@@ -338,9 +368,15 @@ def step_ms(result, _stdout):
     return result.get("step_ms_median") if result else None
 
 
-def batch_results(results, i):
+def window_ratio(result, _stdout):
+    """torch_step.py --windows: inside over outside the window, within the process."""
+    return result.get("window_ratio") if result else None
+
+
+def batch_results(results, i, key="step_ms_median"):
     """{label: [Sample]} of a process that ran several batches (torch_step.py --batch 1,128),
-    with batch i's step time as each sample's value; results of one batch pass as they are."""
+    with batch i's `key` (its step time) as each sample's value; results of one batch pass as
+    they are."""
     out = {}
     for label, samples in results.items():
         out[label] = []
@@ -349,7 +385,7 @@ def batch_results(results, i):
             if batches is None:
                 out[label].append(s)
             elif i < len(batches):
-                out[label].append(s._replace(value=batches[i]["step_ms_median"]))
+                out[label].append(s._replace(value=batches[i][key]))
     return out
 
 

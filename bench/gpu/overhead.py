@@ -27,6 +27,7 @@ always runs):
 """
 import os
 import re
+import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -47,15 +48,27 @@ VARIANTS = {
                              {"PASTA_INJECT_LIB": "pasta_bench_kernel_freq_timeline"}),
     "no-sync": ("  same, without sync records", [], [],
                 {"PASTA_INJECT_LIB": "pasta_bench_kernel_freq_timeline", "PASTA_CUPTI_SKIP": "sync"}),
-    "kernels-only": ("  same, kernel records only", [], [],
+    "kernels-only": ("  KernelFreq+Timeline, kernel records only", [], [],
                      {"PASTA_INJECT_LIB": "pasta_bench_kernel_freq_timeline",
                       "PASTA_CUPTI_SKIP": "memcpy,memset,sync,memory,nvtx,device"}),
+    "op-floor": ("pasta KernelFreq+EventCount with operators", [], ["--torch"],
+                 {"PASTA_INJECT_LIB": "pasta_bench_op_floor"}),
     "default": ("pasta run (default pipeline)", [], [], {}),
-    "default-no-flush": ("  same, no flush on sync or timer", [], [],
+    "default-no-flush": ("  default, no flush on sync or timer", [], [],
                          {"PASTA_FLUSH_ON_SYNC": "0", "PASTA_FLUSH_MS": "0"}),
-    "default-kernels-only": ("  same, kernel records only", [], [],
+    "default-no-pool": ("  default, PASTA_CUPTI_BUFFER_POOL=0", [], [],
+                        {"PASTA_CUPTI_BUFFER_POOL": "0"}),
+    "default-kernels-only": ("  default, kernel records only", [], [],
                              {"PASTA_CUPTI_SKIP": "memcpy,memset,sync,memory,nvtx,device"}),
     "torch": ("pasta run --torch", [], ["--torch"], {}),
+    "torch-no-pool": ("  --torch, PASTA_CUPTI_BUFFER_POOL=0", [], ["--torch"],
+                      {"PASTA_CUPTI_BUFFER_POOL": "0"}),
+    "kernel-freq-no-flush": ("  KernelFreq, no flush on sync or timer", [], [],
+                             {"PASTA_INJECT_LIB": "pasta_bench_kernel_freq",
+                              "PASTA_FLUSH_ON_SYNC": "0", "PASTA_FLUSH_MS": "0"}),
+    "kernel-freq-no-pool": ("  KernelFreq, PASTA_CUPTI_BUFFER_POOL=0", [], [],
+                            {"PASTA_INJECT_LIB": "pasta_bench_kernel_freq",
+                             "PASTA_CUPTI_BUFFER_POOL": "0"}),
     "torch-no-tags": ("  same, PASTA_OP_TAGS=0", [], ["--torch"], {"PASTA_OP_TAGS": "0"}),
     "torch-no-queue": ("  same, PASTA_HOST_QUEUE=0", [], ["--torch"], {"PASTA_HOST_QUEUE": "0"}),
     "torch-two-tools": ("  same events, only op_summary,tensor_alloc run", [], ["--torch"],
@@ -69,6 +82,8 @@ VARIANTS = {
     "torch-self-time": ("pasta run --torch, PASTA_SELF_TIME=1 (first round)", [], ["--torch"],
                         {"PASTA_SELF_TIME": "1"}),
 }
+# Labels name results: two variants must never share one.
+assert len({v[0] for v in VARIANTS.values()}) == len(VARIANTS), "two variants share a label"
 # Variants that run in the first round only: their logs, not their times, are what they are for.
 ONCE = {"default-self-time", "torch-self-time"}
 # Variants whose pipeline has no CUPTI handler, and so sees no launches.
@@ -96,11 +111,13 @@ def exit_ms(label, samples):
     return "exit ms", f"{max(values):9.1f}" if values else ""
 
 
-def torch_variants(bench, cmd, launches, keys):
+def torch_variants(bench, cmd, launches, keys, windows=0):
     out = []
     for key in keys:
         label, options, pasta, env = VARIANTS[key]
         env = dict(env, PASTA_VERBOSE="1") if pasta is not None else dict(env)
+        if windows and pasta is not None:
+            env["PASTA_CAPTURE_RANGE"] = "cudaProfilerApi"
         if "PASTA_INJECT_LIB" in env:
             env["PASTA_INJECT_LIB"] = bench.lib(env["PASTA_INJECT_LIB"])
         check = harness.torch_profiler_saw_kernels if options else None
@@ -108,6 +125,25 @@ def torch_variants(bench, cmd, launches, keys):
                                    expect=0 if key in NO_LAUNCHES else launches, check=check,
                                    once=key in ONCE))
     return out
+
+
+def window_table(bench, name, variants, results, i):
+    """--windows: each process's inside-over-outside ratio (the cost of collecting, measured
+    within the process; native's is the method's own noise), and, across processes, the
+    outside blocks' step against native's (the cost of waiting outside the window)."""
+    def outside_ms(samples):
+        return [((s.result.get("batches") or [s.result])[i])["step_ms_outside_median"]
+                for s in samples]
+    native = outside_ms(results.get("native", []))
+
+    def outside_vs_native(label, samples):
+        if label is None:
+            return "outside ms  vs native", ""
+        med = statistics.median(outside_ms(samples))
+        return "", f"{med:10.4f} {med / statistics.median(native):9.3f}x" if native else ""
+    bench.table(f"{name}, inside/outside the window within a process", variants,
+                harness.batch_results(results, i, "window_ratio"), "ratio",
+                extra=outside_vs_native)
 
 
 def print_self_time(variants, results, steps):
@@ -135,6 +171,12 @@ def main():
     p.add_argument("--together", action="store_true",
                    help="run a model's batches in turn in one process a variant and round (half "
                         "the processes; launches checked for the process, exit ms the process's)")
+    p.add_argument("--windows", type=int, default=0, metavar="N",
+                   help="measure within each process: steps in blocks of N, alternately outside "
+                        "and inside a cudaProfilerStart/Stop window, pasta collecting only inside "
+                        "(--capture-range cudaProfilerApi); the ratio is inside over outside, "
+                        "median over the block pairs (torch_step.py --windows). Not for "
+                        "torch.profiler or aten-only")
     p.add_argument("--empty", type=int, help="empty kernels timed (100000; 10000 with --quick; "
                                              "0 leaves them out)")
     args = harness.settle(p.parse_args(), models=(",".join(BATCHES), "resnet18,gpt2"),
@@ -149,9 +191,15 @@ def main():
         if unknown:
             p.error(f"unknown {what} {', '.join(unknown)}; known: {', '.join(known)}")
 
-    bench = harness.Bench(args.build, args.out, args.timeout)
+    if args.windows:
+        unfit = [k for k in keys if VARIANTS[k][1] or k in NO_LAUNCHES]
+        if unfit:
+            p.error(f"--windows: {', '.join(unfit)} collect(s) outside cudaProfilerStart/Stop "
+                    "windows too; leave them out")
+    bench = harness.Bench(args.build, args.out, args.timeout, args.cpus)
     print(f"pasta overhead on {bench.gpu}: {args.rounds} interleaved rounds, {args.warmup} "
-          f"warm-up and {args.steps} timed steps a process", flush=True)
+          f"warm-up and {args.steps} timed steps a process"
+          + (f", every process on CPUs {sorted(args.cpus)}" if args.cpus else ""), flush=True)
     for model in models:
         sizes = [BATCHES[model][0 if which == "launch" else 1] for which in batches]
         names = [f"{model} step, batch {b} ({which}-bound)" for b, which in zip(sizes, batches)]
@@ -160,15 +208,20 @@ def main():
         for group_sizes, group_names in groups:
             workload = " and ".join(group_names)
             cmd = harness.torch_workload(model, ",".join(map(str, group_sizes)), args.warmup,
-                                         args.steps)
+                                         args.steps,
+                                         *(["--windows", str(args.windows)] if args.windows else []))
             launches = bench.count_kernels(workload, cmd)
             if launches is None:
                 continue
-            variants = torch_variants(bench, cmd, launches, keys)
-            results = bench.rounds(workload, variants, args.rounds, harness.step_ms)
+            variants = torch_variants(bench, cmd, launches, keys, args.windows)
+            value = harness.window_ratio if args.windows else harness.step_ms
+            results = bench.rounds(workload, variants, args.rounds, value)
             for i, name in enumerate(group_names):
-                bench.table(name, variants, harness.batch_results(results, i), "ms/step",
-                            extra=exit_ms)
+                if args.windows:
+                    window_table(bench, name, variants, results, i)
+                else:
+                    bench.table(name, variants, harness.batch_results(results, i), "ms/step",
+                                extra=exit_ms)
             print_self_time(variants, results, args.steps)
     if args.empty:
         workload = f"{args.empty} empty kernels"

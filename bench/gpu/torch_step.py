@@ -10,6 +10,7 @@ timed per step (synchronised) after warm-up.
 
     torch_step.py --model resnet18 --batch 32 [--warmup 10] [--steps 100]
                   [--torch-profiler cpu+cuda|cuda [--profile-memory]] [--count-kernels]
+                  [--windows N]
 
 Prints one JSON line: model, batch, steps, median and mean step time, the GPU.
 With several batch sizes (--batch 1,128) the model is built and run at each
@@ -18,6 +19,20 @@ line's step times are the first batch's, and "batches" lists every batch's.
 --torch-profiler profiles the timed steps (device_events_profiled: the
 kernels, copies and memsets it saw; profiler_events_seconds: what its
 events() took after them).
+--windows N times the steps in blocks of N, alternately outside and inside a
+cudaProfilerStart/Stop window (the first block outside): a profiler that
+collects only inside (`pasta run --capture-range cudaProfilerApi`) costs
+the inside blocks what collecting costs, and the outside ones what it
+costs to be there and wait. window_ratio is the median, over each outside
+block and the inside block after it, of the inside block's median step
+over the outside one's: what collecting costs, measured within one process
+at a fraction of a second's distance, so the differences between processes
+(which on the GPU machine move a launch-bound step by 20%) leave it alone;
+a native process gives 1.0 and its spread. step_ms_outside_median and
+step_ms_inside_median are each kind's median step; step_ms_first_outside the
+first block's (before any window opened) and step_ms_later_outside_median
+the other outside blocks'; with --count-kernels, only the inside blocks'
+kernels are counted.
 --count-kernels runs the whole workload (model built, warm-up, steps) under
 torch.profiler (CUDA activity) from right after CUDA is initialised and prints
 the kernels it launched ("kernels", the raw trace's kernel events): the
@@ -99,6 +114,8 @@ def run_batch(args, batch, profile, ProfilerActivity):
         activities = [ProfilerActivity.CUDA] + (
             [ProfilerActivity.CPU] if args.torch_profiler == "cpu+cuda" else [])
         timed = profile(activities=activities, profile_memory=args.profile_memory)
+    if args.windows:
+        return run_windows(args, batch, step, profile, ProfilerActivity)
     times = []
     with timed or contextlib.nullcontext():
         for _ in range(args.steps):
@@ -119,6 +136,47 @@ def run_batch(args, batch, profile, ProfilerActivity):
     return out
 
 
+def run_windows(args, batch, step, profile, ProfilerActivity):
+    """The timed steps in blocks of args.windows, alternately outside and inside a
+    cudaProfilerStart/Stop window; with --count-kernels, torch.profiler counts the kernels of
+    the inside blocks only."""
+    blocks = max(2, 2 * round(args.steps / (2 * args.windows)))  # whole pairs
+    medians = {"outside": [], "inside": []}
+    kernels = 0
+    for b in range(blocks):
+        inside = b % 2 == 1
+        if inside:
+            torch.cuda.profiler.start()
+        counting = profile(activities=[ProfilerActivity.CUDA]) if (
+            inside and args.count_kernels) else None
+        times = []
+        with counting or contextlib.nullcontext():
+            for _ in range(args.windows):
+                t0 = time.perf_counter()
+                step()
+                torch.cuda.synchronize()
+                times.append(time.perf_counter() - t0)
+        if inside:
+            torch.cuda.profiler.stop()
+        if counting:
+            kernels += kernels_in(counting)
+        medians["inside" if inside else "outside"].append(statistics.median(times) * 1e3)
+    ratios = [i / o for o, i in zip(medians["outside"], medians["inside"])]
+    out = {"batch": batch, "windows": args.windows, "blocks": blocks,
+           "step_ms_median": statistics.median(medians["inside"]),
+           "step_ms_outside_median": statistics.median(medians["outside"]),
+           "step_ms_inside_median": statistics.median(medians["inside"]),
+           "window_ratio": statistics.median(ratios),
+           "window_ratios": [round(r, 4) for r in ratios],
+           # Before any window opened, and after: what a window leaves behind once it closed.
+           "step_ms_first_outside": medians["outside"][0],
+           "step_ms_later_outside_median": statistics.median(medians["outside"][1:] or
+                                                             medians["outside"])}
+    if args.count_kernels:
+        out["kernels_inside"] = kernels
+    return out
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -134,7 +192,15 @@ def main():
     p.add_argument("--layers", type=int, default=4, help="gpt2's layers (4)")
     p.add_argument("--count-kernels", action="store_true",
                    help="count every kernel the workload launches with torch.profiler")
+    p.add_argument("--windows", type=int, default=0, metavar="N",
+                   help="time the steps in blocks of N, alternately outside and inside a "
+                        "cudaProfilerStart/Stop window (see above)")
     args = p.parse_args()
+    if args.windows and args.torch_profiler:
+        p.error("--windows times a profiler that collects inside cudaProfilerStart/Stop "
+                "windows; torch.profiler does not: leave out --torch-profiler")
+    if args.windows < 0:
+        p.error(f"--windows takes a number of steps, not {args.windows}")
     if args.count_kernels and args.torch_profiler:
         p.error("--count-kernels runs torch.profiler itself: leave out --torch-profiler")
     if args.profile_memory and not args.torch_profiler:
@@ -150,7 +216,8 @@ def main():
     torch.manual_seed(0)
     torch.backends.cudnn.benchmark = False  # the same kernels in every run
     from torch.profiler import ProfilerActivity, profile
-    counting = profile(activities=[ProfilerActivity.CUDA]) if args.count_kernels else None
+    counting = profile(activities=[ProfilerActivity.CUDA]) if (
+        args.count_kernels and not args.windows) else None  # --windows counts in run_windows
     runs = []
     with counting or contextlib.nullcontext():
         for batch in batches:
@@ -167,6 +234,8 @@ def main():
                 out[key] = sum(r[key] for r in runs)
     if counting:
         out["kernels"] = kernels_in(counting)
+    elif args.count_kernels:  # --windows: the inside blocks' kernels, every batch's
+        out["kernels"] = sum(r["kernels_inside"] for r in runs)
     print(json.dumps(out), flush=True)
 
 

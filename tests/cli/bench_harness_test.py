@@ -59,6 +59,12 @@ out = {"step_ms_median": float(os.environ.get("FAKE_MS", "10.0"))}
 if "FAKE_MS2" in os.environ:
     out["batches"] = [{"batch": 1, "step_ms_median": out["step_ms_median"]},
                       {"batch": 128, "step_ms_median": float(os.environ["FAKE_MS2"])}]
+if "--windows" in sys.argv:  # torch_step.py --windows: inside/outside, within the process
+    outside = float(os.environ.get("FAKE_OUTSIDE", "10.0"))
+    ratio = float(os.environ.get("FAKE_RATIO", "1.0"))
+    out.update(window_ratio=ratio, step_ms_outside_median=outside,
+               step_ms_inside_median=outside * ratio, step_ms_first_outside=outside,
+               step_ms_later_outside_median=outside)
 if "--count-kernels" in sys.argv:
     out["kernels"] = 752
 print("warming up")
@@ -260,6 +266,58 @@ def annotations_end_to_end(tmp, build):
                   (2, True))
 
 
+def windows_table(tmp, build, workload):
+    """--windows: the ratio column is each process's inside/outside ratio, the next columns
+    the outside blocks' step and its ratio to native's; two variants may not share a label."""
+    sys.path.insert(0, os.path.join(ROOT, "bench", "gpu"))
+    import overhead  # noqa: E402
+    shutil.rmtree(os.path.join(tmp, "out"), ignore_errors=True)
+    V = harness.Variant
+    cmd = workload + ["--windows", "10"]
+    variants = [V("native", cmd, {"FAKE_RATIO": "1.0", "FAKE_OUTSIDE": "10.0"}),
+                V("pasta", cmd, {"FAKE_RATIO": "1.1", "FAKE_OUTSIDE": "12.5"}, pasta=[],
+                  expect=752)]
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        bench = harness.Bench(build, os.path.join(tmp, "out"), timeout=60)
+        results = bench.rounds("fake step", variants, 3, harness.window_ratio)
+        overhead.window_table(bench, "fake step", variants, results, 0)
+    print(text.getvalue())
+    rows = {l.split()[0]: l.split()[1:] for l in text.getvalue().splitlines()
+            if l.startswith("  ") and l.split()[0] in ("native", "pasta")}
+    checks.expect("--windows: ratio, min..max, vs native, then outside ms and vs native",
+                  {k: v[:3] + v[4:] for k, v in rows.items()},
+                  {"native": ["1.0000", "1.0000..1.0000", "1.000x", "10.0000", "1.000x"],
+                   "pasta": ["1.1000", "1.1000..1.1000", "1.100x", "12.5000", "1.250x"]})
+    checks.expect("--windows: each sample printed with its outside and inside steps",
+                  "pasta, round 1: 1.1000 (ms/step outside 12.5000, inside 13.7500; outside "
+                  "before the first window 12.5000, after 12.5000)" in text.getvalue(), True)
+    try:
+        bench.rounds("fake step", [V("same", cmd), V("same", cmd)], 1, harness.window_ratio)
+        shared = False
+    except ValueError:
+        shared = True
+    checks.expect("two variants with one label refused", shared, True)
+
+
+def pins_cpus(tmp, build):
+    """--cpus: parsed as a list, refused when not usable, and every process runs on them."""
+    usable = sorted(os.sched_getaffinity(0))
+    one, last = usable[0], usable[-1]
+    checks.expect("--cpus as a range and a list", (harness.cpu_list(f"{one}-{one},{last}")),
+                  {one, last})
+    for bad in ("two", "1-x", "100000"):
+        try:
+            harness.cpu_list(bad)
+            refused = False
+        except Exception as e:  # argparse.ArgumentTypeError: a usage error
+            refused = type(e).__name__ == "ArgumentTypeError"
+        checks.expect(f"--cpus {bad} refused", refused, True)
+    bench = harness.Bench(build, os.path.join(tmp, "pinned"), timeout=60, cpus={one})
+    proc, _ = bench.run([sys.executable, "-c", "import os; print(sorted(os.sched_getaffinity(0)))"])
+    checks.expect("a process of a pinned bench runs on its CPUs", proc.stdout.strip(), f"[{one}]")
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="pasta-bench-harness-")
     try:
@@ -272,6 +330,8 @@ def main():
         refuses_unprofiled(tmp, build, workload)
         batches_apart(tmp, build, workload)
         annotations_end_to_end(tmp, build)
+        pins_cpus(tmp, build)
+        windows_table(tmp, build, workload)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if checks.failures:
