@@ -32,7 +32,9 @@
 # Benchmark options: BENCH_ARGS (bench/gpu/overhead.py, e.g. "--quick", "--models gpt2 --together"
 # (both batch sizes in each process, half the processes) or "--models gpt2
 # --rounds 5"), TORCH_BENCH_ARGS (torch_overhead.py), MEMORY_BENCH_ARGS (memory.py),
-# ANNOTATIONS_BENCH_ARGS (annotations.py); each takes --quick for a first check.
+# ANNOTATIONS_BENCH_ARGS (annotations.py); each takes --quick for a first check. `bench` first
+# times a read of each host clock (bench/host_clock.cpp) and the operator callbacks on CPU tensors
+# (bench/aten_ops.py; ATEN_OPS_ARGS, ATEN_OPS_BENCH=0 leaves it out).
 # A failed step (a GPU test, a benchmark, a recording) makes the exit status 1, and the
 # summary names it.
 set -uo pipefail
@@ -48,12 +50,13 @@ cd "$root"
 echo "== machine"; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 echo "== build"
 start=$SECONDS
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPASTA_BUILD_BENCH=OFF \
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPASTA_BUILD_BENCH=ON \
   -DCMAKE_CUDA_ARCHITECTURES=90 >"$work/configure.log" 2>&1 || { tail -30 "$work/configure.log"; exit 1; }
 targets=()
 [ "$what" = multi ] && targets=(--target launches_pasta)
 [ "$what" = bench ] && targets=(--target empty_kernels pasta_inject pasta_bench_kernel_freq
-  pasta_bench_kernel_freq_timeline pasta_bench_aten inject_torch inject_torch_bench)
+  pasta_bench_kernel_freq_timeline pasta_bench_aten pasta_bench_op_floor inject_torch
+  inject_torch_bench   pasta_bench_host_clock pasta_bench_aten_ops)
 [ "$what" = torch ] && targets=(--target inject_torch inject_torch_memory inject_torch_record
   inject_torch_bench libtorch_train tensor_access tensor_access_pasta pasta-trace pasta_torch_tests)
 [ "$what" = reliability ] && targets=(--target launches launches_pasta uvm_advice uvm_advice_pasta
@@ -245,6 +248,11 @@ if [ "$what" = all ] || [ "$what" = record ]; then
   ls -la "$out"/*.pasta 2>/dev/null
 fi
 if [ "$what" = all ] || [ "$what" = bench ]; then
+  echo "== host clocks and the operator callbacks on this machine's CPU"
+  step "host clock benchmark" host-clock.log "$build/bench/pasta_bench_host_clock"
+  [ "${ATEN_OPS_BENCH:-1}" = 0 ] ||
+    step "operator callback benchmark" aten-ops.log python3 bench/aten_ops.py \
+      "$build/bench/pasta_bench_aten_ops" ${ATEN_OPS_ARGS:---calls 200000}
   echo "== overhead benchmark"
   step "overhead benchmark" bench.log python3 bench/gpu/overhead.py "$build" "$work/bench" ${BENCH_ARGS:-}
   cp "$work/bench/overhead.csv" "$out/overhead.csv" 2>/dev/null
