@@ -56,7 +56,7 @@ targets=()
 [ "$what" = multi ] && targets=(--target launches_pasta)
 [ "$what" = bench ] && targets=(--target empty_kernels pasta_inject pasta_bench_kernel_freq
   pasta_bench_kernel_freq_timeline pasta_bench_aten pasta_bench_op_floor inject_torch
-  inject_torch_bench   pasta_bench_host_clock pasta_bench_aten_ops)
+  inject_torch_bench pasta_bench_host_clock pasta_bench_aten_ops)
 [ "$what" = torch ] && targets=(--target inject_torch inject_torch_memory inject_torch_record
   inject_torch_bench libtorch_train tensor_access tensor_access_pasta pasta-trace pasta_torch_tests)
 [ "$what" = reliability ] && targets=(--target launches launches_pasta uvm_advice uvm_advice_pasta
