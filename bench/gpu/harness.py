@@ -374,16 +374,17 @@ def window_ratio(result, _stdout):
 
 
 def batch_results(results, i, key="step_ms_median"):
-    """{label: [Sample]} of a process that ran several batches (torch_step.py --batch 1,128),
-    with batch i's `key` (its step time) as each sample's value; results of one batch pass as
-    they are."""
+    """{label: [Sample]} with batch i's `key` (its step time) as each sample's value, for a
+    process that ran several batches (torch_step.py --batch 1,128) or one; a result of one
+    batch without `key` passes as it is."""
     out = {}
     for label, samples in results.items():
         out[label] = []
         for s in samples:
             batches = (s.result or {}).get("batches")
             if batches is None:
-                out[label].append(s)
+                has = key in (s.result or {})
+                out[label].append(s._replace(value=s.result[key]) if has else s)
             elif i < len(batches):
                 out[label].append(s._replace(value=batches[i][key]))
     return out

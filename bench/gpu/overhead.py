@@ -131,15 +131,13 @@ def window_table(bench, name, variants, results, i):
     """--windows: each process's inside-over-outside ratio (the cost of collecting, measured
     within the process; native's is the method's own noise), and, across processes, the
     outside blocks' step against native's (the cost of waiting outside the window)."""
-    def outside_ms(samples):
-        return [((s.result.get("batches") or [s.result])[i])["step_ms_outside_median"]
-                for s in samples]
-    native = outside_ms(results.get("native", []))
+    outside = harness.batch_results(results, i, "step_ms_outside_median")
+    native = [s.value for s in outside.get("native", [])]
 
     def outside_vs_native(label, samples):
         if label is None:
             return "outside ms  vs native", ""
-        med = statistics.median(outside_ms(samples))
+        med = statistics.median(s.value for s in outside[label])
         return "", f"{med:10.4f} {med / statistics.median(native):9.3f}x" if native else ""
     bench.table(f"{name}, inside/outside the window within a process", variants,
                 harness.batch_results(results, i, "window_ratio"), "ratio",
