@@ -23,6 +23,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <mutex>
@@ -71,6 +72,7 @@ class Cupti {
         self_time_(cfg.self_time),
         flush_on_sync_(cfg.flush_on_sync),
         buffer_pool_(cfg.buffer_pool),
+        detach_wanted_(cfg.detach),
         op_tags_(cfg.op_tags),
         counters_(cfg),
         sampling_(cfg),
@@ -89,7 +91,7 @@ class Cupti {
   // Every record CUPTI holds, processed before this returns.
   void flush() {
     if (!active_) return;
-    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    activity_.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     activity_.drain();
   }
 
@@ -100,6 +102,13 @@ class Cupti {
     if (!error_.empty()) return error_;
     if (const auto& why = counters_.partial_reason(); !why.empty()) return why;
     if (auto why = sampling_.partial_reason(); !why.empty()) return why;
+    if (const auto missed = stats_.missed_windows.load())
+      return fmt::format(
+          "a capture window opened within {} ms of the previous one's close, while CUPTI was "
+          "being attached again, and was not recorded ({} cudaProfilerStop found no window "
+          "open); CUPTI stayed attached from then on (PASTA_CUPTI_DETACH=0, the default, keeps "
+          "it attached throughout)",
+          attach_settle.count(), missed);
     const auto dropped = stats_.dropped.load(), refused = stats_.refused.load();
     if (!dropped && !refused) return {};
     return fmt::format("CUPTI dropped {} activity records ({} buffers refused at the {} MiB limit)",
@@ -142,27 +151,99 @@ class Cupti {
   // Kinds of work the program does (kernels, copies, memsets,
   // synchronisations) are collected only inside the capture window; the
   // state they are read against (allocations, contexts, devices) always.
-  void enable_activity(CUpti_ActivityKind kind, std::string_view what, bool work = true) {
-    if (work && !pasta::detail::capture_window().whole()) {
-      windowed_kinds_[windowed_count_++] = kind;
-      if (!pasta::detail::capture_window().open()) return;  // enabled when it opens
+  // `again`: enabled again when CUPTI is attached again after a window
+  // (devices are not: their records came at the first attach).
+  struct Kind {
+    CUpti_ActivityKind kind;
+    std::string_view what;
+    bool windowed;
+    bool again;
+  };
+  void add_kind(CUpti_ActivityKind kind, std::string_view what, bool work = true,
+                bool again = true) {
+    kinds_[kind_count_++] = {kind, what, work && !pasta::detail::capture_window().whole(), again};
+  }
+  // The kinds the window's state asks for (with window_mutex_ held, or before listening).
+  void enable_kinds(bool again) {
+    for (int i = 0; i < kind_count_; ++i) {
+      const Kind& k = kinds_[i];
+      if ((again && !k.again) || (k.windowed && !pasta::detail::capture_window().open())) continue;
+      check(cuptiActivityEnable(k.kind), fmt::format("enabling {} records", k.what));
+      if (k.windowed) dirty_ = true;
     }
-    if (check(cuptiActivityEnable(kind), fmt::format("enabling {} records", what)))
-      enabled_kinds_[enabled_count_++] = kind;
   }
   // The capture window opened or closed (on the thread that moved it).
   static void on_window(void* owner, bool open) {
     auto* self = static_cast<Cupti*>(owner);
     if (!self->active_) return;
     std::scoped_lock lock(self->window_mutex_);
-    for (int i = 0; i < self->windowed_count_; ++i)
-      open ? cuptiActivityEnable(self->windowed_kinds_[i])
-           : cuptiActivityDisable(self->windowed_kinds_[i]);
+    if (self->subscriber_) {  // while detached, attaching again enables what the window needs
+      for (int i = 0; i < self->kind_count_; ++i)
+        if (self->kinds_[i].windowed)
+          open ? cuptiActivityEnable(self->kinds_[i].kind)
+               : cuptiActivityDisable(self->kinds_[i].kind);
+      if (open) self->dirty_ = true;
+    }
     if (self->window_changed_) self->window_changed_(self, open);
     self->pause_tags(!open);
-    // The window's records reach the tools without waiting for the next flush.
-    if (!open) self->activity_.request_flush();
+    // The window's records reach the tools without waiting for the next
+    // flush (with detach_, at cuProfilerStop's exit: detach()).
+    if (!open && !self->detach_) self->activity_.request_flush();
   }
+
+  // CUPTI keeps slowing every launch after the window's record kinds are
+  // disabled (measured in docs/benchmarks.md; PyTorch's profiler detaches
+  // it after a trace for the same reason). So at cuProfilerStop's exit, the
+  // site cuptiFinalize asks for, pasta detaches CUPTI (it hands the
+  // window's records over), and its worker attaches it again attach_settle
+  // later with only what was on before the first window (PASTA_CUPTI_DETACH).
+  // A window that opens in between is missed: if its cuProfilerStop comes
+  // after the attach, it finds no window open, which counts it
+  // (partial_reason); if both come in between, nothing can see it.
+  static constexpr auto attach_settle = std::chrono::milliseconds(20);
+  void detach() {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::scoped_lock lock(window_mutex_, tags_mutex_);
+    if (!active_ || !dirty_ || !subscriber_ || pasta::detail::capture_window().open()) return;
+    activity_.finalize();
+    subscriber_ = nullptr;
+    dirty_ = false;
+    activity_.attach_after(attach_again_, attach_settle);
+    const std::uint64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                 std::chrono::steady_clock::now() - t0)
+                                 .count();
+    stats_.detaches.fetch_add(1, std::memory_order_relaxed);
+    auto most = stats_.detach_ns_max.load(std::memory_order_relaxed);
+    while (ns > most && !stats_.detach_ns_max.compare_exchange_weak(most, ns)) {
+    }
+  }
+  // On the worker: CUPTI as start() left it outside a window.
+  template <class Sink>
+  void attach() {
+    std::scoped_lock lock(window_mutex_, tags_mutex_);
+    if (!active_ || subscriber_) return;
+    const CUptiResult sub =
+        cuptiSubscribe(&subscriber_, reinterpret_cast<CUpti_CallbackFunc>(&on_callback<Sink>), this);
+    if (sub != CUPTI_SUCCESS) {
+      subscriber_ = nullptr;
+      error_ = fmt::format(
+          "CUPTI: subscribing again after a capture window failed: {}; later windows are "
+          "not recorded",
+          detail::cupti_error(sub));
+      pasta::detail::log(error_);
+      return;
+    }
+    enable_callbacks<Sink>();
+    activity_.listen(this, &process_buffer<Sink>, buffer_pool_);
+    enable_kinds(true);
+    if (tag_ops_ && tags_armed_) {
+      if (!skipped(detail::skip_graphs)) detail::enable_graph_callbacks(subscriber_);
+      if (!tags_paused_) detail::enable_tag_callbacks(subscriber_);
+    }
+  }
+  // The callbacks that stay on outside a window (start() and attach()).
+  template <class Sink>
+  void enable_callbacks();
 
   // Tagging device work with operators takes four CUPTI callbacks a runtime
   // launch (op_tags.hpp; about 0.6 us each on an H100): they are turned on
@@ -178,11 +259,14 @@ class Cupti {
     std::scoped_lock lock(tags_mutex_);
     if (tags_armed_) return;
     tags_armed_ = true;
-    const int tagged = tags_paused_ ? 0 : detail::enable_tag_callbacks(subscriber_);
+    // Detached, attach() turns them on.
+    const int tagged =
+        tags_paused_ || !subscriber_ ? 0 : detail::enable_tag_callbacks(subscriber_);
     // A graph's work is charged to the operator current when it was
     // captured, not to the one that launches it (graph_callbacks.hpp).
-    const int graphs =
-        skipped(detail::skip_graphs) ? 0 : detail::enable_graph_callbacks(subscriber_);
+    const int graphs = skipped(detail::skip_graphs) || !subscriber_
+                           ? 0
+                           : detail::enable_graph_callbacks(subscriber_);
     if (verbose_)
       pasta::detail::log(
           fmt::format("cupti handler: at the first operator, operators tagged "
@@ -200,7 +284,7 @@ class Cupti {
     std::scoped_lock lock(tags_mutex_);
     if (tags_paused_ == pause) return;
     tags_paused_ = pause;
-    if (tags_armed_ && active_) detail::enable_tag_callbacks(subscriber_, !pause);
+    if (tags_armed_ && active_ && subscriber_) detail::enable_tag_callbacks(subscriber_, !pause);
   }
 
   // PASTA_CUPTI_SKIP (detail/cupti_skip.hpp).
@@ -212,6 +296,13 @@ class Cupti {
   bool self_time_;  // Config::self_time
   bool flush_on_sync_;
   bool buffer_pool_;  // Config::buffer_pool
+  bool detach_wanted_;  // Config::detach
+  // ... and this pipeline and window allow it (start()), until a window is
+  // missed (on_driver)
+  std::atomic<bool> detach_ = false;
+  bool dirty_ = false;   // window kinds were enabled since CUPTI was attached
+  void (*attach_again_)(void*) = nullptr;  // attach<Sink>, for the worker
+  bool scopes_ = false;  // NVTX callbacks (start())
   bool op_tags_;                       // Config::op_tags: tag device work with operators
   bool tag_ops_ = false;               // ... and a tool reads them: the callbacks tag
   std::mutex tags_mutex_;              // guards tags_armed_, tags_paused_
@@ -226,11 +317,9 @@ class Cupti {
   bool active_ = false;
   void* sink_ = nullptr;
   CUpti_SubscriberHandle subscriber_ = nullptr;
-  CUpti_ActivityKind enabled_kinds_[16] = {};
-  int enabled_count_ = 0;
-  CUpti_ActivityKind windowed_kinds_[16] = {};  // ... of which: collected inside the window
-  int windowed_count_ = 0;
-  std::mutex window_mutex_;
+  Kind kinds_[16] = {};  // the record kinds the tools want
+  int kind_count_ = 0;
+  std::mutex window_mutex_;  // guards the window's kinds, subscriber_ and dirty_ after start()
   void (*window_changed_)(Cupti*, bool open) = nullptr;  // PC sampling follows the window
   bool profiler_api_ = false;                            // cudaProfilerStart/Stop move the window
   Stats stats_;
@@ -248,7 +337,6 @@ void Cupti::start(Sink& sink) {
   constexpr bool memory = Sink::template wants<MemAlloc>() || Sink::template wants<MemFree>();
   constexpr bool syncs = Sink::template wants<Synchronize>();
   constexpr bool devices = Sink::template wants<DeviceInfo>();
-  constexpr bool modules = Sink::template wants<ModuleLoad>();
   constexpr bool scopes = Sink::template wants<ScopeBegin>() || Sink::template wants<ScopeEnd>();
   constexpr bool activities = kernels || copies || sets || memory || syncs || devices;
   // Tools that read operators get the device work tagged with them.
@@ -274,14 +362,14 @@ void Cupti::start(Sink& sink) {
     current() = nullptr;
     return;
   }
-  // Synchronisations trigger a flush (on pasta's thread), so tools see the
-  // work the program just waited for.
-  if (activities && flush_on_sync_) detail::enable_sync_callbacks(subscriber_);
   if constexpr (Sink::template wants<KernelLaunch>()) {
     host_launches_ = launch_callbacks_;
-    if (host_launches_) detail::enable_launch_callbacks(subscriber_);
     records_.set_host_launches(host_launches_);
   }
+  auto& window = pasta::detail::capture_window();
+  profiler_api_ = window.kind() == CaptureRange::Kind::profiler_api;
+  scopes_ = scopes && !skipped(detail::skip_nvtx);
+  enable_callbacks<Sink>();
   if constexpr (Sink::template wants<KernelCounters>()) {
     counters_.enable(subscriber_, host_launches_, kernels || Sink::template wants<Memcpy>(),
                      activities && kernels);
@@ -298,38 +386,30 @@ void Cupti::start(Sink& sink) {
       self->sampling_.window(*static_cast<Sink*>(self->sink_), open);
     };
   }
-  auto& window = pasta::detail::capture_window();
-  if (window.kind() == CaptureRange::Kind::profiler_api) {
-    profiler_api_ = true;
-    for (CUpti_CallbackId id :
-         {CUPTI_DRIVER_TRACE_CBID_cuProfilerStart, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop})
-      check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id),
-            "the cuProfilerStart/Stop callbacks");
-  }
-  if constexpr (modules || Sink::template wants<ModuleImage>())
-    check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE,
-                              CUPTI_CBID_RESOURCE_MODULE_LOADED),
-          "the module-load callback");
-  if (scopes && !skipped(detail::skip_nvtx))
-    check(cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_NVTX), "NVTX callbacks");
 
   if constexpr (activities) {
     activity_.listen(this, &process_buffer<Sink>, buffer_pool_);
-    if constexpr (kernels) enable_activity(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "kernel");
+    if constexpr (kernels) add_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "kernel");
     if (copies && !skipped(detail::skip_memcpy)) {
-      enable_activity(CUPTI_ACTIVITY_KIND_MEMCPY, "memcpy");
-      enable_activity(CUPTI_ACTIVITY_KIND_MEMCPY2, "peer memcpy");
+      add_kind(CUPTI_ACTIVITY_KIND_MEMCPY, "memcpy");
+      add_kind(CUPTI_ACTIVITY_KIND_MEMCPY2, "peer memcpy");
     }
-    if (sets && !skipped(detail::skip_memset))
-      enable_activity(CUPTI_ACTIVITY_KIND_MEMSET, "memset");
+    if (sets && !skipped(detail::skip_memset)) add_kind(CUPTI_ACTIVITY_KIND_MEMSET, "memset");
     if (memory && !skipped(detail::skip_memory))
-      enable_activity(CUPTI_ACTIVITY_KIND_MEMORY2, "allocation", false);
+      add_kind(CUPTI_ACTIVITY_KIND_MEMORY2, "allocation", false);
     if (syncs && !skipped(detail::skip_sync)) {
-      enable_activity(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "synchronization");
-      enable_activity(CUPTI_ACTIVITY_KIND_CONTEXT, "context", false);
+      add_kind(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "synchronization");
+      add_kind(CUPTI_ACTIVITY_KIND_CONTEXT, "context", false);
     }
     if (devices && !skipped(detail::skip_device))
-      enable_activity(CUPTI_ACTIVITY_KIND_DEVICE, "device", false);
+      add_kind(CUPTI_ACTIVITY_KIND_DEVICE, "device", false, false);
+    enable_kinds(false);
+    // Detaching between windows needs the window's close at an API call's
+    // exit (cuProfilerStop), and no CUPTI state that lives across windows
+    // (counters' and PC sampling's sessions).
+    detach_ = detach_wanted_ && profiler_api_ && !Sink::template wants<KernelCounters>() &&
+              !Sink::template wants<StallSample>();
+    attach_again_ = [](void* self) { static_cast<Cupti*>(self)->attach<Sink>(); };
     if (ops && op_tags_) {
       // The callback of each launch, copy and memset call (op_tags.hpp)
       // records its correlation id with the calling thread's operator: no
@@ -372,10 +452,33 @@ void Cupti::start(Sink& sink) {
         "cupti handler: {} from {}; {} activity kinds; launch callbacks {}; NVTX {}; "
         "NVTX_INJECTION64_PATH={}",
         activities ? "activity records" : "no activity records",
-        info.dli_fname ? info.dli_fname : "?", enabled_count_, host_launches_ ? "on" : "off",
+        info.dli_fname ? info.dli_fname : "?", kind_count_, host_launches_ ? "on" : "off",
         scopes ? "on" : "off",
         std::getenv("NVTX_INJECTION64_PATH") ? std::getenv("NVTX_INJECTION64_PATH") : "unset"));
   }
+}
+
+template <class Sink>
+void Cupti::enable_callbacks() {
+  constexpr bool activities =
+      Sink::template wants<KernelComplete>() || Sink::template wants<KernelLaunch>() ||
+      Sink::template wants<Memcpy>() || Sink::template wants<Memset>() ||
+      Sink::template wants<MemAlloc>() || Sink::template wants<MemFree>() ||
+      Sink::template wants<Synchronize>() || Sink::template wants<DeviceInfo>();
+  // Synchronisations trigger a flush (on pasta's thread), so tools see the
+  // work the program just waited for.
+  if (activities && flush_on_sync_) detail::enable_sync_callbacks(subscriber_);
+  if (host_launches_) detail::enable_launch_callbacks(subscriber_);
+  if (profiler_api_)
+    for (CUpti_CallbackId id :
+         {CUPTI_DRIVER_TRACE_CBID_cuProfilerStart, CUPTI_DRIVER_TRACE_CBID_cuProfilerStop})
+      check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id),
+            "the cuProfilerStart/Stop callbacks");
+  if constexpr (Sink::template wants<ModuleLoad>() || Sink::template wants<ModuleImage>())
+    check(cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE,
+                              CUPTI_CBID_RESOURCE_MODULE_LOADED),
+          "the module-load callback");
+  if (scopes_) check(cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_NVTX), "NVTX callbacks");
 }
 
 inline void Cupti::stop() {
@@ -402,8 +505,8 @@ inline void Cupti::stop() {
   if (unqueue_) unqueue_(this);  // no worker to take queued events from here on
   activity_.stop_thread();
   // The last records: CUPTI hands every buffer back, then this thread
-  // processes what the worker did not.
-  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  // processes what the worker did not (a detached CUPTI handed them over).
+  activity_.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   activity_.drain();
   if (verbose_)
     pasta::detail::log(fmt::format(
@@ -420,10 +523,16 @@ inline void Cupti::stop() {
           std::pair{"queued host events (worker)", &stats_.settle_time}})
       pasta::detail::log("cupti handler: self time: " +
                          pasta::detail::describe_self_time(what, *t));
-  for (int i = 0; i < enabled_count_; ++i) cuptiActivityDisable(enabled_kinds_[i]);
-  enabled_count_ = 0;
-  windowed_count_ = 0;
-  cuptiUnsubscribe(subscriber_);
+  if (detach_ && verbose_)
+    pasta::detail::log(fmt::format(
+        "cupti handler: CUPTI detached at {} capture windows' close (longest {:.1f} ms) "
+        "and attached again {} ms later",
+        stats_.detaches.load(), stats_.detach_ns_max.load() / 1e6, attach_settle.count()));
+  if (subscriber_) {  // not detached
+    for (int i = 0; i < kind_count_; ++i) cuptiActivityDisable(kinds_[i].kind);
+    cuptiUnsubscribe(subscriber_);
+  }
+  kind_count_ = 0;
   subscriber_ = nullptr;
   pasta::detail::set_clock(nullptr);
   activity_.forget();

@@ -19,6 +19,13 @@ struct CuptiSettings {
   // worker (off: a new one for each request, zeroed by CUPTI on the thread
   // that launches; for measuring).
   bool buffer_pool = true;
+  // PASTA_CUPTI_DETACH: under a cudaProfilerStart/Stop capture window, CUPTI
+  // is detached (cuptiFinalize) when the window closes and attached again
+  // 20 ms later with only what it had before the first window, so the steps
+  // after a window run as fast as those before it. Off by default: a window
+  // that opens and closes within those 20 ms is not recorded, and nothing
+  // can tell (nv/cupti.hpp, Cupti::detach).
+  bool detach = false;
   std::uint64_t counter_launches = 1;  // PASTA_COUNTER_LAUNCHES: measured per signature (0 = all)
   // PASTA_COUNTER_CACHE: all = write back and evict L2 before each replay
   // pass (under PASTA_COUNTER_REPLAY=cupti, before the one-pass measurement
@@ -45,6 +52,7 @@ inline constexpr pasta::detail::Variable<CuptiSettings> cupti_variables[] = {
                              "a whole number of milliseconds (0 = no periodic flush)"),
     var::flag<&S::flush_on_sync>("PASTA_FLUSH_ON_SYNC"),
     var::flag<&S::buffer_pool>("PASTA_CUPTI_BUFFER_POOL"),
+    var::flag<&S::detach>("PASTA_CUPTI_DETACH"),
     var::whole<&S::counter_launches>("PASTA_COUNTER_LAUNCHES",
                                      "a whole number (0 = measure every launch)"),
     var::one_of<&S::counter_cache_flush, cache>(

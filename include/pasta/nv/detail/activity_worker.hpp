@@ -3,6 +3,7 @@
 // (ActivityWorker); each record turned into pasta's events (ActivityRecords).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -13,6 +14,7 @@
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include <pasta/core/detail/self_time.hpp>
@@ -38,6 +40,9 @@ struct CuptiStats {
   std::atomic<std::uint64_t> callbacks{0};  // API callbacks handled
   std::atomic<std::uint64_t> flushes{0};    // flushes pasta asked CUPTI for while running
   std::atomic<std::uint64_t> flush_ns{0};   // time spent in them
+  std::atomic<std::uint64_t> detaches{0};   // CUPTI detached at a window's close ...
+  std::atomic<std::uint64_t> detach_ns_max{0};  // ... the longest it took
+  std::atomic<std::uint64_t> missed_windows{0};  // stops seen with no window open, after one
   // PASTA_SELF_TIME: API callbacks (program threads); activity buffers and the
   // program threads' queued events (the worker).
   pasta::detail::SelfTime callback_time, buffer_time, settle_time;
@@ -212,6 +217,46 @@ class ActivityWorker {
     worker_cv_.notify_one();
   }
   const BufferPool& pool() const { return pool_; }
+
+  // CUPTI attached or detached (nv::Cupti detaches it between capture
+  // windows). Every flush pasta asks for goes through here, so none reaches
+  // a detached CUPTI: any CUPTI call would attach it again, bare.
+  bool flush_all(std::uint32_t flags) {
+    std::lock_guard lock(cupti_mutex_);
+    if (detached_) return false;
+    cuptiActivityFlushAll(flags);
+    return true;
+  }
+  bool detached() const {
+    std::lock_guard lock(cupti_mutex_);
+    return detached_;
+  }
+  // CUPTI detached (cuptiFinalize), at an API call's exit: there, CUPTI
+  // waits for the device work it traces and hands every buffer back itself
+  // (a forced flush first would hand back records of work still running).
+  void finalize() {
+    std::lock_guard lock(cupti_mutex_);
+    if (detached_) return;
+    cuptiActivityFlushAll(0);  // the completed buffers first
+    cuptiFinalize();
+    detached_ = true;
+  }
+  // After finalize: the worker calls `attach(owner)`, which subscribes
+  // again, `settle` from now. The thread that detached CUPTI is inside
+  // CUPTI's callback, and CUPTI's code after the callback must not meet a
+  // CUPTI attached again (on an H200, it crashed when it did); so CUPTI is
+  // attached by another thread after a pause, as in CUPTI's own sample.
+  // False if no worker runs.
+  bool attach_after(Wake attach, std::chrono::milliseconds settle) {
+    {
+      std::lock_guard lock(worker_mutex_);
+      if (!schedule_) return false;
+      attach_ = attach;
+      attach_at_ = FlushSchedule::clock::now() + settle;
+    }
+    worker_cv_.notify_one();
+    return true;
+  }
   // The buffers CUPTI completed, processed on this thread.
   void drain() {
     std::vector<Filled> work;
@@ -238,19 +283,29 @@ class ActivityWorker {
     while (!stopping_) {
       // Asleep until a buffer comes, a requested flush is due, or the
       // schedule's next wake-up (every wake_period where wake_ is set).
-      worker_cv_.wait_until(lock, schedule.deadline(clock::now()), [&] {
-        return stopping_ || !filled_.empty() || schedule.due(clock::now());
+      const auto until = attach_ ? std::min(schedule.deadline(clock::now()), attach_at_)
+                                 : schedule.deadline(clock::now());
+      worker_cv_.wait_until(lock, until, [&] {
+        return stopping_ || !filled_.empty() || (attach_ && clock::now() >= attach_at_) ||
+               schedule.due(clock::now());
       });
       if (stopping_) break;
       std::vector<Filled> work;
       work.swap(filled_);
       const bool flush = schedule.take(clock::now());
+      const Wake attach = attach_ && clock::now() >= attach_at_ ? std::exchange(attach_, nullptr)
+                                                                : nullptr;
       lock.unlock();
+      if (attach) {
+        attach(owner_);
+        std::lock_guard attached(cupti_mutex_);
+        detached_ = false;
+      }
       process_all(work);
       if (wake_) wake_(owner_);
       if (flush) {
         const auto t0 = clock::now();
-        cuptiActivityFlushAll(0);  // completed buffers come back through buffer_completed
+        flush_all(0);  // completed buffers come back through buffer_completed
         const auto t1 = clock::now();
         stats_.flushes.fetch_add(1, std::memory_order_relaxed);
         stats_.flush_ns.fetch_add(
@@ -296,7 +351,11 @@ class ActivityWorker {
   bool pooled_ = false;
   BufferPool pool_{buffer_bytes, spare_buffers};
   std::thread worker_;
-  std::mutex worker_mutex_;  // guards filled_, schedule_, stopping_
+  mutable std::mutex cupti_mutex_;  // guards detached_; held across flushes and the detach
+  bool detached_ = false;
+  Wake attach_ = nullptr;  // CUPTI to attach again, on the worker, at attach_at_
+  FlushSchedule::clock::time_point attach_at_{};
+  std::mutex worker_mutex_;  // guards filled_, schedule_, stopping_, attach_
   std::condition_variable worker_cv_;
   std::vector<Filled> filled_;
   std::optional<FlushSchedule> schedule_;  // from start_thread on

@@ -93,8 +93,17 @@ void Cupti::on_driver(Sink& sink, CUpti_CallbackId cbid, const CUpti_CallbackDat
   const bool enter = cb.callbackSite == CUPTI_API_ENTER;
   if (profiler_api_ && (cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart ||
                         cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop)) {
-    pasta::detail::capture_window().profiler_api_callback(
-        cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart, !enter);
+    const bool stop = cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop;
+    auto& window = pasta::detail::capture_window();
+    // A stop with no window open, after a detach: its start came while
+    // CUPTI was being attached again (Cupti::detach). Windows come too close
+    // together for detaching: CUPTI stays attached from now on.
+    if (detach_ && stop && enter && !window.open() && stats_.detaches.load() > 0) {
+      stats_.missed_windows.fetch_add(1, std::memory_order_relaxed);
+      detach_ = false;
+    }
+    window.profiler_api_callback(!stop, !enter);
+    if (detach_ && stop && !enter) detach();
     return;
   }
   if (cbid == CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize) {
