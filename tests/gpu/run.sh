@@ -34,7 +34,9 @@
 # --rounds 5"), TORCH_BENCH_ARGS (torch_overhead.py), MEMORY_BENCH_ARGS (memory.py),
 # ANNOTATIONS_BENCH_ARGS (annotations.py); each takes --quick for a first check. `bench` first
 # times a read of each host clock (bench/host_clock.cpp) and the operator callbacks on CPU tensors
-# (bench/aten_ops.py; ATEN_OPS_ARGS, ATEN_OPS_BENCH=0 leaves it out).
+# (bench/aten_ops.py; ATEN_OPS_ARGS, ATEN_OPS_BENCH=0 leaves it out); BENCH_TESTS, a regex of
+# GPU case names whose programs the bench targets build (e.g. torch_detach), runs them before the
+# overhead benchmark.
 # A failed step (a GPU test, a benchmark, a recording) makes the exit status 1, and the
 # summary names it.
 set -uo pipefail
@@ -54,7 +56,7 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPASTA_BUILD_BENCH=O
   -DCMAKE_CUDA_ARCHITECTURES=90 >"$work/configure.log" 2>&1 || { tail -30 "$work/configure.log"; exit 1; }
 targets=()
 [ "$what" = multi ] && targets=(--target launches_pasta)
-[ "$what" = bench ] && targets=(--target empty_kernels pasta_inject pasta_bench_kernel_freq
+[ "$what" = bench ] && targets=(--target empty_kernels pasta_inject pasta_bench_kernel_freq pasta-trace
   pasta_bench_kernel_freq_timeline pasta_bench_aten pasta_bench_op_floor inject_torch
   inject_torch_bench pasta_bench_host_clock pasta_bench_aten_ops)
 [ "$what" = torch ] && targets=(--target inject_torch inject_torch_memory inject_torch_record
@@ -253,6 +255,7 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
   [ "${ATEN_OPS_BENCH:-1}" = 0 ] ||
     step "operator callback benchmark" aten-ops.log python3 bench/aten_ops.py \
       "$build/bench/pasta_bench_aten_ops" ${ATEN_OPS_ARGS:---calls 200000}
+  [ -z "${BENCH_TESTS:-}" ] || gpu_tests bench "gpu: (${BENCH_TESTS})$"
   echo "== overhead benchmark"
   step "overhead benchmark" bench.log python3 bench/gpu/overhead.py "$build" "$work/bench" ${BENCH_ARGS:-}
   cp "$work/bench/overhead.csv" "$out/overhead.csv" 2>/dev/null

@@ -2,10 +2,16 @@
 (check.py case_torch_window): the same steps are profiled by pasta's window and by
 torch.profiler's schedule, in separate runs.
 
-  torch_window.py [--steps N] [--profiler-api A-B] [--nvtx A-B] [--torch-profiler A-B]
+  torch_window.py [--steps N] [--profiler-api A-B[,C-D...]] [--nvtx A-B] [--nvtx-steps]
+                  [--torch-profiler A-B]
 
---profiler-api A-B: torch.cuda.profiler.start() before step A, stop() after step B.
+--profiler-api A-B: torch.cuda.profiler.start() before step A, stop() after step B; a comma
+  list opens one window per span.
 --nvtx A-B: an NVTX range "window" (torch.cuda.nvtx, no record_function) over steps A to B.
+--nvtx-steps: an NVTX range "step" around every step.
+--pause-ms N: sleep N ms after each window's close (the job's work between windows).
+--no-sync: no torch.cuda.synchronize() after each step (a window closes with its steps' work
+  still running).
 --torch-profiler A-B: torch.profiler with schedule(wait=A-1, warmup=1, active=B-A+1),
   prof.step() after each optimizer step; prints the kernels it recorded.
 Prints one JSON line: the parameters' checksum (what profiling must not change) and, with
@@ -17,6 +23,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from torch_setup import deterministic, torch  # noqa: E402
@@ -29,11 +36,18 @@ def span(text):
     return int(a), int(b or a)
 
 
+def spans(text):
+    return [span(t) for t in text.split(",")]
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--steps", type=int, default=6)
     p.add_argument("--batch", type=int, default=8)
-    p.add_argument("--profiler-api", type=span)
+    p.add_argument("--profiler-api", type=spans, default=[])
+    p.add_argument("--nvtx-steps", action="store_true")
+    p.add_argument("--no-sync", action="store_true")
+    p.add_argument("--pause-ms", type=float, default=0)
     p.add_argument("--nvtx", type=span)
     p.add_argument("--torch-profiler", type=span)
     args = p.parse_args()
@@ -51,8 +65,10 @@ def main():
             schedule=torch.profiler.schedule(wait=a - 1, warmup=1, active=b - a + 1, repeat=1))
         prof.start()
     for step in range(args.steps):
-        if args.profiler_api and step == args.profiler_api[0]:
+        if any(step == a for a, _ in args.profiler_api):
             torch.cuda.profiler.start()
+        if args.nvtx_steps:
+            torch.cuda.nvtx.range_push("step")
         if args.nvtx and step == args.nvtx[0]:
             torch.cuda.nvtx.range_push("window")
         opt.zero_grad(set_to_none=True)
@@ -61,9 +77,13 @@ def main():
         opt.step()
         # Every mode waits for each step, so no kernel of a step runs into the next one's
         # window (torch.profiler keeps device work by time).
-        torch.cuda.synchronize()
-        if args.profiler_api and step == args.profiler_api[1]:
+        if not args.no_sync:
+            torch.cuda.synchronize()
+        if args.nvtx_steps:
+            torch.cuda.nvtx.range_pop()
+        if any(step == b for _, b in args.profiler_api):
             torch.cuda.profiler.stop()
+            time.sleep(args.pause_ms / 1e3)
         if args.nvtx and step == args.nvtx[1]:
             torch.cuda.nvtx.range_pop()
         if prof:
