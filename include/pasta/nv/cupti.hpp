@@ -72,7 +72,7 @@ class Cupti {
         self_time_(cfg.self_time),
         flush_on_sync_(cfg.flush_on_sync),
         buffer_pool_(cfg.buffer_pool),
-        detach_wanted_(cfg.detach),
+        detach_mode_(cfg.detach),
         op_tags_(cfg.op_tags),
         counters_(cfg),
         sampling_(cfg),
@@ -106,8 +106,8 @@ class Cupti {
       return fmt::format(
           "a capture window opened within {} ms of the previous one's close, while CUPTI was "
           "being attached again, and was not recorded ({} cudaProfilerStop found no window "
-          "open); CUPTI stayed attached from then on (PASTA_CUPTI_DETACH=0, the default, keeps "
-          "it attached throughout)",
+          "open); CUPTI stayed attached from then on (PASTA_CUPTI_DETACH=last, the default, "
+          "keeps it attached between cudaProfilerApi windows)",
           attach_settle.count(), missed);
     const auto dropped = stats_.dropped.load(), refused = stats_.refused.load();
     if (!dropped && !refused) return {};
@@ -186,6 +186,12 @@ class Cupti {
     }
     if (self->window_changed_) self->window_changed_(self, open);
     self->pause_tags(!open);
+    // A steps window never opens again: CUPTI goes at the next driver call's
+    // exit (detach_last), the site cuptiFinalize asks for.
+    if (!open && self->detach_last_ && self->subscriber_ &&
+        check(cuptiEnableDomain(1, self->subscriber_, CUPTI_CB_DOMAIN_DRIVER_API),
+              "the driver callbacks to detach CUPTI at"))
+      self->last_pending_ = true;
     // The window's records reach the tools without waiting for the next
     // flush (with detach_, at cuProfilerStop's exit: detach()).
     if (!open && !self->detach_) self->activity_.request_flush();
@@ -196,7 +202,7 @@ class Cupti {
   // it after a trace for the same reason). So at cuProfilerStop's exit, the
   // site cuptiFinalize asks for, pasta detaches CUPTI (it hands the
   // window's records over), and its worker attaches it again attach_settle
-  // later with only what was on before the first window (PASTA_CUPTI_DETACH).
+  // later with only what was on before the first window (PASTA_CUPTI_DETACH=every).
   // A window that opens in between is missed: if its cuProfilerStop comes
   // after the attach, it finds no window open, which counts it
   // (partial_reason); if both come in between, nothing can see it.
@@ -216,6 +222,15 @@ class Cupti {
     auto most = stats_.detach_ns_max.load(std::memory_order_relaxed);
     while (ns > most && !stats_.detach_ns_max.compare_exchange_weak(most, ns)) {
     }
+  }
+  // After the last window, at a driver call's exit on any thread: CUPTI
+  // detached for good (its records handed over), never attached again.
+  void detach_last() {
+    std::scoped_lock lock(window_mutex_, tags_mutex_);
+    if (!last_pending_.exchange(false) || !subscriber_) return;
+    activity_.finalize();
+    subscriber_ = nullptr;
+    stats_.detaches.fetch_add(1, std::memory_order_relaxed);
   }
   // On the worker: CUPTI as start() left it outside a window.
   template <class Sink>
@@ -296,10 +311,12 @@ class Cupti {
   bool self_time_;  // Config::self_time
   bool flush_on_sync_;
   bool buffer_pool_;  // Config::buffer_pool
-  bool detach_wanted_;  // Config::detach
-  // ... and this pipeline and window allow it (start()), until a window is
+  CuptiSettings::Detach detach_mode_;  // Config::detach
+  // every: this pipeline and window allow it (start()), until a window is
   // missed (on_driver)
   std::atomic<bool> detach_ = false;
+  bool detach_last_ = false;  // last: after a steps window (on_window, detach_last())
+  std::atomic<bool> last_pending_ = false;  // ... at the next driver call's exit
   bool dirty_ = false;   // window kinds were enabled since CUPTI was attached
   void (*attach_again_)(void*) = nullptr;  // attach<Sink>, for the worker
   bool scopes_ = false;  // NVTX callbacks (start())
@@ -407,8 +424,11 @@ void Cupti::start(Sink& sink) {
     // Detaching between windows needs the window's close at an API call's
     // exit (cuProfilerStop), and no CUPTI state that lives across windows
     // (counters' and PC sampling's sessions).
-    detach_ = detach_wanted_ && profiler_api_ && !Sink::template wants<KernelCounters>() &&
-              !Sink::template wants<StallSample>();
+    constexpr bool detachable =
+        !Sink::template wants<KernelCounters>() && !Sink::template wants<StallSample>();
+    detach_ = detachable && profiler_api_ && detach_mode_ == CuptiSettings::Detach::every;
+    detach_last_ = detachable && window.kind() == CaptureRange::Kind::steps &&
+                   detach_mode_ != CuptiSettings::Detach::off;
     attach_again_ = [](void* self) { static_cast<Cupti*>(self)->attach<Sink>(); };
     if (ops && op_tags_) {
       // The callback of each launch, copy and memset call (op_tags.hpp)
@@ -523,6 +543,11 @@ inline void Cupti::stop() {
           std::pair{"queued host events (worker)", &stats_.settle_time}})
       pasta::detail::log("cupti handler: self time: " +
                          pasta::detail::describe_self_time(what, *t));
+  if (detach_last_ && verbose_)
+    pasta::detail::log(stats_.detaches.load()
+                           ? "cupti handler: CUPTI detached after the capture window closed"
+                           : "cupti handler: CUPTI stayed attached (the capture window did not "
+                             "close before the end)");
   if (detach_ && verbose_)
     pasta::detail::log(fmt::format(
         "cupti handler: CUPTI detached at {} capture windows' close (longest {:.1f} ms) "

@@ -19,13 +19,15 @@ struct CuptiSettings {
   // worker (off: a new one for each request, zeroed by CUPTI on the thread
   // that launches; for measuring).
   bool buffer_pool = true;
-  // PASTA_CUPTI_DETACH: under a cudaProfilerStart/Stop capture window, CUPTI
-  // is detached (cuptiFinalize) when the window closes and attached again
-  // 20 ms later with only what it had before the first window, so the steps
-  // after a window run as fast as those before it. Off by default: a window
-  // that opens and closes within those 20 ms is not recorded, and nothing
-  // can tell (nv/cupti.hpp, Cupti::detach).
-  bool detach = false;
+  // PASTA_CUPTI_DETACH: when CUPTI is detached (cuptiFinalize) after a
+  // capture window, so that the steps after it run as fast as those before
+  // (CUPTI keeps part of its cost once its records are off). last: once no
+  // window can open again (after a steps:A-B range); every: also at each
+  // cudaProfilerStop, attached again 20 ms later, where a window that opens
+  // and closes within those 20 ms is not recorded and nothing can tell
+  // (nv/cupti.hpp, Cupti::detach); off: never.
+  enum class Detach : std::uint8_t { off, last, every };
+  Detach detach = Detach::last;
   std::uint64_t counter_launches = 1;  // PASTA_COUNTER_LAUNCHES: measured per signature (0 = all)
   // PASTA_COUNTER_CACHE: all = write back and evict L2 before each replay
   // pass (under PASTA_COUNTER_REPLAY=cupti, before the one-pass measurement
@@ -45,6 +47,8 @@ namespace var = pasta::detail::var;
 using S = CuptiSettings;
 inline constexpr pasta::detail::Choice<bool> cache[] = {{"all", true}, {"none", false}};
 inline constexpr pasta::detail::Choice<bool> replay[] = {{"pasta", true}, {"cupti", false}};
+inline constexpr pasta::detail::Choice<S::Detach> detach[] = {
+    {"last", S::Detach::last}, {"every", S::Detach::every}, {"off", S::Detach::off}};
 
 inline constexpr pasta::detail::Variable<CuptiSettings> cupti_variables[] = {
     var::flag<&S::launch_callbacks>("PASTA_LAUNCH_CALLBACKS"),
@@ -52,7 +56,10 @@ inline constexpr pasta::detail::Variable<CuptiSettings> cupti_variables[] = {
                              "a whole number of milliseconds (0 = no periodic flush)"),
     var::flag<&S::flush_on_sync>("PASTA_FLUSH_ON_SYNC"),
     var::flag<&S::buffer_pool>("PASTA_CUPTI_BUFFER_POOL"),
-    var::flag<&S::detach>("PASTA_CUPTI_DETACH"),
+    var::one_of<&S::detach, detach>(
+        "PASTA_CUPTI_DETACH",
+        "last (detach CUPTI once no capture window can open again), every (also at each "
+        "cudaProfilerStop, attached again 20 ms later) or off"),
     var::whole<&S::counter_launches>("PASTA_COUNTER_LAUNCHES",
                                      "a whole number (0 = measure every launch)"),
     var::one_of<&S::counter_cache_flush, cache>(

@@ -91,6 +91,10 @@ void Cupti::on_runtime(Sink& sink, CUpti_CallbackId cbid, const CUpti_CallbackDa
 template <class Sink>
 void Cupti::on_driver(Sink& sink, CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
   const bool enter = cb.callbackSite == CUPTI_API_ENTER;
+  if (last_pending_.load(std::memory_order_relaxed)) {  // every driver call until CUPTI goes
+    if (!enter) detach_last();
+    return;
+  }
   if (profiler_api_ && (cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStart ||
                         cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop)) {
     const bool stop = cbid == CUPTI_DRIVER_TRACE_CBID_cuProfilerStop;
