@@ -1133,13 +1133,15 @@ def case_torch_window(build, out):
 
 
 def case_torch_detach(build, out):
-    """CUPTI detached at each cudaProfilerStop and attached again (PASTA_CUPTI_DETACH=1): a
+    """CUPTI detached at each cudaProfilerStop and attached again (PASTA_CUPTI_DETACH=every): a
     torchvision ResNet-18 profiled in two windows (steps 2 and 4, 200 ms apart) with
     an NVTX range around every step reports the same kernels, operators and NVTX ranges as with
     CUPTI kept attached, and as many kernels as torch.profiler records over two steady steps;
     the verbose log says CUPTI was detached at both windows' close; the same without a
-    synchronisation before each close; results unchanged. (Windows closer together than the
-    20 ms CUPTI takes to be attached again can be lost unseen: docs/user-guide.md.)"""
+    synchronisation before each close; and CUPTI detached for good after a steps:2-3 window (the
+    default, PASTA_CUPTI_DETACH=last) reports what an attached one does; results unchanged.
+    (Windows closer together than the 20 ms CUPTI takes to be attached again can be lost unseen:
+    docs/user-guide.md.)"""
     script = os.path.join(ROOT, "tests", "gpu", "torch_window.py")
     native = last_json(run([sys.executable, script]).stdout)
     ref = last_json(run([sys.executable, script, "--torch-profiler", "2-3"]).stdout)
@@ -1148,7 +1150,7 @@ def case_torch_detach(build, out):
     ok = True
     for mode in ([], ["--torch"]):
         seen = {}
-        for detach in ("1", "0"):
+        for detach in ("every", "off"):
             name = f"{'torch' if mode else 'default'}_detach{detach}"
             d = os.path.join(out, name)
             proc = run([f"{build}/bin/pasta", "run", *mode, "--capture-range", "cudaProfilerApi",
@@ -1167,21 +1169,40 @@ def case_torch_detach(build, out):
             ok = expect(f"{name}: parameter checksum", last_json(proc.stdout)["checksum"],
                         native["checksum"]) and ok
             ok = expect(f"{name}: detached at each window's close",
-                        int(m[1]) if m else 0, 2 if detach == "1" else 0) and ok
+                        int(m[1]) if m else 0, 2 if detach == "every" else 0) and ok
             if mode:
                 ok = expect_attributed(d) and ok
             seen[detach] = (kernels, scopes, ops)
         ok = expect(f"{'--torch' if mode else 'default'}: detached and attached runs report the "
-                    "same kernels, NVTX ranges and operators", seen["1"], seen["0"]) and ok
+                    "same kernels, NVTX ranges and operators", seen["every"], seen["off"]) and ok
     # No synchronisation after the steps: each window closes with its kernels still running,
     # and CUPTI is detached there all the same.
     d = os.path.join(out, "default_no_sync")
     proc = run([f"{build}/bin/pasta", "run", "--capture-range", "cudaProfilerApi", "-o", d, "--",
                 sys.executable, script, "--profiler-api", "2-2,4-4", "--no-sync", "--pause-ms",
-                "200"], {"PASTA_PRINT": "none", "PASTA_VERBOSE": "1", "PASTA_CUPTI_DETACH": "1"})
+                "200"], {"PASTA_PRINT": "none", "PASTA_VERBOSE": "1", "PASTA_CUPTI_DETACH": "every"})
     kernels, _ = window_kernels(d)
     ok = expect("no sync before each window's close: kernels in the two windows", kernels,
                 want) and ok
+    # A steps window never opens again: CUPTI is detached for good after it, by default.
+    seen = {}
+    for detach in ("last", "off"):
+        d = os.path.join(out, f"steps_{detach}")
+        proc = run([f"{build}/bin/pasta", "run", "--torch", "--capture-range", "steps:2-3", "-o",
+                    d, "--", sys.executable, script],
+                   {"PASTA_PRINT": "none", "PASTA_VERBOSE": "1", "PASTA_CUPTI_DETACH": detach})
+        kernels, _ = window_kernels(d)
+        ops = {r["operator"]: r["calls"] for r in report(d, "op_summary")["tables"]["operators"]}
+        ok = expect(f"steps:2-3, {detach}: kernels in the window", kernels, want) and ok
+        ok = expect(f"steps:2-3, {detach}: detached after the window",
+                    "CUPTI detached after the capture window closed" in proc.stderr,
+                    detach == "last") and ok
+        ok = expect(f"steps:2-3, {detach}: parameter checksum",
+                    last_json(proc.stdout)["checksum"], native["checksum"]) and ok
+        ok = expect_attributed(d) and ok
+        seen[detach] = (kernels, ops)
+    ok = expect("steps:2-3: detached and attached runs report the same kernels and operators",
+                seen["last"], seen["off"]) and ok
     return expect("... parameter checksum", last_json(proc.stdout)["checksum"],
                   native["checksum"]) and ok
 
