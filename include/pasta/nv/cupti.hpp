@@ -23,7 +23,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <mutex>
@@ -259,6 +258,14 @@ class Cupti {
   // The callbacks that stay on outside a window (start() and attach()).
   template <class Sink>
   void enable_callbacks();
+  // Some tool wants what CUPTI's activity records give.
+  template <class Sink>
+  static constexpr bool wants_records() {
+    return Sink::template wants<KernelComplete>() || Sink::template wants<KernelLaunch>() ||
+           Sink::template wants<Memcpy>() || Sink::template wants<Memset>() ||
+           Sink::template wants<MemAlloc>() || Sink::template wants<MemFree>() ||
+           Sink::template wants<Synchronize>() || Sink::template wants<DeviceInfo>();
+  }
 
   // Tagging device work with operators takes four CUPTI callbacks a runtime
   // launch (op_tags.hpp; about 0.6 us each on an H100): they are turned on
@@ -355,7 +362,8 @@ void Cupti::start(Sink& sink) {
   constexpr bool syncs = Sink::template wants<Synchronize>();
   constexpr bool devices = Sink::template wants<DeviceInfo>();
   constexpr bool scopes = Sink::template wants<ScopeBegin>() || Sink::template wants<ScopeEnd>();
-  constexpr bool activities = kernels || copies || sets || memory || syncs || devices;
+  constexpr bool activities = wants_records<Sink>();
+  static_assert(activities == (kernels || copies || sets || memory || syncs || devices));
   // Tools that read operators get the device work tagged with them.
   constexpr bool ops = (kernels || copies || sets) &&
                        (Sink::template wants<OpBegin>() || Sink::template wants<OpEnd>());
@@ -421,9 +429,9 @@ void Cupti::start(Sink& sink) {
     if (devices && !skipped(detail::skip_device))
       add_kind(CUPTI_ACTIVITY_KIND_DEVICE, "device", false, false);
     enable_kinds(false);
-    // Detaching between windows needs the window's close at an API call's
-    // exit (cuProfilerStop), and no CUPTI state that lives across windows
-    // (counters' and PC sampling's sessions).
+    // Detaching needs an API call's exit to do it at (cuProfilerStop's, or
+    // any driver call's after a steps window), and no CUPTI state that lives
+    // across windows (counters' and PC sampling's sessions).
     constexpr bool detachable =
         !Sink::template wants<KernelCounters>() && !Sink::template wants<StallSample>();
     detach_ = detachable && profiler_api_ && detach_mode_ == CuptiSettings::Detach::every;
@@ -480,14 +488,9 @@ void Cupti::start(Sink& sink) {
 
 template <class Sink>
 void Cupti::enable_callbacks() {
-  constexpr bool activities =
-      Sink::template wants<KernelComplete>() || Sink::template wants<KernelLaunch>() ||
-      Sink::template wants<Memcpy>() || Sink::template wants<Memset>() ||
-      Sink::template wants<MemAlloc>() || Sink::template wants<MemFree>() ||
-      Sink::template wants<Synchronize>() || Sink::template wants<DeviceInfo>();
   // Synchronisations trigger a flush (on pasta's thread), so tools see the
   // work the program just waited for.
-  if (activities && flush_on_sync_) detail::enable_sync_callbacks(subscriber_);
+  if (wants_records<Sink>() && flush_on_sync_) detail::enable_sync_callbacks(subscriber_);
   if (host_launches_) detail::enable_launch_callbacks(subscriber_);
   if (profiler_api_)
     for (CUpti_CallbackId id :
