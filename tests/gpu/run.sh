@@ -56,7 +56,7 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPASTA_BUILD_BENCH=O
   -DCMAKE_CUDA_ARCHITECTURES=90 >"$work/configure.log" 2>&1 || { tail -30 "$work/configure.log"; exit 1; }
 targets=()
 [ "$what" = multi ] && targets=(--target launches_pasta)
-[ "$what" = bench ] && targets=(--target empty_kernels pasta_inject pasta_bench_kernel_freq pasta-trace
+[ "$what" = bench ] && targets=(--target empty_kernels pasta_inject pasta_bench_kernel_freq
   pasta_bench_kernel_freq_timeline pasta_bench_aten pasta_bench_op_floor inject_torch
   inject_torch_bench pasta_bench_host_clock pasta_bench_aten_ops)
 [ "$what" = torch ] && targets=(--target inject_torch inject_torch_memory inject_torch_record
