@@ -1,7 +1,7 @@
 // pasta::nv::Cupti: the NVIDIA handler most pipelines start with. Device
-// timestamps of kernels, copies, memsets, allocations and synchronisations
-// come from CUPTI activity records, processed in batches off the
-// application's threads; host-side launch callbacks are taken only when a
+// timestamps of kernels, copies, memsets and allocations come from CUPTI
+// activity records, processed in batches off the application's threads;
+// synchronisations from the synchronising calls' API callbacks; host-side launch callbacks are taken only when a
 // tool wants KernelLaunch and Config::launch_callbacks asks for them (they
 // cost about 5 us a launch). NVTX ranges of the program become scopes.
 // When a tool wants KernelCounters (tools::OpCounters), every kernel is
@@ -14,8 +14,8 @@
 // This file subscribes and composes; the parts are under detail/:
 // cupti_dispatch.hpp (the callback, one function per domain),
 // activity_worker.hpp (records, pasta's thread), launch_callbacks.hpp,
-// nvtx_scopes.hpp, op_tags.hpp, graph_callbacks.hpp, counter_callbacks.hpp,
-// sampling_callbacks.hpp, cupti_skip.hpp.
+// sync_callbacks.hpp, nvtx_scopes.hpp, op_tags.hpp, graph_callbacks.hpp,
+// counter_callbacks.hpp, sampling_callbacks.hpp, cupti_skip.hpp.
 #pragma once
 
 #include <dlfcn.h>
@@ -48,6 +48,7 @@
 #include <pasta/nv/detail/nvtx_scopes.hpp>
 #include <pasta/nv/detail/op_tags.hpp>
 #include <pasta/nv/detail/sampling_callbacks.hpp>
+#include <pasta/nv/detail/sync_callbacks.hpp>
 
 namespace pasta::nv {
 
@@ -72,6 +73,7 @@ class Cupti {
         flush_on_sync_(cfg.flush_on_sync),
         buffer_pool_(cfg.buffer_pool),
         detach_mode_(cfg.detach),
+        sync_records_(cfg.sync_records),
         op_tags_(cfg.op_tags),
         counters_(cfg),
         sampling_(cfg),
@@ -125,6 +127,8 @@ class Cupti {
   void on_runtime(Sink& sink, CUpti_CallbackId cbid, const CUpti_CallbackData& cb);
   template <class Sink>
   void on_driver(Sink& sink, CUpti_CallbackId cbid, const CUpti_CallbackData& cb);
+  template <class Sink>
+  void on_sync(Sink& sink, const detail::SyncCall& call, const CUpti_CallbackData& cb);
   // The worker's buffers, as the sink's events.
   template <class Sink>
   static void process_buffer(void* owner, std::uint8_t* buffer, std::size_t valid) {
@@ -319,6 +323,8 @@ class Cupti {
   bool flush_on_sync_;
   bool buffer_pool_;  // Config::buffer_pool
   CuptiSettings::Detach detach_mode_;  // Config::detach
+  bool sync_records_;                  // Config::sync_records: CUPTI's, not the callbacks'
+  bool sync_events_ = false;           // Synchronize events come from the callbacks (start())
   // every: this pipeline and window allow it (start()), until a window is
   // missed (on_driver)
   std::atomic<bool> detach_ = false;
@@ -394,6 +400,7 @@ void Cupti::start(Sink& sink) {
   auto& window = pasta::detail::capture_window();
   profiler_api_ = window.kind() == CaptureRange::Kind::profiler_api;
   scopes_ = scopes && !skipped(detail::skip_nvtx);
+  sync_events_ = syncs && !skipped(detail::skip_sync) && !sync_records_;
   enable_callbacks<Sink>();
   if constexpr (Sink::template wants<KernelCounters>()) {
     counters_.enable(subscriber_, host_launches_, kernels || Sink::template wants<Memcpy>(),
@@ -422,9 +429,9 @@ void Cupti::start(Sink& sink) {
     if (sets && !skipped(detail::skip_memset)) add_kind(CUPTI_ACTIVITY_KIND_MEMSET, "memset");
     if (memory && !skipped(detail::skip_memory))
       add_kind(CUPTI_ACTIVITY_KIND_MEMORY2, "allocation", false);
-    if (syncs && !skipped(detail::skip_sync)) {
+    if (syncs && !skipped(detail::skip_sync) && sync_records_) {
       add_kind(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "synchronization");
-      add_kind(CUPTI_ACTIVITY_KIND_CONTEXT, "context", false);
+      add_kind(CUPTI_ACTIVITY_KIND_CONTEXT, "context", false);  // a record's device
     }
     if (devices && !skipped(detail::skip_device))
       add_kind(CUPTI_ACTIVITY_KIND_DEVICE, "device", false, false);
@@ -488,9 +495,11 @@ void Cupti::start(Sink& sink) {
 
 template <class Sink>
 void Cupti::enable_callbacks() {
-  // Synchronisations trigger a flush (on pasta's thread), so tools see the
-  // work the program just waited for.
-  if (wants_records<Sink>() && flush_on_sync_) detail::enable_sync_callbacks(subscriber_);
+  // Device-wide synchronisations trigger a flush (on pasta's thread), so
+  // tools see the work the program just waited for; every synchronisation
+  // is an event when a tool wants them (sync_callbacks.hpp).
+  if (sync_events_ || (wants_records<Sink>() && flush_on_sync_))
+    detail::enable_sync_callbacks(subscriber_, sync_events_);
   if (host_launches_) detail::enable_launch_callbacks(subscriber_);
   if (profiler_api_)
     for (CUpti_CallbackId id :

@@ -28,6 +28,11 @@ struct CuptiSettings {
   // (nv/cupti.hpp, Cupti::detach); off: never.
   enum class Detach : std::uint8_t { off, last, every };
   Detach detach = Detach::last;
+  // PASTA_CUPTI_SYNC: where synchronisations (Synchronize) come from.
+  // callbacks: the synchronising calls' API callbacks (sync_callbacks.hpp),
+  // which cost only at those calls; records: CUPTI's synchronization
+  // records, whose record kind slows every launch (docs/benchmarks.md).
+  bool sync_records = false;
   std::uint64_t counter_launches = 1;  // PASTA_COUNTER_LAUNCHES: measured per signature (0 = all)
   // PASTA_COUNTER_CACHE: all = write back and evict L2 before each replay
   // pass (under PASTA_COUNTER_REPLAY=cupti, before the one-pass measurement
@@ -47,6 +52,7 @@ namespace var = pasta::detail::var;
 using S = CuptiSettings;
 inline constexpr pasta::detail::Choice<bool> cache[] = {{"all", true}, {"none", false}};
 inline constexpr pasta::detail::Choice<bool> replay[] = {{"pasta", true}, {"cupti", false}};
+inline constexpr pasta::detail::Choice<bool> sync[] = {{"callbacks", false}, {"records", true}};
 inline constexpr pasta::detail::Choice<S::Detach> detach[] = {
     {"last", S::Detach::last}, {"every", S::Detach::every}, {"off", S::Detach::off}};
 
@@ -60,6 +66,10 @@ inline constexpr pasta::detail::Variable<CuptiSettings> cupti_variables[] = {
         "PASTA_CUPTI_DETACH",
         "last (detach CUPTI once no capture window can open again), every (also at each "
         "cudaProfilerStop, attached again 20 ms later) or off"),
+    var::one_of<&S::sync_records, sync>(
+        "PASTA_CUPTI_SYNC",
+        "callbacks (synchronisations from the API callbacks of the calls that synchronise) or "
+        "records (from CUPTI's synchronization records, which slow every launch)"),
     var::whole<&S::counter_launches>("PASTA_COUNTER_LAUNCHES",
                                      "a whole number (0 = measure every launch)"),
     var::one_of<&S::counter_cache_flush, cache>(

@@ -1,8 +1,8 @@
 // Cupti's CUPTI callback, and the function each callback domain goes to:
 // counters and PC sampling first when a tool wants them, then NVTX ranges,
 // module loads and graph nodes (resource domain), runtime and driver calls
-// (synchronisations flush, launches are tagged with their operator and
-// reported). Included at the end of nv/cupti.hpp.
+// (synchronisations flush and are reported, launches are tagged with their
+// operator and reported). Included at the end of nv/cupti.hpp.
 #pragma once
 
 #include <pasta/nv/cupti.hpp>
@@ -74,8 +74,8 @@ void Cupti::on_module(Sink& sink, CUpti_CallbackId cbid, const CUpti_ResourceDat
 template <class Sink>
 void Cupti::on_runtime(Sink& sink, CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
   const bool enter = cb.callbackSite == CUPTI_API_ENTER;
-  if (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020) {
-    if (!enter && flush_on_sync_) activity_.request_flush();
+  if (const auto* sync = detail::sync_call(CUPTI_CB_DOMAIN_RUNTIME_API, cbid)) {
+    on_sync(sink, *sync, cb);
     return;
   }
   if (enter && tag_ops_) records_.tag_with_op(cb.correlationId);
@@ -110,8 +110,8 @@ void Cupti::on_driver(Sink& sink, CUpti_CallbackId cbid, const CUpti_CallbackDat
     if (detach_ && stop && !enter) detach();
     return;
   }
-  if (cbid == CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize) {
-    if (!enter && flush_on_sync_) activity_.request_flush();
+  if (const auto* sync = detail::sync_call(CUPTI_CB_DOMAIN_DRIVER_API, cbid)) {
+    on_sync(sink, *sync, cb);
     return;
   }
   if (enter && tag_ops_) records_.tag_with_op(cb.correlationId);
@@ -122,6 +122,22 @@ void Cupti::on_driver(Sink& sink, CUpti_CallbackId cbid, const CUpti_CallbackDat
     if (const auto shape =
             detail::launch_shape(CUPTI_CB_DOMAIN_DRIVER_API, cbid, cb.functionParams))
       detail::emit_launch(sink, cb, *shape);
+}
+
+// A synchronising call: its flush, and its event (sync_callbacks.hpp) for a
+// call that began inside the capture window.
+template <class Sink>
+void Cupti::on_sync(Sink& sink, const detail::SyncCall& call, const CUpti_CallbackData& cb) {
+  const bool enter = cb.callbackSite == CUPTI_API_ENTER;
+  if (!enter && call.device_wide && flush_on_sync_) activity_.request_flush();
+  if constexpr (Sink::template wants<Synchronize>()) {
+    if (!sync_events_) return;
+    if (enter) {
+      if (pasta::detail::capture_window().open()) detail::sync_enter(call, detail::cupti_clock());
+    } else if (const auto start = detail::sync_exit(call)) {
+      sink.emit(detail::sync_event(call, cb, *start));
+    }
+  }
 }
 
 }  // namespace pasta::nv

@@ -47,15 +47,6 @@ inline void enable_launch_callbacks(CUpti_SubscriberHandle subscriber) {
     cupti_ok(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, id),
              "a driver launch callback");
 }
-inline void enable_sync_callbacks(CUpti_SubscriberHandle subscriber) {
-  cupti_ok(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
-                               CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020),
-           "the cudaDeviceSynchronize callback");
-  cupti_ok(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API,
-                               CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize),
-           "the cuCtxSynchronize callback");
-}
-
 inline int& runtime_depth() {  // inside a runtime launch: skip the driver launch under it
   thread_local int depth = 0;
   return depth;

@@ -13,6 +13,7 @@
 #include <pasta/nv/detail/cupti_api.hpp>
 #include <pasta/nv/detail/launch_callbacks.hpp>
 #include <pasta/nv/detail/pc_sampling.hpp>
+#include <pasta/nv/detail/sync_callbacks.hpp>
 
 namespace pasta::nv::detail {
 
