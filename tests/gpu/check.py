@@ -1065,6 +1065,19 @@ def window_kernels(out_dir):
     return sum(r["launches"] for r in freq["tables"]["kernels"]), freq.get("window", "")
 
 
+WINDOW_SCRIPT = os.path.join(ROOT, "tests", "gpu", "torch_window.py")
+
+
+def pasta_window(build, out, name, mode, window, *extra, env=None):
+    """`pasta run MODE [--capture-range WINDOW]` over torch_window.py EXTRA, verbose, its reports
+    in OUT/NAME: the report directory, the script's JSON line and pasta's log."""
+    d = os.path.join(out, name)
+    proc = run([f"{build}/bin/pasta", "run", *mode,
+                *(["--capture-range", window] if window else []), "-o", d, "--", sys.executable,
+                WINDOW_SCRIPT, *extra], {"PASTA_PRINT": "none", "PASTA_VERBOSE": "1", **(env or {})})
+    return d, last_json(proc.stdout), proc.stderr
+
+
 def case_torch_window(build, out):
     """Capture ranges on a torchvision ResNet-18 trained for 6 steps: steps:2-3 and
     cudaProfilerApi (torch.cuda.profiler.start/stop around steps 2-3) and nvtx:window (a
@@ -1072,19 +1085,11 @@ def case_torch_window(build, out):
     records over steps 2-3, under --torch, the default pipeline, --torch --memory (instrumented
     inside the window only) and --torch --counters (replayed inside it only); a range that
     never opens says so and captures nothing; results unchanged throughout."""
-    script = os.path.join(ROOT, "tests", "gpu", "torch_window.py")
-    native = last_json(run([sys.executable, script]).stdout)
-    ref = last_json(run([sys.executable, script, "--torch-profiler", "2-3"]).stdout)
+    native = last_json(run([sys.executable, WINDOW_SCRIPT]).stdout)
+    ref = last_json(run([sys.executable, WINDOW_SCRIPT, "--torch-profiler", "2-3"]).stdout)
     want = ref["kernels"]
     print(f"  torch.profiler, schedule(wait=1, warmup=1, active=2): {want} kernels")
     ok = expect("torch.profiler's run: parameter checksum", ref["checksum"], native["checksum"])
-
-    def pasta(name, mode, window, *extra):
-        d = os.path.join(out, name)
-        proc = run([f"{build}/bin/pasta", "run", *mode, "--capture-range", window,
-                    "-o", d, "--", sys.executable, script, *extra],
-                   {"PASTA_PRINT": "none", "PASTA_VERBOSE": "1"})
-        return d, last_json(proc.stdout), proc.stderr
 
     for name, mode, window, extra in (
             ("steps", ["--torch"], "steps:2-3", []),
@@ -1094,7 +1099,7 @@ def case_torch_window(build, out):
             ("nvtx_default", [], "nvtx:window", ["--nvtx", "2-3"]),
             ("steps_memory", ["--torch", "--memory"], "steps:2-3", []),
             ("steps_counters", ["--torch", "--counters"], "steps:2-3", [])):
-        d, res, stderr = pasta(name, mode, window, *extra)
+        d, res, stderr = pasta_window(build, out, name, mode, window, *extra)
         kernels, said = window_kernels(d)
         if kernels != want:
             ours = kernel_counts(d)
@@ -1124,7 +1129,7 @@ def case_torch_window(build, out):
             ok = expect(f"{name}: launches outside the window not measured (> 0)",
                         bool(m) and int(m[1]) > 0, True) and ok
 
-    d, res, _ = pasta("never", ["--torch"], "nvtx:no_such_range")
+    d, res, _ = pasta_window(build, out, "never", ["--torch"], "nvtx:no_such_range")
     partial = report(d, "op_summary").get("partial", "")
     ok = expect("a range never opened: said in the report", partial.startswith(
         "capture range nvtx:no_such_range never opened"), True) and ok
@@ -1142,9 +1147,8 @@ def case_torch_detach(build, out):
     default, PASTA_CUPTI_DETACH=last) reports what an attached one does; results unchanged.
     (Windows closer together than the 20 ms CUPTI takes to be attached again can be lost unseen:
     docs/user-guide.md.)"""
-    script = os.path.join(ROOT, "tests", "gpu", "torch_window.py")
-    native = last_json(run([sys.executable, script]).stdout)
-    ref = last_json(run([sys.executable, script, "--torch-profiler", "2-3"]).stdout)
+    native = last_json(run([sys.executable, WINDOW_SCRIPT]).stdout)
+    ref = last_json(run([sys.executable, WINDOW_SCRIPT, "--torch-profiler", "2-3"]).stdout)
     want = ref["kernels"]
     print(f"  torch.profiler over steps 2-3: {want} kernels")
     ok = True
@@ -1152,22 +1156,19 @@ def case_torch_detach(build, out):
         seen = {}
         for detach in ("every", "off"):
             name = f"{'torch' if mode else 'default'}_detach{detach}"
-            d = os.path.join(out, name)
-            proc = run([f"{build}/bin/pasta", "run", *mode, "--capture-range", "cudaProfilerApi",
-                        "-o", d, "--", sys.executable, script, "--profiler-api", "2-2,4-4",
-                        "--nvtx-steps", "--pause-ms", "200"],
-                       {"PASTA_PRINT": "none", "PASTA_VERBOSE": "1", "PASTA_CUPTI_DETACH": detach})
+            d, res, stderr = pasta_window(build, out, name, mode, "cudaProfilerApi",
+                                          "--profiler-api", "2-2,4-4", "--nvtx-steps",
+                                          "--pause-ms", "200", env={"PASTA_CUPTI_DETACH": detach})
             kernels, said = window_kernels(d)
             scopes = {r["scope"]: r["calls"] for r in report(d, "scope_time")["tables"]["scopes"]} \
                 if not mode else {}
             ops = {r["operator"]: r["calls"]
                    for r in report(d, "op_summary")["tables"]["operators"]} if mode else {}
-            m = re.search(r"CUPTI detached at (\d+) capture windows' close", proc.stderr)
+            m = re.search(r"CUPTI detached at (\d+) capture windows' close", stderr)
             print(f"  {name}: {kernels} kernels, {len(ops)} operators, scopes {scopes}, "
                   f"detached {m[1] if m else 'never'}")
             ok = expect(f"{name}: kernels in the two windows", kernels, want) and ok
-            ok = expect(f"{name}: parameter checksum", last_json(proc.stdout)["checksum"],
-                        native["checksum"]) and ok
+            ok = expect(f"{name}: parameter checksum", res["checksum"], native["checksum"]) and ok
             ok = expect(f"{name}: detached at each window's close",
                         int(m[1]) if m else 0, 2 if detach == "every" else 0) and ok
             if mode:
@@ -1177,34 +1178,91 @@ def case_torch_detach(build, out):
                     "same kernels, NVTX ranges and operators", seen["every"], seen["off"]) and ok
     # No synchronisation after the steps: each window closes with its kernels still running,
     # and CUPTI is detached there all the same.
-    d = os.path.join(out, "default_no_sync")
-    proc = run([f"{build}/bin/pasta", "run", "--capture-range", "cudaProfilerApi", "-o", d, "--",
-                sys.executable, script, "--profiler-api", "2-2,4-4", "--no-sync", "--pause-ms",
-                "200"], {"PASTA_PRINT": "none", "PASTA_VERBOSE": "1", "PASTA_CUPTI_DETACH": "every"})
+    d, _, _ = pasta_window(build, out, "default_no_sync", [], "cudaProfilerApi", "--profiler-api",
+                           "2-2,4-4", "--no-sync", "--pause-ms", "200",
+                           env={"PASTA_CUPTI_DETACH": "every"})
     kernels, _ = window_kernels(d)
     ok = expect("no sync before each window's close: kernels in the two windows", kernels,
                 want) and ok
     # A steps window never opens again: CUPTI is detached for good after it, by default.
     seen = {}
     for detach in ("last", "off"):
-        d = os.path.join(out, f"steps_{detach}")
-        proc = run([f"{build}/bin/pasta", "run", "--torch", "--capture-range", "steps:2-3", "-o",
-                    d, "--", sys.executable, script],
-                   {"PASTA_PRINT": "none", "PASTA_VERBOSE": "1", "PASTA_CUPTI_DETACH": detach})
+        d, res, stderr = pasta_window(build, out, f"steps_{detach}", ["--torch"], "steps:2-3",
+                                      env={"PASTA_CUPTI_DETACH": detach})
         kernels, _ = window_kernels(d)
         ops = {r["operator"]: r["calls"] for r in report(d, "op_summary")["tables"]["operators"]}
         ok = expect(f"steps:2-3, {detach}: kernels in the window", kernels, want) and ok
         ok = expect(f"steps:2-3, {detach}: detached after the window",
-                    "CUPTI detached after the capture window closed" in proc.stderr,
+                    "CUPTI detached after the capture window closed" in stderr,
                     detach == "last") and ok
-        ok = expect(f"steps:2-3, {detach}: parameter checksum",
-                    last_json(proc.stdout)["checksum"], native["checksum"]) and ok
+        ok = expect(f"steps:2-3, {detach}: parameter checksum", res["checksum"],
+                    native["checksum"]) and ok
         ok = expect_attributed(d) and ok
         seen[detach] = (kernels, ops)
     ok = expect("steps:2-3: detached and attached runs report the same kernels and operators",
                 seen["last"], seen["off"]) and ok
-    return expect("... parameter checksum", last_json(proc.stdout)["checksum"],
-                  native["checksum"]) and ok
+    return ok
+
+
+def sync_spans(out_dir):
+    """The timeline's synchronisations: how many of each kind on each stream row."""
+    return collections.Counter((e["name"].removeprefix("sync "), e["tid"])
+                               for e in timeline(out_dir) if e.get("cat") == "sync")
+
+
+def case_torch_syncs(build, out):
+    """Synchronisations from the API callbacks (the default) against CUPTI's synchronization
+    records (PASTA_CUPTI_SYNC=records), on a torchvision ResNet-18 whose every step also
+    synchronises a stream, an event and a side stream, and makes each stream wait on the other's
+    event. In a cudaProfilerApi window over steps 2-3, both show the same synchronisations of each
+    kind on each stream, but for event synchronisations without a stream: CUPTI's records also
+    show some that no synchronising call of the program made (one a step in this script), which
+    the callbacks cannot see. The callbacks show at least the script's own synchronisations of
+    each kind, and a stream's synchronisations on a stream that ran kernels (CUPTI's own stream
+    id, also for the default stream). Results unchanged."""
+    native = last_json(run([sys.executable, WINDOW_SCRIPT, "--syncs"]).stdout)
+    made = native["syncs"]
+    print(f"  synchronising calls the script made in 6 steps: {made}")
+    ok = True
+    for window in ("cudaProfilerApi", None):
+        what = "steps 2-3" if window else "whole run"
+        extra = ["--profiler-api", "2-3"] if window else []
+        seen = {}
+        for source in ("callbacks", "records"):
+            d, res, _ = pasta_window(build, out, f"{source}_{'window' if window else 'whole'}", [],
+                                     window, "--syncs", *extra, env={"PASTA_CUPTI_SYNC": source})
+            ok = expect(f"{source}, {what}: parameter checksum", res["checksum"],
+                        native["checksum"]) and ok
+            seen[source] = sync_spans(d)
+            print(f"  {source}, {what}: {dict(sorted(seen[source].items()))}")
+            if source == "callbacks":
+                kernel_streams = {e["tid"] for e in timeline(d) if e.get("cat") == "kernel"}
+                synced = {tid for (kind, tid) in seen[source] if kind == "stream"}
+                ok = expect(f"{what}: streams synchronised that ran no kernel (kernels ran on "
+                            f"{sorted(kernel_streams)})", sorted(synced - kernel_streams),
+                            []) and ok
+        calls, records = seen["callbacks"], seen["records"]
+        if window:  # CUPTI also records a few the CUDA runtime makes at start-up
+            ok = expect(f"{what}: callbacks and records, the same synchronisations per kind and "
+                        "stream (but event synchronisations without a stream)",
+                        {k: n for k, n in calls.items() if k != ("event", 0)},
+                        {k: n for k, n in records.items() if k != ("event", 0)}) and ok
+            ok = expect(f"{what}: event synchronisations without a stream, records "
+                        f"{records[('event', 0)]} >= callbacks {calls[('event', 0)]}",
+                        records[("event", 0)] >= calls[("event", 0)], True) and ok
+        # Steps 2-3 of the 6 hold a third of the script's calls, but the final synchronisation.
+        share = (lambda n: n * 2 // 6) if window else (lambda n: n)
+        least = {"context": share(made["context"] - (1 if window else 0)),
+                 "stream": share(made["stream"]),
+                 "event (synchronize)": share(made["event"]), "event (wait)": share(made["wait"])}
+        got = {"context": sum(n for (k, _), n in calls.items() if k == "context"),
+               "stream": sum(n for (k, _), n in calls.items() if k == "stream"),
+               "event (synchronize)": calls[("event", 0)],
+               "event (wait)": sum(n for (k, t), n in calls.items() if k == "event" and t)}
+        for kind, n in least.items():
+            ok = expect(f"{what}: {kind} synchronisations {got[kind]}, at least the script's {n}",
+                        got[kind] >= n, True) and ok
+    return ok
 
 
 def case_torch_libtorch(build, out):

@@ -12,9 +12,14 @@ torch.profiler's schedule, in separate runs.
 --pause-ms N: sleep N ms after each window's close (the job's work between windows).
 --no-sync: no torch.cuda.synchronize() after each step (a window closes with its steps' work
   still running).
+--syncs: in each step, one of each synchronisation besides torch.cuda.synchronize(): a stream's
+  (loss.item()), an event's (Event.synchronize()), and a side stream and the main one each
+  waiting on the other's event (cudaStreamWaitEvent), the side stream then synchronised.
 --torch-profiler A-B: torch.profiler with schedule(wait=A-1, warmup=1, active=B-A+1),
   prof.step() after each optimizer step; prints the kernels it recorded.
-Prints one JSON line: the parameters' checksum (what profiling must not change) and, with
+Prints one JSON line: the parameters' checksum (what profiling must not change), the
+synchronising calls the script made itself by kind ("syncs": context, stream, event, and wait
+for a stream waiting on an event) and, with
 --torch-profiler, the kernel count.
 """
 import argparse
@@ -48,6 +53,7 @@ def main():
     p.add_argument("--nvtx-steps", action="store_true")
     p.add_argument("--no-sync", action="store_true")
     p.add_argument("--pause-ms", type=float, default=0)
+    p.add_argument("--syncs", action="store_true")
     p.add_argument("--nvtx", type=span)
     p.add_argument("--torch-profiler", type=span)
     args = p.parse_args()
@@ -56,6 +62,8 @@ def main():
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     x = torch.randn(args.batch, 3, 64, 64, device="cuda")
     y = torch.randint(0, 10, (args.batch,), device="cuda")
+    side = torch.cuda.Stream() if args.syncs else None
+    syncs = collections.Counter()
     prof = None
     if args.torch_profiler:
         a, b = args.torch_profiler
@@ -75,10 +83,23 @@ def main():
         loss = torch.nn.functional.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
+        if args.syncs:
+            loss.item()  # a stream synchronisation
+            done = torch.cuda.Event()
+            done.record()
+            done.synchronize()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                total = x.sum()
+            torch.cuda.current_stream().wait_stream(side)
+            total.record_stream(torch.cuda.current_stream())
+            side.synchronize()
+            syncs.update(stream=2, event=1, wait=2)
         # Every mode waits for each step, so no kernel of a step runs into the next one's
         # window (torch.profiler keeps device work by time).
         if not args.no_sync:
             torch.cuda.synchronize()
+            syncs["context"] += 1
         if args.nvtx_steps:
             torch.cuda.nvtx.range_pop()
         if any(step == b for _, b in args.profiler_api):
@@ -89,7 +110,9 @@ def main():
         if prof:
             prof.step()
     torch.cuda.synchronize()
-    out = {"checksum": float(sum(p.double().sum() for p in model.parameters()))}
+    syncs["context"] += 1
+    out = {"checksum": float(sum(p.double().sum() for p in model.parameters())),
+           "syncs": dict(syncs)}
     if prof:
         prof.stop()
         with tempfile.TemporaryDirectory() as d:
