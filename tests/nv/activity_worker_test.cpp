@@ -20,10 +20,15 @@ std::atomic<int> attaches{0};
 std::atomic<std::thread::id> attached_on{};
 std::atomic<clock_type::rep> attached_at{0};
 
-void attach(void*) {
+bool attach(void*) {
   attached_on = std::this_thread::get_id();
   attached_at = clock_type::now().time_since_epoch().count();
   attaches.fetch_add(1);
+  return true;
+}
+bool fail_to_attach(void*) {  // subscribing failed, or stop() had begun
+  attaches.fetch_add(1);
+  return false;
 }
 
 }  // namespace
@@ -65,5 +70,18 @@ TEST_CASE("ActivityWorker: detached, no flush reaches CUPTI, and the worker atta
     CHECK(clock_type::time_point(clock_type::duration(attached_at.load())) - asked >= settle);
     CHECK(worker.flush_all(0));
     worker.stop_thread();
+  }
+
+  SUBCASE("an attach that fails leaves CUPTI detached, its flushes held back") {
+    worker.start_thread();
+    worker.finalize();
+    REQUIRE(worker.attach_after(&fail_to_attach, std::chrono::milliseconds(1)));
+    const auto deadline = clock_type::now() + std::chrono::seconds(5);
+    while (attaches == 0 && clock_type::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    CHECK(attaches == 1);
+    worker.stop_thread();  // the worker's attach is over once it stopped
+    CHECK(worker.detached());
+    CHECK_FALSE(worker.flush_all(0));
   }
 }

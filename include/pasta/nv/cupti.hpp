@@ -235,11 +235,12 @@ class Cupti {
     subscriber_ = nullptr;
     stats_.detaches.fetch_add(1, std::memory_order_relaxed);
   }
-  // On the worker: CUPTI as start() left it outside a window.
+  // On the worker: CUPTI as start() left it outside a window. False if it
+  // stays detached (stop() began, or subscribing failed).
   template <class Sink>
-  void attach() {
+  bool attach() {
     std::scoped_lock lock(window_mutex_, tags_mutex_);
-    if (!active_ || subscriber_) return;
+    if (!active_ || subscriber_) return subscriber_ != nullptr;
     const CUptiResult sub =
         cuptiSubscribe(&subscriber_, reinterpret_cast<CUpti_CallbackFunc>(&on_callback<Sink>), this);
     if (sub != CUPTI_SUCCESS) {
@@ -249,7 +250,7 @@ class Cupti {
           "not recorded",
           detail::cupti_error(sub));
       pasta::detail::log(error_);
-      return;
+      return false;
     }
     enable_callbacks<Sink>();
     activity_.listen(this, &process_buffer<Sink>, buffer_pool_);
@@ -258,6 +259,7 @@ class Cupti {
       if (!skipped(detail::skip_graphs)) detail::enable_graph_callbacks(subscriber_);
       if (!tags_paused_) detail::enable_tag_callbacks(subscriber_);
     }
+    return true;
   }
   // The callbacks that stay on outside a window (start() and attach()).
   template <class Sink>
@@ -331,7 +333,7 @@ class Cupti {
   bool detach_last_ = false;  // last: after a steps window (on_window, detach_last())
   std::atomic<bool> last_pending_ = false;  // ... at the next driver call's exit
   bool dirty_ = false;   // window kinds were enabled since CUPTI was attached
-  void (*attach_again_)(void*) = nullptr;  // attach<Sink>, for the worker
+  bool (*attach_again_)(void*) = nullptr;  // attach<Sink>, for the worker
   bool scopes_ = false;  // NVTX callbacks (start())
   bool op_tags_;                       // Config::op_tags: tag device work with operators
   bool tag_ops_ = false;               // ... and a tool reads them: the callbacks tag
@@ -444,7 +446,7 @@ void Cupti::start(Sink& sink) {
     detach_ = detachable && profiler_api_ && detach_mode_ == CuptiSettings::Detach::every;
     detach_last_ = detachable && window.kind() == CaptureRange::Kind::steps &&
                    detach_mode_ != CuptiSettings::Detach::off;
-    attach_again_ = [](void* self) { static_cast<Cupti*>(self)->attach<Sink>(); };
+    attach_again_ = [](void* self) { return static_cast<Cupti*>(self)->attach<Sink>(); };
     if (ops && op_tags_) {
       // The callback of each launch, copy and memset call (op_tags.hpp)
       // records its correlation id with the calling thread's operator: no

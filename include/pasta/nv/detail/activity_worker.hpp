@@ -150,6 +150,7 @@ class ActivityWorker {
   using Process = void (*)(void* owner, std::uint8_t* buffer, std::size_t valid);
   // What the worker also does at each wake-up (every wake_period at least).
   using Wake = void (*)(void* owner);
+  using Attach = bool (*)(void* owner);  // true: CUPTI attached
   static constexpr auto wake_period = std::chrono::milliseconds(10);
 
   // flush_period 0: flush only when asked and at exit.
@@ -242,12 +243,13 @@ class ActivityWorker {
     detached_ = true;
   }
   // After finalize: the worker calls `attach(owner)`, which subscribes
-  // again, `settle` from now. The thread that detached CUPTI is inside
+  // again, `settle` from now, and says whether it did (CUPTI stays
+  // detached, and flushes held back, if not). The thread that detached CUPTI is inside
   // CUPTI's callback, and CUPTI's code after the callback must not meet a
   // CUPTI attached again (on an H200, it crashed when it did); so CUPTI is
   // attached by another thread after a pause, as in CUPTI's own sample.
   // False if no worker runs.
-  bool attach_after(Wake attach, std::chrono::milliseconds settle) {
+  bool attach_after(Attach attach, std::chrono::milliseconds settle) {
     {
       std::lock_guard lock(worker_mutex_);
       if (!schedule_) return false;
@@ -293,11 +295,11 @@ class ActivityWorker {
       std::vector<Filled> work;
       work.swap(filled_);
       const bool flush = schedule.take(clock::now());
-      const Wake attach = attach_ && clock::now() >= attach_at_ ? std::exchange(attach_, nullptr)
-                                                                : nullptr;
+      const Attach attach = attach_ && clock::now() >= attach_at_
+                                ? std::exchange(attach_, nullptr)
+                                : nullptr;
       lock.unlock();
-      if (attach) {
-        attach(owner_);
+      if (attach && attach(owner_)) {
         std::lock_guard attached(cupti_mutex_);
         detached_ = false;
       }
@@ -353,7 +355,7 @@ class ActivityWorker {
   std::thread worker_;
   mutable std::mutex cupti_mutex_;  // guards detached_; held across flushes and the detach
   bool detached_ = false;
-  Wake attach_ = nullptr;  // CUPTI to attach again, on the worker, at attach_at_
+  Attach attach_ = nullptr;  // CUPTI to attach again, on the worker, at attach_at_
   FlushSchedule::clock::time_point attach_at_{};
   std::mutex worker_mutex_;  // guards filled_, schedule_, stopping_, attach_
   std::condition_variable worker_cv_;
