@@ -1074,7 +1074,8 @@ def pasta_window(build, out, name, mode, window, *extra, env=None):
     d = os.path.join(out, name)
     proc = run([f"{build}/bin/pasta", "run", *mode,
                 *(["--capture-range", window] if window else []), "-o", d, "--", sys.executable,
-                WINDOW_SCRIPT, *extra], {"PASTA_PRINT": "none", "PASTA_VERBOSE": "1", **(env or {})})
+                WINDOW_SCRIPT, *extra],
+               {"PASTA_PRINT": "none", "PASTA_VERBOSE": "1", **(env or {})})
     return d, last_json(proc.stdout), proc.stderr
 
 
@@ -1214,12 +1215,12 @@ def case_torch_syncs(build, out):
     """Synchronisations from the API callbacks (the default) against CUPTI's synchronization
     records (PASTA_CUPTI_SYNC=records), on a torchvision ResNet-18 whose every step also
     synchronises a stream, an event and a side stream, and makes each stream wait on the other's
-    event. In a cudaProfilerApi window over steps 2-3, both show the same synchronisations of each
-    kind on each stream, but for event synchronisations without a stream: CUPTI's records also
-    show some that no synchronising call of the program made (one a step in this script), which
-    the callbacks cannot see. The callbacks show at least the script's own synchronisations of
-    each kind, and a stream's synchronisations on a stream that ran kernels (CUPTI's own stream
-    id, also for the default stream). Results unchanged."""
+    event. In a cudaProfilerApi window over steps 2-3 and over the whole run, both show the same
+    synchronisations of each kind on each stream, but for event synchronisations without a
+    stream: CUPTI's records also show some that no synchronising call of the program made (one a
+    step in this script), which the callbacks cannot see. The callbacks show at least the
+    script's own synchronisations of each kind, and a stream's synchronisations on a stream that
+    ran kernels (CUPTI's own stream id, also for the default stream). Results unchanged."""
     native = last_json(run([sys.executable, WINDOW_SCRIPT, "--syncs"]).stdout)
     made = native["syncs"]
     print(f"  synchronising calls the script made in 6 steps: {made}")
@@ -1242,14 +1243,13 @@ def case_torch_syncs(build, out):
                             f"{sorted(kernel_streams)})", sorted(synced - kernel_streams),
                             []) and ok
         calls, records = seen["callbacks"], seen["records"]
-        if window:  # CUPTI also records a few the CUDA runtime makes at start-up
-            ok = expect(f"{what}: callbacks and records, the same synchronisations per kind and "
-                        "stream (but event synchronisations without a stream)",
-                        {k: n for k, n in calls.items() if k != ("event", 0)},
-                        {k: n for k, n in records.items() if k != ("event", 0)}) and ok
-            ok = expect(f"{what}: event synchronisations without a stream, records "
-                        f"{records[('event', 0)]} >= callbacks {calls[('event', 0)]}",
-                        records[("event", 0)] >= calls[("event", 0)], True) and ok
+        ok = expect(f"{what}: callbacks and records, the same synchronisations per kind and "
+                    "stream (but event synchronisations without a stream)",
+                    {k: n for k, n in calls.items() if k != ("event", 0)},
+                    {k: n for k, n in records.items() if k != ("event", 0)}) and ok
+        ok = expect(f"{what}: event synchronisations without a stream, records "
+                    f"{records[('event', 0)]} >= callbacks {calls[('event', 0)]}",
+                    records[("event", 0)] >= calls[("event", 0)], True) and ok
         # Steps 2-3 of the 6 hold a third of the script's calls, but the final synchronisation.
         share = (lambda n: n * 2 // 6) if window else (lambda n: n)
         least = {"context": share(made["context"] - (1 if window else 0)),

@@ -19,8 +19,7 @@ torch.profiler's schedule, in separate runs.
   prof.step() after each optimizer step; prints the kernels it recorded.
 Prints one JSON line: the parameters' checksum (what profiling must not change), the
 synchronising calls the script made itself by kind ("syncs": context, stream, event, and wait
-for a stream waiting on an event) and, with
---torch-profiler, the kernel count.
+for a stream waiting on an event) and, with --torch-profiler, the kernel count.
 """
 import argparse
 import collections

@@ -1,9 +1,10 @@
 // pasta::nv::Cupti: the NVIDIA handler most pipelines start with. Device
 // timestamps of kernels, copies, memsets and allocations come from CUPTI
 // activity records, processed in batches off the application's threads;
-// synchronisations from the synchronising calls' API callbacks; host-side launch callbacks are taken only when a
-// tool wants KernelLaunch and Config::launch_callbacks asks for them (they
-// cost about 5 us a launch). NVTX ranges of the program become scopes.
+// synchronisations from the synchronising calls' API callbacks; host-side
+// launch callbacks are taken only when a tool wants KernelLaunch and
+// Config::launch_callbacks asks for them (they cost about 5 us a launch).
+// NVTX ranges of the program become scopes.
 // When a tool wants KernelCounters (tools::OpCounters), every kernel is
 // measured with CUPTI's Range Profiler (detail/range_counters.hpp): slow,
 // exact, the program's results unchanged. When a tool wants StallSample
@@ -402,7 +403,8 @@ void Cupti::start(Sink& sink) {
   auto& window = pasta::detail::capture_window();
   profiler_api_ = window.kind() == CaptureRange::Kind::profiler_api;
   scopes_ = scopes && !skipped(detail::skip_nvtx);
-  sync_events_ = syncs && !skipped(detail::skip_sync) && !sync_records_;
+  const bool sync_wanted = syncs && !skipped(detail::skip_sync);
+  sync_events_ = sync_wanted && !sync_records_;
   enable_callbacks<Sink>();
   if constexpr (Sink::template wants<KernelCounters>()) {
     counters_.enable(subscriber_, host_launches_, kernels || Sink::template wants<Memcpy>(),
@@ -431,7 +433,7 @@ void Cupti::start(Sink& sink) {
     if (sets && !skipped(detail::skip_memset)) add_kind(CUPTI_ACTIVITY_KIND_MEMSET, "memset");
     if (memory && !skipped(detail::skip_memory))
       add_kind(CUPTI_ACTIVITY_KIND_MEMORY2, "allocation", false);
-    if (syncs && !skipped(detail::skip_sync) && sync_records_) {
+    if (sync_wanted && sync_records_) {
       add_kind(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "synchronization");
       add_kind(CUPTI_ACTIVITY_KIND_CONTEXT, "context", false);  // a record's device
     }

@@ -244,10 +244,11 @@ class ActivityWorker {
   }
   // After finalize: the worker calls `attach(owner)`, which subscribes
   // again, `settle` from now, and says whether it did (CUPTI stays
-  // detached, and flushes held back, if not). The thread that detached CUPTI is inside
-  // CUPTI's callback, and CUPTI's code after the callback must not meet a
-  // CUPTI attached again (on an H200, it crashed when it did); so CUPTI is
-  // attached by another thread after a pause, as in CUPTI's own sample.
+  // detached, and flushes held back, if not). The thread that detached
+  // CUPTI is inside CUPTI's callback, and CUPTI's code after the callback
+  // must not meet a CUPTI attached again (on an H200, it crashed when it
+  // did); so CUPTI is attached by another thread after a pause, as in
+  // CUPTI's own sample.
   // False if no worker runs.
   bool attach_after(Attach attach, std::chrono::milliseconds settle) {
     {

@@ -8,7 +8,6 @@
 // (PASTA_CUPTI_SYNC=records takes CUPTI's records again).
 #pragma once
 
-#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
