@@ -25,6 +25,7 @@ counts the workload's kernels in a run of its own (torch_step.py
 and 10 timed steps, fewer variants, 10k empty kernels. Variant keys (native
 always runs):
 """
+import functools
 import os
 import re
 import statistics
@@ -147,7 +148,10 @@ def torch_variants(bench, cmd, launches, keys, windows=0):
             env["PASTA_CAPTURE_RANGE"] = "cudaProfilerApi"
         if "PASTA_INJECT_LIB" in env:
             env["PASTA_INJECT_LIB"] = bench.lib(env["PASTA_INJECT_LIB"])
-        check = harness.torch_profiler_saw_kernels if options else None
+        check = None
+        if options:  # torch.profiler: in windows, it must have seen every kernel inside them
+            check = functools.partial(harness.torch_profiler_saw_kernels,
+                                      at_least=launches if windows else 1)
         out.append(harness.Variant(label, cmd + options, env, pasta=pasta,
                                    expect=0 if key in NO_LAUNCHES else launches, check=check,
                                    once=key in ONCE))
@@ -200,8 +204,8 @@ def main():
                    help="measure within each process: steps in blocks of N, alternately outside "
                         "and inside a cudaProfilerStart/Stop window, pasta collecting only inside "
                         "(--capture-range cudaProfilerApi); the ratio is inside over outside, "
-                        "median over the block pairs (torch_step.py --windows). Not for "
-                        "torch.profiler or aten-only")
+                        "median over the block pairs (torch_step.py --windows); torch.profiler "
+                        "variants profile each inside block. Not for aten-only")
     p.add_argument("--empty", type=int, help="empty kernels timed (100000; 10000 with --quick; "
                                              "0 leaves them out)")
     args = harness.settle(p.parse_args(), models=(",".join(BATCHES), "resnet18,gpt2"),
@@ -217,10 +221,10 @@ def main():
             p.error(f"unknown {what} {', '.join(unknown)}; known: {', '.join(known)}")
 
     if args.windows:
-        unfit = [k for k in keys if VARIANTS[k][1] or k in NO_LAUNCHES]
+        unfit = [k for k in keys if k in NO_LAUNCHES]
         if unfit:
-            p.error(f"--windows: {', '.join(unfit)} collect(s) outside cudaProfilerStart/Stop "
-                    "windows too; leave them out")
+            p.error(f"--windows: {', '.join(unfit)} see(s) no launches to check a window by; "
+                    "leave them out")
     bench = harness.Bench(args.build, args.out, args.timeout, args.cpus)
     print(f"pasta overhead on {bench.gpu}: {args.rounds} interleaved rounds, {args.warmup} "
           f"warm-up and {args.steps} timed steps a process"

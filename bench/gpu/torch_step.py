@@ -33,6 +33,10 @@ step_ms_inside_median are each kind's median step; step_ms_first_outside the
 first block's (before any window opened) and step_ms_later_outside_median
 the other outside blocks'; with --count-kernels, only the inside blocks'
 kernels are counted.
+With --torch-profiler too, every inside block runs under a torch.profiler of
+its own (started before the block's first step, stopped after its last):
+the same measure for torch.profiler; profiler_events_seconds and
+device_events_profiled are then the inside blocks' totals.
 --count-kernels runs the whole workload (model built, warm-up, steps) under
 torch.profiler (CUDA activity) from right after CUDA is initialised and prints
 the kernels it launched ("kernels", the raw trace's kernel events): the
@@ -95,6 +99,19 @@ def kernels_in(prof):
     return sum(1 for e in events if e.get("cat") == "kernel")
 
 
+def timed_steps(step, n, after=None):
+    """n steps, each timed to the end of its GPU work (seconds); after() follows each."""
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        step()
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - t0)
+        if after:
+            after()
+    return times
+
+
 def run_batch(args, batch, profile, ProfilerActivity):
     """Builds the model at `batch`, runs the warm-up steps, then the timed ones (under
     torch.profiler with --torch-profiler); the step times and what the profiler did."""
@@ -109,57 +126,61 @@ def run_batch(args, batch, profile, ProfilerActivity):
     for _ in range(args.warmup):
         step()
     torch.cuda.synchronize()
-    timed = None
-    if args.torch_profiler:
+    def torch_profiler():
         activities = [ProfilerActivity.CUDA] + (
             [ProfilerActivity.CPU] if args.torch_profiler == "cpu+cuda" else [])
-        timed = profile(activities=activities, profile_memory=args.profile_memory)
+        return profile(activities=activities, profile_memory=args.profile_memory)
+
     if args.windows:
-        return run_windows(args, batch, step, profile, ProfilerActivity)
-    times = []
+        return run_windows(args, batch, step, profile, ProfilerActivity,
+                           torch_profiler if args.torch_profiler else None)
+    timed = torch_profiler() if args.torch_profiler else None
     with timed or contextlib.nullcontext():
-        for _ in range(args.steps):
-            t0 = time.perf_counter()
-            step()
-            torch.cuda.synchronize()
-            times.append(time.perf_counter() - t0)
-            if timed:
-                timed.step()
+        times = timed_steps(step, args.steps, timed.step if timed else None)
     out = {"batch": batch, "step_ms_median": statistics.median(times) * 1e3,
            "step_ms_mean": statistics.mean(times) * 1e3}
     if timed:
-        t0 = time.perf_counter()
-        events = timed.events()
-        out["profiler_events_seconds"] = time.perf_counter() - t0
-        out["device_events_profiled"] = sum(
-            1 for e in events if e.device_type == torch.autograd.DeviceType.CUDA)
+        out.update(profiled(timed))
     return out
 
 
-def run_windows(args, batch, step, profile, ProfilerActivity):
+def profiled(prof):
+    """What a finished torch.profiler run did: how long its events() took, and the device
+    events (kernels, copies, memsets) it saw."""
+    t0 = time.perf_counter()
+    events = prof.events()
+    return {"profiler_events_seconds": time.perf_counter() - t0,
+            "device_events_profiled": sum(
+                1 for e in events if e.device_type == torch.autograd.DeviceType.CUDA)}
+
+
+def run_windows(args, batch, step, profile, ProfilerActivity, torch_profiler=None):
     """The timed steps in blocks of args.windows, alternately outside and inside a
     cudaProfilerStart/Stop window; with --count-kernels, torch.profiler counts the kernels of
-    the inside blocks only."""
+    the inside blocks only; with torch_profiler (a function that makes one), each inside block
+    runs under a torch.profiler of its own."""
     blocks = max(2, 2 * round(args.steps / (2 * args.windows)))  # whole pairs
     medians = {"outside": [], "inside": []}
     kernels = 0
+    done = {"profiler_events_seconds": 0.0, "device_events_profiled": 0}
     for b in range(blocks):
         inside = b % 2 == 1
         if inside:
             torch.cuda.profiler.start()
-        counting = profile(activities=[ProfilerActivity.CUDA]) if (
-            inside and args.count_kernels) else None
-        times = []
-        with counting or contextlib.nullcontext():
-            for _ in range(args.windows):
-                t0 = time.perf_counter()
-                step()
-                torch.cuda.synchronize()
-                times.append(time.perf_counter() - t0)
+        collector = None
+        if inside and args.count_kernels:
+            collector = profile(activities=[ProfilerActivity.CUDA])
+        elif inside and torch_profiler:
+            collector = torch_profiler()
+        with collector or contextlib.nullcontext():
+            times = timed_steps(step, args.windows)
         if inside:
             torch.cuda.profiler.stop()
-        if counting:
-            kernels += kernels_in(counting)
+        if collector and args.count_kernels:
+            kernels += kernels_in(collector)
+        elif collector:
+            for key, value in profiled(collector).items():
+                done[key] += value
         medians["inside" if inside else "outside"].append(statistics.median(times) * 1e3)
     ratios = [i / o for o, i in zip(medians["outside"], medians["inside"])]
     out = {"batch": batch, "windows": args.windows, "blocks": blocks,
@@ -174,6 +195,8 @@ def run_windows(args, batch, step, profile, ProfilerActivity):
                                                              medians["outside"])}
     if args.count_kernels:
         out["kernels_inside"] = kernels
+    if torch_profiler:
+        out.update(done)
     return out
 
 
@@ -196,9 +219,6 @@ def main():
                    help="time the steps in blocks of N, alternately outside and inside a "
                         "cudaProfilerStart/Stop window (see above)")
     args = p.parse_args()
-    if args.windows and args.torch_profiler:
-        p.error("--windows times a profiler that collects inside cudaProfilerStart/Stop "
-                "windows; torch.profiler does not: leave out --torch-profiler")
     if args.windows < 0:
         p.error(f"--windows takes a number of steps, not {args.windows}")
     if args.count_kernels and args.torch_profiler:

@@ -67,6 +67,8 @@ if "--windows" in sys.argv:  # torch_step.py --windows: inside/outside, within t
                step_ms_later_outside_median=outside)
 if "--count-kernels" in sys.argv:
     out["kernels"] = 752
+if "--torch-profiler" in sys.argv:  # the device events torch.profiler saw (FAKE_PROFILED)
+    out["device_events_profiled"] = int(os.environ.get("FAKE_PROFILED", "800"))
 print("warming up")
 print(json.dumps(out))
 '''
@@ -300,6 +302,29 @@ def windows_table(tmp, build, workload):
     checks.expect("two variants with one label refused", shared, True)
 
 
+def windows_torch_profiler(tmp, build, workload):
+    """--windows with torch.profiler variants: each is checked to have seen at least the
+    kernels the calibration counted inside the windows; one that saw fewer is refused."""
+    import overhead  # noqa: E402
+    shutil.rmtree(os.path.join(tmp, "out"), ignore_errors=True)
+    cmd = workload + ["--windows", "10"]
+    bench = harness.Bench(build, os.path.join(tmp, "out"), timeout=60)
+    variants = overhead.torch_variants(bench, cmd, 752, ["native", "torch-cuda", "torch-cpu-cuda"],
+                                       windows=10)
+    variants[2].env["FAKE_PROFILED"] = "700"
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        results = bench.rounds("fake step", variants, 2, harness.window_ratio)
+    print(text.getvalue())
+    checks.expect("--windows, torch.profiler: samples kept",
+                  {k: len(v) for k, v in results.items()},
+                  {"native": 2, "torch.profiler (CUDA only)": 2, "torch.profiler (CPU+CUDA)": 0})
+    checks.expect("--windows, torch.profiler: the one that saw too few refused",
+                  [l.split(": ", 2)[-1] for l in text.getvalue().splitlines()
+                   if l.startswith("FAILED")],
+                  ["torch.profiler saw 700 device events, expected at least 752"])
+
+
 def pins_cpus(tmp, build):
     """--cpus: parsed as a list, refused when not usable, and every process runs on them."""
     usable = sorted(os.sched_getaffinity(0))
@@ -332,6 +357,7 @@ def main():
         annotations_end_to_end(tmp, build)
         pins_cpus(tmp, build)
         windows_table(tmp, build, workload)
+        windows_torch_profiler(tmp, build, workload)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if checks.failures:
