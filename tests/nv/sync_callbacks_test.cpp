@@ -6,6 +6,7 @@
 
 #include <thread>
 
+#include <pasta/nv/detail/launch_callbacks.hpp>
 #include <pasta/nv/detail/sync_callbacks.hpp>
 
 using namespace pasta;
@@ -105,4 +106,20 @@ TEST_CASE("a runtime synchronisation and the driver call under it are one, timed
   }).join();
   CHECK(other == std::optional<std::uint64_t>{310});
   CHECK(sync_exit(runtime) == std::optional<std::uint64_t>{300});
+}
+
+// Launches share the stream look-up (cupti_stream_id): a launch call's null
+// stream is the thread's own default stream exactly for the _ptsz calls.
+TEST_CASE("per_thread_stream: every _ptsz launch call, and no other") {
+  auto check_domain = [](CUpti_CallbackDomain domain, const auto& ids) {
+    for (CUpti_CallbackId id : ids) {
+      const char* name = nullptr;
+      REQUIRE(cuptiGetCallbackName(domain, id, &name) == CUPTI_SUCCESS);
+      CAPTURE(name);
+      CHECK(per_thread_stream(domain, id) == (std::string_view(name).find("_ptsz") !=
+                                              std::string_view::npos));
+    }
+  };
+  check_domain(CUPTI_CB_DOMAIN_RUNTIME_API, runtime_launches);
+  check_domain(CUPTI_CB_DOMAIN_DRIVER_API, driver_launches);
 }

@@ -180,6 +180,24 @@ inline bool cupti_ok(CUptiResult r, std::string_view what) {
   return false;
 }
 
+// CUPTI's id of the stream an API call names, as its records give it (0 when
+// CUPTI cannot tell; logged once per `what`). A null stream is the context's
+// default stream, the calling thread's own for a per-thread (_ptsz) call:
+// CUPTI is asked with the context, then by the driver's handle for it.
+inline std::uint32_t cupti_stream_id(CUcontext context, CUstream stream, bool per_thread,
+                                     std::string_view what) {
+  std::uint32_t id = 0;
+  CUptiResult r = cuptiGetStreamIdEx(context, stream, per_thread ? 1 : 0, &id);
+  if (r != CUPTI_SUCCESS && stream == nullptr)
+    r = cuptiGetStreamIdEx(context, per_thread ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY, 0, &id);
+  if (r == CUPTI_SUCCESS) return id;
+  pasta::detail::log_once(fmt::format("cupti:stream:{}", what),
+                          fmt::format("cupti handler: a {}'s stream is unknown to CUPTI ({}); it "
+                                      "shows on stream 0",
+                                      what, cupti_error(r)));
+  return 0;
+}
+
 // CUPTI's clock, which host events share so that timelines line up.
 inline std::uint64_t cupti_clock() {
   std::uint64_t t = 0;

@@ -85,7 +85,8 @@ void Cupti::on_runtime(Sink& sink, CUpti_CallbackId cbid, const CUpti_CallbackDa
   if constexpr (Sink::template wants<KernelLaunch>())
     if (const auto shape =
             detail::launch_shape(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, cb.functionParams))
-      detail::emit_launch(sink, cb, *shape);
+      detail::emit_launch(sink, cb, *shape,
+                          detail::per_thread_stream(CUPTI_CB_DOMAIN_RUNTIME_API, cbid));
 }
 
 template <class Sink>
@@ -121,7 +122,8 @@ void Cupti::on_driver(Sink& sink, CUpti_CallbackId cbid, const CUpti_CallbackDat
   if constexpr (Sink::template wants<KernelLaunch>())
     if (const auto shape =
             detail::launch_shape(CUPTI_CB_DOMAIN_DRIVER_API, cbid, cb.functionParams))
-      detail::emit_launch(sink, cb, *shape);
+      detail::emit_launch(sink, cb, *shape,
+                          detail::per_thread_stream(CUPTI_CB_DOMAIN_DRIVER_API, cbid));
 }
 
 // A synchronising call: its flush, and its event (sync_callbacks.hpp) for a

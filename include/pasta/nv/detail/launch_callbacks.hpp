@@ -113,7 +113,8 @@ inline std::optional<LaunchShape> launch_shape(CUpti_CallbackDomain domain, CUpt
 inline bool per_thread_stream(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API)
     return cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000 ||
-           cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060;
+           cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060 ||
+           cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000;
   return cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz ||
          cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz ||
          cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz;
@@ -128,14 +129,14 @@ inline std::uint64_t signature(const CUpti_CallbackData& cb, const LaunchShape& 
   return h;
 }
 
+// The KernelLaunch of a launch call; per_thread: a _ptsz call (per_thread_stream).
 template <class Sink>
-void emit_launch(Sink& sink, const CUpti_CallbackData& cb, const LaunchShape& s) {
-  std::uint32_t stream_id = 0, device = 0;
-  cuptiGetStreamId(cb.context, s.stream, &stream_id);
+void emit_launch(Sink& sink, const CUpti_CallbackData& cb, const LaunchShape& s, bool per_thread) {
+  std::uint32_t device = 0;
   cuptiGetDeviceId(cb.context, &device);
   sink.emit(KernelLaunch{.correlation = cb.correlationId,
                          .context = cb.contextUid,
-                         .stream = stream_id,
+                         .stream = cupti_stream_id(cb.context, s.stream, per_thread, "launch"),
                          .device = device,
                          .name = cb.symbolName ? intern(cb.symbolName) : NameId{},
                          .grid = s.grid,

@@ -124,24 +124,6 @@ inline std::optional<std::uint64_t> sync_exit(const SyncCall& call) {
   return f.start_ns;
 }
 
-// CUPTI's id of the stream a call names, as its records give it (0 when
-// CUPTI cannot tell). Stream 0 is the context's default stream: CUPTI is
-// asked with the context, then by the driver's own handle for it.
-inline std::uint32_t sync_stream_id(const SyncCall& call, const CUpti_CallbackData& cb) {
-  const CUstream stream = sync_stream(call, cb.functionParams);
-  std::uint32_t id = 0;
-  CUptiResult r = cuptiGetStreamIdEx(cb.context, stream, call.per_thread ? 1 : 0, &id);
-  if (r != CUPTI_SUCCESS && stream == nullptr)
-    r = cuptiGetStreamIdEx(cb.context, call.per_thread ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY, 0,
-                           &id);
-  if (r != CUPTI_SUCCESS)
-    pasta::detail::log_once("cupti:sync-stream",
-                            fmt::format("cupti handler: a synchronisation's stream is unknown to "
-                                        "CUPTI ({}); it shows on stream 0",
-                                        cupti_error(r)));
-  return r == CUPTI_SUCCESS ? id : 0;
-}
-
 // The event of a synchronising call that began at start_ns and returns now.
 inline Synchronize sync_event(const SyncCall& call, const CUpti_CallbackData& cb,
                               std::uint64_t start_ns) {
@@ -150,7 +132,9 @@ inline Synchronize sync_event(const SyncCall& call, const CUpti_CallbackData& cb
   return {.sync_kind = call.kind,
           .device = device,
           .context = cb.contextUid,
-          .stream = call.stream ? sync_stream_id(call, cb) : 0,
+          .stream = call.stream ? cupti_stream_id(cb.context, sync_stream(call, cb.functionParams),
+                                                  call.per_thread, "synchronisation")
+                                : 0,
           .thread = pasta::detail::thread_id(),
           .start_ns = start_ns,
           .end_ns = cupti_clock()};
