@@ -190,8 +190,32 @@ def case_launch_callbacks(build, out):
         events = {r["event"]: r["count"] for r in json.load(f)["tables"]["events"]}
     total = sum(want.values())
     ok &= expect("KernelLaunch events (host callbacks)", events.get("KernelLaunch"), total)
-    return expect("KernelComplete events (device records)", events.get("KernelComplete"),
-                  total) and ok
+    ok &= expect("KernelComplete events (device records)", events.get("KernelComplete"), total)
+    return launch_streams(build, out + "/record") and ok
+
+
+def launch_streams(build, out):
+    """Each host launch callback names the stream its device record ran on: the legacy default
+    stream of the main sequence, and each thread's own stream (a --record trace, read back)."""
+    threads = 4
+    run([f"{build}/bin/pasta", "run", "--launch-callbacks", "--record", "-o", out, "--",
+         f"{build}/examples/launches", "--threads", str(threads), "--per-thread", "10"],
+        {"PASTA_PRINT": "none"})
+    dump = run([f"{build}/cli/pasta-trace", "dump", os.path.join(out, "trace.pasta")]).stdout
+    streams = {"KernelLaunch": {}, "KernelComplete": {}}
+    for line in dump.splitlines():
+        kind = line.split(" ", 1)[0]
+        if kind in streams:
+            fields = dict(re.findall(r"(\w+)=(\S+)", line))
+            streams[kind][fields["correlation"]] = fields["stream"]
+    launch, device = streams["KernelLaunch"], streams["KernelComplete"]
+    ok = expect("launch callbacks, each with its device record",
+                (len(launch), sorted(launch) == sorted(device)),
+                (sum(sequence_counts(threads=threads, per_thread=10).values()), True))
+    ok &= expect("launches whose callback names another stream than their record",
+                 {c: (s, device.get(c)) for c, s in launch.items() if s != device.get(c)}, {})
+    return expect("streams launched on (the default one and one a thread)",
+                  len(set(device.values())), 1 + threads) and ok
 
 
 def case_graph(build, out):
