@@ -161,15 +161,17 @@ def torch_variants(bench, cmd, launches, keys, windows=0):
 def window_table(bench, name, variants, results, i):
     """--windows: each process's inside-over-outside ratio (the cost of collecting, measured
     within the process; native's is the method's own noise), and, across processes, the
-    outside blocks' step against native's (the cost of waiting outside the window)."""
+    outside blocks' step against native's (the cost of waiting outside the window), then the
+    exit column (the longest over the rounds)."""
     outside = harness.batch_results(results, i, "step_ms_outside_median")
     native = [s.value for s in outside.get("native", [])]
 
     def outside_vs_native(label, samples):
         if label is None:
-            return "outside ms  vs native", ""
+            return "outside ms  vs native   " + exit_ms(None, None)[0], ""
         med = statistics.median(s.value for s in outside[label])
-        return "", f"{med:10.4f} {med / statistics.median(native):9.3f}x" if native else ""
+        vs = f"{med:10.4f} {med / statistics.median(native):9.3f}x" if native else " " * 21
+        return "", f"{vs} {exit_ms(label, samples)[1]}"
     bench.table(f"{name}, inside/outside the window within a process", variants,
                 harness.batch_results(results, i, "window_ratio"), "ratio",
                 extra=outside_vs_native)

@@ -37,6 +37,8 @@ if mode == "none":
     print(f"pasta: no reports in {out}: the program made no CUDA call that loaded pasta",
           file=sys.stderr)
     sys.exit(code)
+if "FAKE_STOP_MS" in os.environ:  # what pasta logs at exit
+    print(f"pasta: stopping took {os.environ['FAKE_STOP_MS']} ms", file=sys.stderr)
 launches = int(os.environ.get("FAKE_LAUNCHES", "752"))
 entry = {"pid": 1, "host": "h", "dir": ".", "status": "finished", "launches": launches}
 if mode == "partial":
@@ -277,8 +279,8 @@ def windows_table(tmp, build, workload):
     V = harness.Variant
     cmd = workload + ["--windows", "10"]
     variants = [V("native", cmd, {"FAKE_RATIO": "1.0", "FAKE_OUTSIDE": "10.0"}),
-                V("pasta", cmd, {"FAKE_RATIO": "1.1", "FAKE_OUTSIDE": "12.5"}, pasta=[],
-                  expect=752)]
+                V("pasta", cmd, {"FAKE_RATIO": "1.1", "FAKE_OUTSIDE": "12.5",
+                                 "FAKE_STOP_MS": "21.5"}, pasta=[], expect=752)]
     text = io.StringIO()
     with contextlib.redirect_stdout(text):
         bench = harness.Bench(build, os.path.join(tmp, "out"), timeout=60)
@@ -287,10 +289,10 @@ def windows_table(tmp, build, workload):
     print(text.getvalue())
     rows = {l.split()[0]: l.split()[1:] for l in text.getvalue().splitlines()
             if l.startswith("  ") and l.split()[0] in ("native", "pasta")}
-    checks.expect("--windows: ratio, min..max, vs native, then outside ms and vs native",
+    checks.expect("--windows: ratio, min..max, vs native, then outside ms, vs native, exit ms",
                   {k: v[:3] + v[4:] for k, v in rows.items()},
                   {"native": ["1.0000", "1.0000..1.0000", "1.000x", "10.0000", "1.000x"],
-                   "pasta": ["1.1000", "1.1000..1.1000", "1.100x", "12.5000", "1.250x"]})
+                   "pasta": ["1.1000", "1.1000..1.1000", "1.100x", "12.5000", "1.250x", "21.5"]})
     checks.expect("--windows: each sample printed with its outside and inside steps",
                   "pasta, round 1: 1.1000 (ms/step outside 12.5000, inside 13.7500; outside "
                   "before the first window 12.5000, after 12.5000)" in text.getvalue(), True)
