@@ -126,6 +126,7 @@ def run_batch(args, batch, profile, ProfilerActivity):
     for _ in range(args.warmup):
         step()
     torch.cuda.synchronize()
+
     def torch_profiler():
         activities = [ProfilerActivity.CUDA] + (
             [ProfilerActivity.CPU] if args.torch_profiler == "cpu+cuda" else [])
