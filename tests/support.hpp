@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include <pasta/core/config.hpp>
+#include <pasta/core/detail/fmt.hpp>
 #include <pasta/core/detail/files.hpp>
 #include <pasta/core/events.hpp>
 #include <pasta/core/log.hpp>
@@ -110,7 +112,8 @@ inline Config quiet(const TempDir& dir) {
 using AnyEvent = std::variant<DeviceInfo, KernelLaunch, KernelComplete, MemAlloc, MemFree, Memcpy,
                               Memset, Synchronize, ModuleLoad, MemAccess, AccessHistogram,
                               ScopeBegin, ScopeEnd, OpBegin, OpEnd, TensorAlloc, TensorFree,
-                              KernelCounters, StallSample, TensorView, FusedKernel, PcAccessCount>;
+                              KernelCounters, StallSample, TensorView, FusedKernel, PcAccessCount,
+                              ModuleCall>;
 
 // A tool that keeps every event, in order.
 struct Collect {
@@ -142,6 +145,37 @@ inline const Table& table(const Report& r, std::string_view name) {
 template <class T>
 T cell(const Table& t, std::size_t row, std::size_t column) {
   return std::get<T>(t.rows().at(row).at(column));
+}
+
+// One cell of a table by column name, as text (integers in decimal, doubles
+// as fmt prints them, nothing as ""); fails the test for an unknown column.
+inline std::string text(const Table& t, std::size_t row, std::string_view column) {
+  const auto& cols = t.columns();
+  const auto at = std::find(cols.begin(), cols.end(), column);
+  if (at == cols.end()) {
+    FAIL("no column " << column << " in table " << t.name());
+    return {};
+  }
+  const Cell& c = t.rows().at(row).at(static_cast<std::size_t>(at - cols.begin()));
+  return std::visit(
+      [](const auto& v) -> std::string {
+        using V = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<V, std::monostate>)
+          return "";
+        else if constexpr (std::is_same_v<V, std::string>)
+          return v;
+        else
+          return fmt::format("{}", v);
+      },
+      c);
+}
+
+// The report a tool writes.
+template <class T>
+Report report_of(const T& tool) {
+  Report r(std::string(T::name));
+  tool.report(r);
+  return r;
 }
 
 // A report's summary values by key.

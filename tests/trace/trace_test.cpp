@@ -111,7 +111,10 @@ std::vector<test::AnyEvent> every_event() {
               .inputs = s,
               .thread = 78,
               .depth = 1,
-              .time_ns = 16},
+              .time_ns = 16,
+              .module = s,
+              .source = op,
+              .backward = 1},
       OpEnd{.id = 21, .name = op, .thread = 78, .depth = 1, .time_ns = 17},
       TensorAlloc{.address = 0x2000,
                   .bytes = 512,
@@ -154,6 +157,14 @@ std::vector<test::AnyEvent> every_event() {
                     .device = 1,
                     .flags = access::read,
                     .space = MemSpace::global},
+      ModuleCall{.module = s,
+                 .parent = op,
+                 .class_name = op,
+                 .source = s,
+                 .thread = 78,
+                 .depth = 3,
+                 .begin_ns = 20,
+                 .end_ns = 21},
   };
 }
 
@@ -214,9 +225,9 @@ TEST_CASE("the header carries the format version, the schema and the metadata") 
   write_trace(dir.file("t.pasta"), every_event());
   TraceReader r(dir.file("t.pasta"));
   CHECK(r.major_version() == 1);
-  CHECK(r.minor_version() == 6);
+  CHECK(r.minor_version() == 7);
   CHECK(r.metadata() == trace::Metadata{{"purpose", "test"}});
-  REQUIRE(r.schema().size() == 22);
+  REQUIRE(r.schema().size() == 23);
   const auto& launch = r.schema()[1];
   CHECK(launch.name == "KernelLaunch");
   CHECK(launch.payload_bytes == 8 + 8 + 8 + 4 + 4 + 12 + 12 + 4 + 4 + 8);

@@ -39,6 +39,7 @@ enum class EventKind : std::uint16_t {
   tensor_view = 20,
   fused_kernel = 21,
   pc_access_count = 22,
+  module_call = 23,
   module_image = 1000,  // from 1000 on: never in a trace
 };
 
@@ -294,6 +295,11 @@ struct OpBegin {  // a framework operator (e.g. an ATen op)
   std::uint32_t thread = 0;
   std::uint32_t depth = 0;  // 0 for an outermost operator of its thread
   std::uint64_t time_ns = 0;
+  // The framework module (a PyTorch nn.Module) the call ran in, as ModuleCall::module
+  // names it; a backward operator gets the module whose forward made it. 0 = none.
+  NameId module{};
+  NameId source{};         // "file:line" of the program's code that called it; 0 = not known
+  std::uint8_t backward = 0;  // 1: autograd's backward of a forward operator
 };
 
 struct OpEnd {
@@ -400,12 +406,29 @@ struct FusedKernel {
   NameId graph{};        // where that list was read: the compiled graph's module file
 };
 
+// A framework module (a PyTorch nn.Module) called, emitted when the call
+// returns. `module` names the module by where it sits: its root module's
+// class, then the attribute path from there, "GPT2LMHeadModel.transformer.h.3.attn";
+// the same module reached from another parent is another entry. Operators
+// inside carry it as OpBegin::module.
+struct ModuleCall {
+  static constexpr EventKind kind = EventKind::module_call;
+  static constexpr std::string_view type_name = "ModuleCall";
+  NameId module{};
+  NameId parent{};       // the calling module's `module`; 0 for a root
+  NameId class_name{};   // "GPT2Attention"
+  NameId source{};       // "file:line" of the program's code that called it; 0 = not known
+  std::uint32_t thread = 0;
+  std::uint32_t depth = 0;  // 0 for a root
+  std::uint64_t begin_ns = 0, end_ns = 0;
+};
+
 // Every event type, in EventKind order. A new event goes here and in
 // EventKind, and gets a BOOST_HANA_ADAPT_STRUCT line in detail/reflect.hpp.
 inline constexpr TypeList<DeviceInfo, KernelLaunch, KernelComplete, MemAlloc, MemFree, Memcpy,
                           Memset, Synchronize, ModuleLoad, MemAccess, AccessHistogram, ScopeBegin,
                           ScopeEnd, OpBegin, OpEnd, TensorAlloc, TensorFree, KernelCounters,
-                          StallSample, TensorView, FusedKernel, PcAccessCount>
+                          StallSample, TensorView, FusedKernel, PcAccessCount, ModuleCall>
     all_events{};
 
 namespace detail {

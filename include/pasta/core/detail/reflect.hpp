@@ -43,7 +43,7 @@ BOOST_HANA_ADAPT_STRUCT(pasta::AccessHistogram, correlation, address, alloc_base
 BOOST_HANA_ADAPT_STRUCT(pasta::ScopeBegin, name, thread, depth, time_ns);
 BOOST_HANA_ADAPT_STRUCT(pasta::ScopeEnd, name, thread, depth, time_ns);
 BOOST_HANA_ADAPT_STRUCT(pasta::OpBegin, id, parent, sequence, name, inputs, thread, depth,
-                        time_ns);
+                        time_ns, module, source, backward);
 BOOST_HANA_ADAPT_STRUCT(pasta::OpEnd, id, name, thread, depth, time_ns);
 BOOST_HANA_ADAPT_STRUCT(pasta::TensorAlloc, address, bytes, device, total_allocated, total_reserved,
                         time_ns, op, thread);
@@ -57,6 +57,8 @@ BOOST_HANA_ADAPT_STRUCT(pasta::StallSample, function, pc, reason, samples, devic
 BOOST_HANA_ADAPT_STRUCT(pasta::TensorView, address, bytes, base, base_bytes, layout, element_bytes,
                         device, op, thread);
 BOOST_HANA_ADAPT_STRUCT(pasta::FusedKernel, op, kernel, source, fused, graph);
+BOOST_HANA_ADAPT_STRUCT(pasta::ModuleCall, module, parent, class_name, source, thread, depth,
+                        begin_ns, end_ns);
 BOOST_HANA_ADAPT_STRUCT(pasta::PcAccessCount, correlation, address, pc, count, bytes, device, flags,
                         space);
 
