@@ -58,6 +58,10 @@ struct Config : nv::CuptiSettings, nv::SanitizerSettings, torch::AtenSettings {
   // PASTA_HOST_QUEUE: a program thread that finds the pipeline busy queues
   // its event instead of waiting (core/detail/pending_events.hpp).
   bool host_queue = true;
+  // PASTA_CEILINGS: the GPU's DRAM bandwidth and FP32 and tensor peaks for the
+  // roofline (tools::OpCounters), "dram_tbps=4.8,fp32_tflops=67,tensor_tflops=989";
+  // empty: NVIDIA's datasheet numbers for the GPUs pasta knows.
+  std::string ceilings;
   std::string stall_samples;  // PASTA_STALL_SAMPLES: the sampled run's stall_samples.json
   std::string nvdisasm;       // PASTA_NVDISASM: the disassembler (empty = search)
   // PASTA_TOOLS: run only these of the tools compiled into the Profiler, by
@@ -170,6 +174,8 @@ inline constexpr detail::Variable<Config> config_table[] = {
     detail::var::flag<&Config::host_queue>("PASTA_HOST_QUEUE"),
     detail::var::text<&Config::stall_samples>("PASTA_STALL_SAMPLES", "a file"),
     detail::var::text<&Config::nvdisasm>("PASTA_NVDISASM", "a program"),
+    detail::var::text<&Config::ceilings>(
+        "PASTA_CEILINGS", "dram_tbps=N,fp32_tflops=N[,tensor_tflops=N] (the GPU's peaks)"),
     {"PASTA_TOOLS", "a comma-separated list of tool names (kernel_freq,timeline)",
      [](Config& c, std::string_view v, std::string&) {
        auto names = detail::parse_names(v);

@@ -15,6 +15,11 @@
 // Inductor Triton kernel is an operator call named after the kernel, followed
 // by a FusedKernel event with the operators Inductor says the kernel fuses
 // (detail/inductor_bridge.hpp).
+//
+// In a Python process (3.12+), each operator also carries the nn.Module it
+// ran in and the line of the program that called it (detail/module_tracker.hpp),
+// and module calls are events (ModuleCall). Backward operators carry their
+// forward's module and line (detail/forward_origins.hpp).
 #pragma once
 
 #include <ATen/record_function.h>
@@ -45,7 +50,9 @@
 #include <pasta/core/events.hpp>
 #include <pasta/core/log.hpp>
 #include <pasta/core/names.hpp>
+#include <pasta/torch/detail/forward_origins.hpp>
 #include <pasta/torch/detail/inductor_bridge.hpp>
+#include <pasta/torch/detail/module_tracker.hpp>
 #include <pasta/torch/detail/tensor_text.hpp>
 
 namespace pasta::torch {
@@ -70,7 +77,10 @@ class Aten {
       : inputs_(cfg.op_inputs),
         verbose_(cfg.verbose),
         self_time_(cfg.self_time),
-        compiled_kernels_(cfg.compiled_kernels) {}
+        compiled_kernels_(cfg.compiled_kernels),
+        modules_(cfg.modules),
+        source_lines_(cfg.source_lines),
+        source_skip_(skip_list(cfg.source_skip)) {}
   ~Aten() { stop(); }
   Aten(const Aten&) = delete;
   Aten& operator=(const Aten&) = delete;
@@ -100,8 +110,13 @@ class Aten {
       emit_view_ = [](void* s, const TensorView& e) { static_cast<Sink*>(s)->emit(e); };
       if constexpr (Sink::template wants<FusedKernel>())
         emit_fused_ = [](void* s, const FusedKernel& e) { static_cast<Sink*>(s)->emit(e); };
+      if constexpr (Sink::template wants<ModuleCall>())
+        emit_module_ = [](void* s, const ModuleCall& e) { static_cast<Sink*>(s)->emit(e); };
       compiled_ = compiled_kernels_ &&
                   (Sink::template wants<OpBegin>() || Sink::template wants<FusedKernel>());
+      tracking_ = modules_ || source_lines_;
+      if (tracking_)
+        detail::ModuleTracker::start(&on_module, modules_, source_lines_, source_skip_, verbose_);
       if (compiled_) detail::InductorBridge::start(&enter_compiled, &leave_compiled, verbose_);
       memory_ = memory;
       views_ = views;
@@ -126,6 +141,7 @@ class Aten {
     active_ = false;
     current() = nullptr;  // callbacks already running see it and return
     if (compiled_) detail::InductorBridge::stop();
+    if (tracking_) detail::ModuleTracker::stop();
     at::removeCallback(handle_);
     handle_ = 0;
     // Threads keep the (now silent) reporter until their state is reset:
@@ -159,11 +175,18 @@ class Aten {
     bool range = false;    // a record_function range the capture window watches
     bool step = false;     // an optimizer step (Optimizer.step#...)
   };
+  // An operator open on a thread, with what the operators it calls inherit.
+  struct Open {
+    std::uint64_t id = 0;
+    NameId module{}, source{};
+    bool backward = false;  // autograd's backward of a forward operator, or inside one
+    bool scope = false;     // a record_function range: what it calls is called from Python
+  };
 
   // Per thread: the stack of open operators, and names already interned
   // (operator names repeat; the global table takes a lock).
   struct ThreadState {
-    std::vector<std::uint64_t> open;
+    std::vector<Open> open;
     std::uint32_t steps_open = 0;  // optimizer steps open on this thread
     // Recent name pointers, direct-mapped: a pointer, its name and the
     // interned text (which lives as long as the name table), so a hit is
@@ -210,6 +233,7 @@ class Aten {
     if (!self) return nullptr;
     pasta::detail::SelfTimer timer(self->self_time_ ? &self->stats_.op_start : nullptr);
     if (self->compiled_) detail::InductorBridge::poll();
+    if (self->tracking_) detail::ModuleTracker::poll();
     try {
       ThreadState& t = thread_state();
       if (self->memory_) self->install_reporter();
@@ -224,8 +248,9 @@ class Aten {
       ctx->id = next_id_.fetch_add(1, std::memory_order_relaxed);
       ctx->thread = pasta::detail::thread_id();
       ctx->depth = static_cast<std::uint32_t>(t.open.size());
-      const std::uint64_t parent = t.open.empty() ? 0 : t.open.back();
-      t.open.push_back(ctx->id);
+      const std::uint64_t parent = t.open.empty() ? 0 : t.open.back().id;
+      const Open open = self->place(t, fn, *ctx);
+      t.open.push_back(open);
       if (const auto* hooks = pasta::detail::op_correlator().load(std::memory_order_acquire)) {
         hooks->enter(ctx->id, ctx->name);
         ctx->tagged = true;
@@ -239,7 +264,10 @@ class Aten {
                                .inputs = self->inputs_ ? intern(detail::inputs_text(fn)) : NameId{},
                                .thread = ctx->thread,
                                .depth = ctx->depth,
-                               .time_ns = pasta::detail::now_ns()});
+                               .time_ns = pasta::detail::now_ns(),
+                               .module = open.module,
+                               .source = open.source,
+                               .backward = open.backward});
       if (self->views_) self->emit_views(fn, ctx->id, ctx->thread);
       return ctx;
     } catch (...) {
@@ -261,9 +289,11 @@ class Aten {
     const bool same_thread = ctx->thread == pasta::detail::thread_id();
     if (same_thread) {
       auto& open = thread_state().open;
-      if (!open.empty() && open.back() == ctx->id)
+      if (!open.empty() && open.back().id == ctx->id)
         open.pop_back();
-      else if (auto it = std::find(open.begin(), open.end(), ctx->id); it != open.end())
+      else if (auto it = std::find_if(open.begin(), open.end(),
+                                      [&](const Open& o) { return o.id == ctx->id; });
+               it != open.end())
         open.erase(it);
       if (ctx->tagged)
         if (const auto* hooks = pasta::detail::op_correlator().load(std::memory_order_acquire))
@@ -281,6 +311,63 @@ class Aten {
       pasta::detail::log_once("aten:end", "torch::Aten: an operator callback failed");
     }
     leave_window(*ctx);
+  }
+
+  // Where operator call `fn` runs: its module and source line, and what the
+  // operators it calls inherit. A backward function gets its forward's (by
+  // autograd's sequence number and forward thread); an operator called by
+  // another operator (not a record_function range) gets its caller's; one
+  // called from Python gets the module running now and the line that called it.
+  Open place(ThreadState& t, const at::RecordFunction& fn, const OpContext& ctx) {
+    Open open{.id = ctx.id, .scope = fn.scope() == at::RecordScope::USER_SCOPE};
+    const Open* caller = t.open.empty() ? nullptr : &t.open.back();
+    if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
+      open.backward = true;
+      if (tracking_) {
+        const auto origin = origins_.find(fn.forwardThreadId(), fn.seqNr());
+        open.module = origin.module;
+        open.source = origin.source;
+      }
+      return open;
+    }
+    if (caller && (caller->backward || !caller->scope)) {
+      open.backward = caller->backward;
+      open.module = caller->module;
+      open.source = caller->source;
+    } else if (tracking_) {
+      if (modules_) open.module = detail::ModuleTracker::current();
+      if (source_lines_) open.source = detail::ModuleTracker::op_source(ctx.name);
+    }
+    if (tracking_ && !open.backward)
+      origins_.put(at::RecordFunction::currentThreadId(), fn.seqNr(), {open.module, open.source});
+    return open;
+  }
+
+  // A module call returned (detail::ModuleTracker, on the Python thread).
+  static void on_module(const ModuleCall& e) {
+    Aten* self = current().load(std::memory_order_acquire);
+    if (!self || !self->emit_module_) return;
+    const auto& window = pasta::detail::capture_window();
+    if (!window.whole() && !window.open()) return;
+    try {
+      self->emit_module_(self->sink_, e);
+    } catch (...) {
+      pasta::detail::log_once("aten:module", "torch::Aten: a module call was not recorded");
+    }
+  }
+
+  // "a,b" as {"a", "b"}, with the fragments every run skips: Inductor's
+  // generated wrapper code is not the program's.
+  static std::vector<std::string> skip_list(std::string_view text) {
+    std::vector<std::string> out{"/torchinductor_"};
+    while (!text.empty()) {
+      const auto comma = text.find(',');
+      const std::string_view item = text.substr(0, comma);
+      if (!item.empty()) out.emplace_back(item);
+      if (comma == std::string_view::npos) break;
+      text.remove_prefix(comma + 1);
+    }
+    return out;
   }
 
   // With a capture range: reports the boundaries an operator call makes
@@ -324,8 +411,18 @@ class Aten {
         ctx.name = k.kernel;
         ctx.thread = pasta::detail::thread_id();
         ctx.depth = static_cast<std::uint32_t>(t.open.size());
-        const std::uint64_t parent = t.open.empty() ? 0 : t.open.back();
-        t.open.push_back(ctx.id);
+        const std::uint64_t parent = t.open.empty() ? 0 : t.open.back().id;
+        Open open{.id = ctx.id};
+        if (self->tracking_) {
+          if (!t.open.empty() && !t.open.back().scope) {
+            open.module = t.open.back().module;
+            open.source = t.open.back().source;
+          } else {
+            if (self->modules_) open.module = detail::ModuleTracker::current();
+            if (self->source_lines_) open.source = detail::ModuleTracker::op_source(ctx.name);
+          }
+        }
+        t.open.push_back(open);
         if (const auto* hooks = pasta::detail::op_correlator().load(std::memory_order_acquire)) {
           hooks->enter(ctx.id, ctx.name);
           ctx.tagged = true;
@@ -336,7 +433,9 @@ class Aten {
                                                .name = ctx.name,
                                                .thread = ctx.thread,
                                                .depth = ctx.depth,
-                                               .time_ns = pasta::detail::now_ns()});
+                                               .time_ns = pasta::detail::now_ns(),
+                                               .module = open.module,
+                                               .source = open.source});
         if (self->emit_fused_)
           self->emit_fused_(self->sink_, FusedKernel{.op = ctx.id,
                                                      .kernel = k.kernel,
@@ -355,7 +454,9 @@ class Aten {
     const OpContext ctx = t.launches.back();
     t.launches.pop_back();
     if (ctx.id == 0) return;
-    if (auto it = std::find(t.open.begin(), t.open.end(), ctx.id); it != t.open.end())
+    if (auto it = std::find_if(t.open.begin(), t.open.end(),
+                               [&](const Open& o) { return o.id == ctx.id; });
+        it != t.open.end())
       t.open.erase(it);
     if (ctx.tagged)
       if (const auto* hooks = pasta::detail::op_correlator().load(std::memory_order_acquire))
@@ -433,7 +534,7 @@ class Aten {
                                                      .total_allocated = total_allocated,
                                                      .total_reserved = total_reserved,
                                                      .time_ns = now,
-                                                     .op = open.empty() ? 0 : open.back(),
+                                                     .op = open.empty() ? 0 : open.back().id,
                                                      .thread = pasta::detail::thread_id()});
         } else {
           self->stats_.frees.fetch_add(1, std::memory_order_relaxed);
@@ -469,6 +570,10 @@ class Aten {
   bool inputs_, verbose_;
   bool self_time_;         // Config::self_time
   bool compiled_kernels_;  // Config::compiled_kernels
+  bool modules_, source_lines_;  // Config::modules, Config::source_lines
+  std::vector<std::string> source_skip_;  // Config::source_skip, split
+  bool tracking_ = false;  // modules or source lines followed (detail::ModuleTracker)
+  detail::ForwardOrigins origins_;  // forward operators' modules and lines, for backward ones
   bool memory_ = false;
   bool views_ = false;  // a tool wants TensorView: operators' inputs are recorded
   bool active_ = false;
@@ -481,6 +586,7 @@ class Aten {
   void (*emit_free_)(void*, const TensorFree&) = nullptr;
   void (*emit_view_)(void*, const TensorView&) = nullptr;
   void (*emit_fused_)(void*, const FusedKernel&) = nullptr;
+  void (*emit_module_)(void*, const ModuleCall&) = nullptr;
   Stats stats_;
   std::string error_;
   static inline std::atomic<std::uint64_t> next_id_{1};  // OpBegin::id; 0 means none

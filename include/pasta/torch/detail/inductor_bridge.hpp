@@ -9,8 +9,6 @@
 // compiles, pays one check every few operator calls and nothing else.
 #pragma once
 
-#include <dlfcn.h>
-
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -28,82 +26,13 @@
 #include <pasta/core/log.hpp>
 #include <pasta/core/names.hpp>
 #include <pasta/torch/detail/inductor_wrapper.hpp>
+#include <pasta/torch/detail/python_api.hpp>
 
 namespace pasta::torch::detail {
 
 // One Triton kernel as Inductor's metadata describes it.
 struct CompiledKernel {
   NameId kernel{}, source{}, fused{}, graph{};  // as FusedKernel's fields
-};
-
-// The few CPython entry points the bridge calls, resolved in the running
-// process. PyObject* is an opaque pointer here.
-struct PythonApi {
-  using Obj = void*;
-  struct MethodDef {  // PyMethodDef
-    const char* name;
-    Obj (*fn)(Obj, Obj);
-    int flags;
-    const char* doc;
-  };
-  static constexpr int meth_varargs = 0x0001, meth_noargs = 0x0004, meth_o = 0x0008;
-  static constexpr int file_input = 257;  // Py_file_input
-
-  int (*is_initialized)() = nullptr;
-  int (*add_pending_call)(int (*)(void*), void*) = nullptr;
-  Obj (*run_string)(const char*, int, Obj, Obj, void*) = nullptr;  // PyRun_StringFlags
-  Obj (*dict_new)() = nullptr;
-  Obj (*dict_get)(Obj, const char*) = nullptr;  // borrowed
-  Obj (*builtins)() = nullptr;                  // PyEval_GetBuiltins, borrowed
-  int (*dict_set)(Obj, const char*, Obj) = nullptr;
-  Obj (*new_function)(MethodDef*, Obj, Obj) = nullptr;  // PyCFunction_NewEx
-  Obj (*call)(Obj, Obj) = nullptr;                      // PyObject_CallObject
-  Obj (*tuple_new)(long) = nullptr;
-  int (*tuple_set)(Obj, long, Obj) = nullptr;  // steals
-  Obj (*tuple_get)(Obj, long) = nullptr;       // borrowed
-  const char* (*utf8)(Obj, long*) = nullptr;   // PyUnicode_AsUTF8AndSize
-  Obj (*long_from)(long long) = nullptr;
-  long long (*long_as)(Obj) = nullptr;
-  Obj (*err_occurred)() = nullptr;
-  void (*err_clear)() = nullptr;
-  void (*err_print)() = nullptr;
-  void (*incref)(Obj) = nullptr;
-  void (*decref)(Obj) = nullptr;
-  Obj none = nullptr;
-
-  // Every entry point, or false (not a Python process).
-  bool resolve() {
-    bool ok = true;
-    auto get = [&](auto& fn, const char* name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(RTLD_DEFAULT, name));
-      ok = ok && fn != nullptr;
-    };
-    get(is_initialized, "Py_IsInitialized");
-    if (!ok) return false;
-    get(add_pending_call, "Py_AddPendingCall");
-    get(run_string, "PyRun_StringFlags");
-    get(dict_new, "PyDict_New");
-    get(dict_get, "PyDict_GetItemString");
-    get(builtins, "PyEval_GetBuiltins");
-    get(dict_set, "PyDict_SetItemString");
-    new_function = reinterpret_cast<Obj (*)(MethodDef*, Obj, Obj)>(
-        dlsym(RTLD_DEFAULT, "PyCFunction_NewEx"));
-    ok = ok && new_function;
-    get(call, "PyObject_CallObject");
-    get(tuple_new, "PyTuple_New");
-    get(tuple_set, "PyTuple_SetItem");
-    get(tuple_get, "PyTuple_GetItem");
-    get(utf8, "PyUnicode_AsUTF8AndSize");
-    get(long_from, "PyLong_FromLongLong");
-    get(long_as, "PyLong_AsLongLong");
-    get(err_occurred, "PyErr_Occurred");
-    get(err_clear, "PyErr_Clear");
-    get(err_print, "PyErr_Print");
-    get(incref, "Py_IncRef");
-    get(decref, "Py_DecRef");
-    none = dlsym(RTLD_DEFAULT, "_Py_NoneStruct");
-    return ok && none;
-  }
 };
 
 class InductorBridge {
@@ -162,7 +91,7 @@ class InductorBridge {
     std::uint64_t logged = 0;  // kernels described in the log (the first 60)
     Enter enter = nullptr;
     Leave leave = nullptr;
-    PythonApi::Obj install = nullptr, hooks[3] = {};
+    PythonApi::Obj install = nullptr;
     std::mutex mutex;  // the tables below (Python threads hold the GIL, free-threaded ones not)
     std::deque<CompiledKernel> kernels;                         // index + 1 is the id Python keeps
     std::map<std::string, long long> ids;                       // graph \n source \n name -> id
@@ -216,11 +145,6 @@ def install(enter, leave, describe):
     return 1
 )PY";
 
-  static PythonApi::Obj none(State& s) {
-    s.api.incref(s.api.none);
-    return s.api.none;
-  }
-
   static PythonApi::Obj py_enter(PythonApi::Obj, PythonApi::Obj arg) {
     State& s = state();
     const long long id = s.api.long_as(arg);
@@ -234,15 +158,15 @@ def install(enter, leave, describe):
       }
       s.launches.fetch_add(1, std::memory_order_relaxed);
       s.enter(k);
-      return none(s);
+      return s.api.new_none();
     }
     s.enter(CompiledKernel{});  // a frame all the same: leave() pops one per enter()
-    return none(s);
+    return s.api.new_none();
   }
   static PythonApi::Obj py_leave(PythonApi::Obj, PythonApi::Obj) {
     State& s = state();
     s.leave();
-    return none(s);
+    return s.api.new_none();
   }
   static PythonApi::Obj py_describe(PythonApi::Obj, PythonApi::Obj args) {
     State& s = state();
@@ -327,60 +251,26 @@ def install(enter, leave, describe):
     State& s = state();
     s.pending.store(false);
     if (!s.active.load() || s.installed.load() || s.given_up.load()) return 0;
-    PythonApi& py = s.api;
-    try {
-      if (!s.install) {
-        static PythonApi::MethodDef defs[] = {
-            {"pasta_enter", &py_enter, PythonApi::meth_o, nullptr},
-            {"pasta_leave", &py_leave, PythonApi::meth_noargs, nullptr},
-            {"pasta_describe", &py_describe, PythonApi::meth_varargs, nullptr},
-        };
-        PythonApi::Obj ns = py.dict_new();
-        PythonApi::Obj result = nullptr;
-        if (ns && py.dict_set(ns, "__builtins__", py.builtins()) == 0)
-          result = py.run_string(python_source, PythonApi::file_input, ns, ns, nullptr);
-        if (!result) return fail(s, "the Python side did not load");
-        py.decref(result);
-        s.install = py.dict_get(ns, "install");
-        for (int i = 0; i < 3; ++i) s.hooks[i] = py.new_function(&defs[i], nullptr, nullptr);
-        if (!s.install || !s.hooks[0] || !s.hooks[1] || !s.hooks[2])
-          return fail(s, "the Python side did not load");
-        py.incref(s.install);
-      }
-      PythonApi::Obj args = py.tuple_new(3);
-      if (!args) return fail(s, "no argument tuple");
-      for (int i = 0; i < 3; ++i) {
-        py.incref(s.hooks[i]);
-        py.tuple_set(args, i, s.hooks[i]);
-      }
-      PythonApi::Obj result = py.call(s.install, args);
-      py.decref(args);
-      if (!result) return fail(s, "wrapping CachingAutotuner.run failed");
-      const long long r = py.long_as(result);
-      py.decref(result);
-      if (py.err_occurred()) py.err_clear();
-      if (r == 1) {
-        s.installed.store(true);
-        if (s.verbose)
-          pasta::detail::log(
-              "inductor: Triton kernels of compiled graphs are attributed to the operators they "
-              "fuse (torch._inductor CachingAutotuner.run wrapped)");
-      } else if (r < 0) {
-        return fail(s, "torch._inductor has no CachingAutotuner.run");
-      }
-    } catch (...) {
-      return fail(s, "an exception");
+    static PythonApi::MethodDef enter{"pasta_enter", &py_enter, PythonApi::meth_o, nullptr},
+        leave{"pasta_leave", &py_leave, PythonApi::meth_noargs, nullptr},
+        describe{"pasta_describe", &py_describe, PythonApi::meth_varargs, nullptr};
+    constexpr long long failed = -100;
+    const long long r =
+        s.api.load_and_install(python_source, {&enter, &leave, &describe}, s.install, s.verbose, failed);
+    if (r == failed) return fail(s, "the Python side did not load, or wrapping CachingAutotuner.run failed");
+    if (r == 1) {
+      s.installed.store(true);
+      if (s.verbose)
+        pasta::detail::log(
+            "inductor: Triton kernels of compiled graphs are attributed to the operators they "
+            "fuse (torch._inductor CachingAutotuner.run wrapped)");
+    } else if (r < 0) {
+      return fail(s, "torch._inductor has no CachingAutotuner.run");
     }
     return 0;
   }
   static int fail(State& s, const char* why) {
     s.given_up.store(true);
-    if (s.api.err_occurred()) {
-      if (s.verbose)
-        s.api.err_print();
-      else
-        s.api.err_clear();
-    }
     pasta::detail::log(fmt::format(
         "inductor: compiled kernels are not attributed to the operators they fuse ({})", why));
     return 0;

@@ -1,0 +1,505 @@
+// Which nn.Module is running, and which line of the program called an
+// operator, in a Python process under torch::Aten.
+//
+// Modules: once torch.nn is imported, sys.monitoring (Python 3.12+) reports
+// the start and the return of nn.Module._call_impl, the one function every
+// module call goes through; a per-thread stack follows the calls. Nothing
+// is added to the modules themselves (no hooks: torch.compile traces no
+// extra call, and a model's own hooks run as before). A module is named by
+// where it sits: its root's class, then the attribute path from there
+// ("GPT2LMHeadModel.transformer.h.3.attn"), looked up once per (parent,
+// module) and remembered.
+//
+// Source lines: the innermost frame that is not torch's own code nor
+// Python's standard library (PASTA_SOURCE_SKIP adds path fragments, e.g.
+// "site-packages"). Walking the frames takes the GIL, so it is paid per call
+// site rather than per call: an operator called from Python is keyed by the
+// module it runs in, its position among that module call's operators, and
+// its name; the frames are walked the first time a key is seen.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <pasta/core/detail/fmt.hpp>
+
+#include <pasta/core/detail/thread.hpp>
+#include <pasta/core/events.hpp>
+#include <pasta/core/log.hpp>
+#include <pasta/core/names.hpp>
+#include <pasta/torch/detail/python_api.hpp>
+
+namespace pasta::torch::detail {
+
+// A module call in progress on this thread.
+struct ModuleFrame {
+  PythonApi::Obj frame = nullptr;  // its _call_impl frame: matched when it returns
+  NameId module{}, parent{}, class_name{}, source{};
+  std::uint32_t ops = 0;  // operators called from Python inside it so far
+  std::uint64_t begin_ns = 0;
+};
+
+// Where an operator call sits, as the source-line cache keys it.
+struct SiteKey {
+  std::uint32_t module = 0, ordinal = 0, op = 0;
+  friend bool operator==(const SiteKey&, const SiteKey&) = default;
+};
+struct SiteKeyHash {
+  std::size_t operator()(const SiteKey& k) const noexcept {
+    std::uint64_t h = (std::uint64_t{k.module} << 32 | k.ordinal) * 0x9E3779B97F4A7C15ull;
+    return static_cast<std::size_t>(h ^ (std::uint64_t{k.op} * 0xC2B2AE3D27D4EB4Full));
+  }
+};
+
+struct ModuleThread {
+  std::vector<ModuleFrame> stack;
+  std::uint32_t outside_ops = 0;  // operators from Python outside every module, since the last root
+  bool walking = false;           // inside a frame walk (a finaliser may run operators)
+  std::unordered_map<SiteKey, NameId, SiteKeyHash> sites;
+};
+inline ModuleThread& module_thread() {
+  thread_local ModuleThread t;
+  return t;
+}
+
+class ModuleTracker {
+ public:
+  using Emit = void (*)(const ModuleCall&);
+  // Per thread at most this many call sites are looked up (a Python loop of
+  // operators makes new keys each iteration); past it, operators carry no line.
+  static constexpr std::size_t max_sites = std::size_t{1} << 16;
+
+  struct Stats {
+    std::atomic<std::uint64_t> calls{0}, walks{0}, site_hits{0}, dropped{0};
+  };
+
+  // Called by the active torch::Aten handler. `modules`: follow nn.Module
+  // calls; `sources`: look up source lines; `skip`: path fragments whose
+  // frames are not the program's (PASTA_SOURCE_SKIP).
+  static void start(Emit emit, bool modules, bool sources, std::vector<std::string> skip,
+                    bool verbose) {
+    State& s = state();
+    s.emit = emit;
+    s.modules = modules;
+    s.sources = sources;
+    s.verbose = verbose;
+    {
+      std::scoped_lock lock(s.mutex);
+      s.extra_skip = std::move(skip);
+    }
+    if (!s.resolved) {
+      s.resolved = true;
+      s.python = s.api.resolve() && s.api.frames();
+    }
+    s.active.store(s.python && (modules || sources), std::memory_order_release);
+  }
+  static void stop() {
+    State& s = state();
+    if (!s.active.exchange(false)) return;
+    if (s.verbose)
+      pasta::detail::log(fmt::format(
+          "modules: {} module calls; source lines: {} call sites looked up, {} operators found "
+          "theirs in the cache, {} past the cache's bound",
+          s.stats.calls.load(), s.stats.walks.load(), s.stats.site_hits.load(),
+          s.stats.dropped.load()));
+  }
+  static const Stats& stats() { return state().stats; }
+
+  // From an operator callback: until the monitoring is in, asks the Python
+  // main thread (a pending call) to look for torch.nn, at most every retry_ns.
+  static constexpr std::uint64_t retry_ns = 5'000'000;
+  static void poll() {
+    State& s = state();
+    if (!s.active.load(std::memory_order_relaxed) || s.installed.load(std::memory_order_relaxed) ||
+        s.given_up.load(std::memory_order_relaxed))
+      return;
+    thread_local std::uint32_t calls = 0;
+    if (++calls % 16 != 1) return;
+    const std::uint64_t now = pasta::detail::now_ns();
+    if (now - s.last_try_ns.load(std::memory_order_relaxed) < retry_ns) return;
+    if (s.pending.exchange(true)) return;
+    s.last_try_ns.store(now, std::memory_order_relaxed);
+    if (!s.api.is_initialized() || s.api.add_pending_call(&try_install, nullptr) != 0)
+      s.pending.store(false);
+  }
+
+  // The module the calling thread runs in now (0 = none).
+  static NameId current() {
+    const auto& t = module_thread();
+    return t.stack.empty() ? NameId{} : t.stack.back().module;
+  }
+
+  // The source line of operator `op`, called from Python on this thread now.
+  static NameId op_source(NameId op) {
+    State& s = state();
+    if (!s.sources || !s.installed.load(std::memory_order_relaxed)) return {};
+    ModuleThread& t = module_thread();
+    if (t.walking) return {};
+    // Outside every module only the main thread's operators are looked up:
+    // another thread's (autograd's, a data loader's) run no Python code.
+    if (t.stack.empty() && pasta::detail::thread_id() != s.main_thread.load(std::memory_order_relaxed))
+      return {};
+    SiteKey key{.op = op.value};
+    if (t.stack.empty()) {
+      key.ordinal = ++t.outside_ops;
+    } else {
+      key.module = t.stack.back().module.value;
+      key.ordinal = ++t.stack.back().ops;
+    }
+    if (auto it = t.sites.find(key); it != t.sites.end()) {
+      s.stats.site_hits.fetch_add(1, std::memory_order_relaxed);
+      return it->second;
+    }
+    if (t.sites.size() >= max_sites) {
+      if (s.stats.dropped.fetch_add(1, std::memory_order_relaxed) == 0)
+        pasta::detail::log(fmt::format(
+            "source lines: a thread met more than {} operator call sites; later ones carry no "
+            "line",
+            max_sites));
+      return {};
+    }
+    const NameId site = walk_this_thread();
+    t.sites.emplace(key, site);
+    return site;
+  }
+
+ private:
+  struct Named {
+    NameId module{}, class_name{};
+  };
+  struct NamedKey {  // a module object (and its type) called from a parent module
+    std::uint32_t parent = 0;
+    const void* self = nullptr;
+    const void* type = nullptr;
+    friend bool operator==(const NamedKey&, const NamedKey&) = default;
+  };
+  struct NamedKeyHash {
+    std::size_t operator()(const NamedKey& k) const noexcept {
+      const auto a = reinterpret_cast<std::uintptr_t>(k.self) * 0x9E3779B97F4A7C15ull;
+      const auto b = reinterpret_cast<std::uintptr_t>(k.type) * 0xC2B2AE3D27D4EB4Full;
+      return static_cast<std::size_t>(a ^ b ^ k.parent);
+    }
+  };
+  struct State {
+    PythonApi api;
+    bool resolved = false, python = false, verbose = false;
+    bool modules = false, sources = false;
+    std::atomic<bool> active{false}, installed{false}, given_up{false}, pending{false};
+    std::atomic<bool> exiting{false};  // the interpreter is finalising: no frame walks
+    std::atomic<std::uint64_t> last_try_ns{0};
+    std::atomic<std::uint32_t> main_thread{0};  // pasta's id of the thread that runs pending calls
+    Emit emit = nullptr;
+    Stats stats;
+    PythonApi::Obj install = nullptr, module_name = nullptr, call_impl_code = nullptr;
+    std::mutex mutex;  // what follows (callbacks hold the GIL; frame walks take it)
+    std::string torch_dir, stdlib_dir;
+    std::vector<std::string> extra_skip;
+    std::unordered_map<NamedKey, Named, NamedKeyHash> named;
+    std::unordered_map<PythonApi::Obj, bool> user_code;  // code object -> the program's own
+    std::unordered_map<std::string, NameId> lines;       // code address:lasti -> "file:line"
+  };
+  static State& state() {
+    static State s;
+    return s;
+  }
+
+  static constexpr const char* python_source = R"PY(
+import sys
+def install(start, ret, unwind, configure, exiting):
+    mon = getattr(sys, "monitoring", None)
+    if mon is None:
+        return -2
+    mm = sys.modules.get("torch.nn.modules.module")
+    if mm is None:
+        return 0
+    code = getattr(getattr(getattr(mm, "Module", None), "_call_impl", None), "__code__", None)
+    if code is None:
+        return -3
+    tool = next((t for t in (mon.PROFILER_ID, 3, 4) if mon.get_tool(t) is None), None)
+    if tool is None:
+        return -4
+    import os, sysconfig, atexit
+    torch_dir = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(mm.__file__))))
+    stdlib = sysconfig.get_paths().get("stdlib") or os.path.dirname(os.__file__)
+    def module_name(parent, mod):
+        if parent is None:
+            return type(mod).__name__
+        if mod is parent:
+            return ""
+        for n, m in parent._modules.items():
+            if m is mod:
+                return n
+        for n, m in parent.named_modules(remove_duplicate=False):
+            if m is mod and n:
+                return n
+        return type(mod).__name__
+    configure(module_name, code, os.path.join(torch_dir, ""), os.path.join(stdlib, ""))
+    mon.use_tool_id(tool, "pasta")
+    E = mon.events
+    mon.register_callback(tool, E.PY_START, start)
+    mon.register_callback(tool, E.PY_RETURN, ret)
+    mon.register_callback(tool, E.PY_UNWIND, unwind)
+    mon.set_local_events(tool, code, E.PY_START | E.PY_RETURN)
+    mon.set_events(tool, E.PY_UNWIND)
+    atexit.register(exiting)
+    return 1
+)PY";
+
+  // The pending call: on the Python main thread, holding the GIL.
+  static int try_install(void*) {
+    State& s = state();
+    s.pending.store(false);
+    if (!s.active.load() || s.installed.load() || s.given_up.load()) return 0;
+    static PythonApi::MethodDef start = PythonApi::fastcall("pasta_module_start", &py_start),
+                                ret = PythonApi::fastcall("pasta_module_return", &py_return),
+                                unwind = PythonApi::fastcall("pasta_module_unwind", &py_unwind),
+                                configure =
+                                    PythonApi::fastcall("pasta_module_configure", &py_configure),
+        exiting{"pasta_exiting", &py_exiting, PythonApi::meth_noargs, nullptr};
+    constexpr long long failed = -100;
+    const long long r = s.api.load_and_install(
+        python_source, {&start, &ret, &unwind, &configure, &exiting}, s.install, s.verbose, failed);
+    if (r == 0) return 0;  // torch.nn not imported yet: asked again later
+    if (r == 1) {
+      s.main_thread.store(pasta::detail::thread_id());
+      s.installed.store(true);
+      if (s.verbose)
+        pasta::detail::log(fmt::format("modules: nn.Module calls followed{}",
+                                       s.sources ? ", source lines looked up" : ""));
+      return 0;
+    }
+    s.given_up.store(true);
+    pasta::detail::log(
+        r == -2 ? "modules: this Python has no sys.monitoring (3.12 or newer has it): operators "
+                  "carry no nn.Module and no source line"
+        : r == -4
+            ? "modules: every sys.monitoring profiler id is taken (another profiler or coverage "
+              "tool runs): operators carry no nn.Module and no source line"
+            : "modules: torch.nn.Module._call_impl was not found, or following it failed: "
+              "operators carry no nn.Module and no source line");
+    return 0;
+  }
+
+  static PythonApi::Obj py_configure(PythonApi::Obj, PythonApi::Obj const* args, long n) {
+    State& s = state();
+    if (n == 4) {
+      std::scoped_lock lock(s.mutex);
+      s.api.incref(args[0]);
+      s.module_name = args[0];
+      s.api.incref(args[1]);
+      s.call_impl_code = args[1];
+      s.torch_dir = std::string(s.api.text(args[2]));
+      s.stdlib_dir = std::string(s.api.text(args[3]));
+    }
+    return s.api.new_none();
+  }
+  static PythonApi::Obj py_exiting(PythonApi::Obj, PythonApi::Obj) {
+    State& s = state();
+    s.exiting.store(true);
+    return s.api.new_none();
+  }
+
+  // PY_START of _call_impl(self, ...): a module call begins.
+  static PythonApi::Obj py_start(PythonApi::Obj, PythonApi::Obj const*, long) {
+    State& s = state();
+    PythonApi& py = s.api;
+    if (!s.active.load(std::memory_order_relaxed)) return py.new_none();
+    try {
+      PythonApi::Obj frame = py.eval_frame();
+      PythonApi::Obj self = frame ? py.frame_var(frame, "self") : nullptr;
+      if (!self) {
+        py.err_clear();
+        return py.new_none();
+      }
+      ModuleThread& t = module_thread();
+      const ModuleFrame* parent = t.stack.empty() ? nullptr : &t.stack.back();
+      const Named named = name(s, parent, self);
+      py.decref(self);  // the frame holds it while the call runs
+      if (t.stack.empty()) t.outside_ops = 0;
+      PythonApi::Obj caller = py.frame_back(frame);
+      const NameId source = s.sources ? user_site(s, caller) : NameId{};
+      t.stack.push_back(ModuleFrame{.frame = frame,
+                                    .module = named.module,
+                                    .parent = parent ? parent->module : NameId{},
+                                    .class_name = named.class_name,
+                                    .source = source,
+                                    .begin_ns = pasta::detail::now_ns()});
+      s.stats.calls.fetch_add(1, std::memory_order_relaxed);
+    } catch (...) {
+      pasta::detail::log_once("modules:start", "modules: a module call was not followed");
+    }
+    return py.new_none();
+  }
+  static PythonApi::Obj py_return(PythonApi::Obj, PythonApi::Obj const*, long) {
+    State& s = state();
+    leave(s, s.api.eval_frame());
+    return s.api.new_none();
+  }
+  // PY_UNWIND of any function: only _call_impl's matter (an exception left a module).
+  static PythonApi::Obj py_unwind(PythonApi::Obj, PythonApi::Obj const* args, long n) {
+    State& s = state();
+    if (n >= 1 && args[0] == s.call_impl_code) leave(s, s.api.eval_frame());
+    return s.api.new_none();
+  }
+  // The module call of `frame` returned: it and any call above it whose
+  // return was not seen end here.
+  static void leave(State& s, PythonApi::Obj frame) {
+    ModuleThread& t = module_thread();
+    std::size_t i = t.stack.size();
+    while (i > 0 && t.stack[i - 1].frame != frame) --i;
+    if (i == 0) return;  // begun before pasta followed modules
+    const std::uint64_t now = pasta::detail::now_ns();
+    while (t.stack.size() >= i) {
+      const ModuleFrame f = t.stack.back();
+      t.stack.pop_back();
+      if (s.emit && s.modules && s.active.load(std::memory_order_relaxed))
+        s.emit(ModuleCall{.module = f.module,
+                          .parent = f.parent,
+                          .class_name = f.class_name,
+                          .source = f.source,
+                          .thread = pasta::detail::thread_id(),
+                          .depth = static_cast<std::uint32_t>(t.stack.size()),
+                          .begin_ns = f.begin_ns,
+                          .end_ns = now});
+    }
+    if (t.stack.empty()) t.outside_ops = 0;
+  }
+
+  // The name of module `self` called from `parent` (nullptr: a root). Holds
+  // the GIL (a monitoring callback); the lock is not held while Python runs.
+  static Named name(State& s, const ModuleFrame* parent, PythonApi::Obj self) {
+    PythonApi& py = s.api;
+    PythonApi::Obj type = py.type_of(self);
+    const NamedKey key{parent ? parent->module.value : 0u, self, type};
+    {
+      std::scoped_lock lock(s.mutex);
+      if (auto it = s.named.find(key); it != s.named.end()) {
+        py.decref(type);
+        return it->second;
+      }
+    }
+    ModuleThread& t = module_thread();
+    const bool was_walking = t.walking;
+    t.walking = true;  // Python runs below: its operators look up no line
+    Named named;
+    PythonApi::Obj type_name = type ? py.get_attr(type, "__name__") : nullptr;
+    const std::string class_name(py.text(type_name));
+    if (type_name) py.decref(type_name);
+    if (type) py.decref(type);
+    named.class_name = intern(class_name.empty() ? "?" : class_name);
+    std::string relative = class_name;
+    if (parent && s.module_name) {
+      // The parent module object: the parent frame's `self`.
+      PythonApi::Obj parent_self = py.frame_var(parent->frame, "self");
+      PythonApi::Obj args = parent_self ? py.tuple_new(2) : nullptr;
+      PythonApi::Obj result = nullptr;
+      if (args) {
+        py.incref(self);
+        py.tuple_set(args, 0, parent_self);
+        py.tuple_set(args, 1, self);
+        result = py.call(s.module_name, args);
+        py.decref(args);
+      } else if (parent_self) {
+        py.decref(parent_self);
+      }
+      if (result) {
+        relative = std::string(py.text(result));
+        py.decref(result);
+      } else {
+        py.err_clear();
+      }
+    }
+    t.walking = was_walking;
+    if (!parent)
+      named.module = named.class_name;
+    else if (relative.empty())  // a module calling itself: the same entry
+      named.module = parent->module;
+    else
+      named.module = intern(std::string(name_of(parent->module)) + "." + relative);
+    std::scoped_lock lock(s.mutex);
+    s.named.emplace(key, named);
+    return named;
+  }
+
+  // With the GIL taken: the first frame from `frame` (a new reference,
+  // consumed) outward that is the program's own, as "file:line"; 0 if none.
+  static NameId user_site(State& s, PythonApi::Obj frame) {
+    PythonApi& py = s.api;
+    NameId site{};
+    while (frame) {
+      PythonApi::Obj code = py.frame_code(frame);
+      if (code && is_user(s, code)) {
+        const std::string key = fmt::format("{}:{}", static_cast<void*>(code), py.frame_lasti(frame));
+        std::scoped_lock lock(s.mutex);
+        if (auto it = s.lines.find(key); it != s.lines.end()) {
+          site = it->second;
+        } else {
+          PythonApi::Obj file = py.get_attr(code, "co_filename");
+          site = intern(fmt::format("{}:{}", py.text(file), py.frame_line(frame)));
+          if (file) py.decref(file);
+          s.lines.emplace(key, site);
+        }
+        py.decref(code);
+        py.decref(frame);
+        return site;
+      }
+      if (code) py.decref(code);
+      PythonApi::Obj back = py.frame_back(frame);
+      py.decref(frame);
+      frame = back;
+    }
+    return site;
+  }
+
+  // Whether code object `code` is the program's own: not torch's, not the
+  // standard library's (site-packages under it are programs' own), not
+  // frozen or generated ("<...>"), and not under a PASTA_SOURCE_SKIP fragment.
+  static bool is_user(State& s, PythonApi::Obj code) {
+    std::scoped_lock lock(s.mutex);
+    if (auto it = s.user_code.find(code); it != s.user_code.end()) return it->second;
+    PythonApi& py = s.api;
+    PythonApi::Obj file = py.get_attr(code, "co_filename");
+    const std::string_view path = py.text(file);
+    bool user = !path.empty() && !path.starts_with("<");
+    if (user && !s.torch_dir.empty() && path.starts_with(s.torch_dir)) user = false;
+    if (user && !s.stdlib_dir.empty() && path.starts_with(s.stdlib_dir) &&
+        path.find("-packages/") == std::string_view::npos)
+      user = false;
+    for (const std::string& fragment : s.extra_skip)
+      if (user && !fragment.empty() && path.find(fragment) != std::string_view::npos) user = false;
+    if (file) py.decref(file);
+    py.incref(code);  // kept: the cache is keyed by its address
+    s.user_code.emplace(code, user);
+    return user;
+  }
+
+  // The calling thread's innermost program frame, as "file:line". Takes the
+  // GIL: the thread released it to run the operator.
+  static NameId walk_this_thread() {
+    State& s = state();
+    if (s.exiting.load(std::memory_order_relaxed)) return {};
+    PythonApi& py = s.api;
+    PythonApi::Obj ts = py.gil_this_thread();
+    if (!ts) return {};  // no Python on this thread
+    ModuleThread& t = module_thread();
+    t.walking = true;
+    NameId site{};
+    try {
+      const int gil = py.gil_ensure();
+      site = user_site(s, py.thread_frame(ts));
+      py.gil_release(gil);
+    } catch (...) {
+      pasta::detail::log_once("modules:site", "source lines: a call site was not looked up");
+    }
+    t.walking = false;
+    s.stats.walks.fetch_add(1, std::memory_order_relaxed);
+    return site;
+  }
+};
+
+}  // namespace pasta::torch::detail
