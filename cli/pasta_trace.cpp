@@ -98,7 +98,8 @@ int replay(const std::string& path, const std::string& out_dir) {
   using Prof =
       pasta::Profiler<pasta::Replay, pasta::proc::Cpu, pasta::tools::KernelFreq,
                       pasta::tools::MemHotness, pasta::tools::UvmHotness, pasta::tools::ScopeTime,
-                      pasta::tools::OpSummary, pasta::tools::OpCounters, pasta::tools::TensorAlloc,
+                      pasta::tools::OpSummary, pasta::tools::ModuleSummary,
+                      pasta::tools::OpCounters, pasta::tools::TensorAlloc,
                       pasta::tools::TensorHotness, pasta::tools::EventCount,
                       pasta::tools::Timeline>;
   try {

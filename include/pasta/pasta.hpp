@@ -16,6 +16,7 @@
 #include <pasta/tools/event_count.hpp>
 #include <pasta/tools/kernel_freq.hpp>
 #include <pasta/tools/mem_hotness.hpp>
+#include <pasta/tools/module_summary.hpp>
 #include <pasta/tools/op_counters.hpp>
 #include <pasta/tools/op_summary.hpp>
 #include <pasta/tools/scope_time.hpp>
