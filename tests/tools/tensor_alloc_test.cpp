@@ -181,3 +181,28 @@ TEST_CASE("TensorAlloc names an operator whose begin it did not see") {
   a.on(alloc(0x1000, 256, 10, 42));
   CHECK(a.op_stats("(operator not seen)").count == 1);
 }
+
+TEST_CASE("TensorAlloc names the line of the program that made each tensor, and the peak's") {
+  tools::TensorAlloc a;
+  a.on(OpBegin{.id = 1, .name = intern("aten::empty"), .thread = 7, .time_ns = 1000,
+               .source = intern("model.py:12")});
+  a.on(alloc(0x1000, 1024, 2000, 1));
+  a.on(OpEnd{.id = 1, .thread = 7, .time_ns = 2500});
+  a.on(OpBegin{.id = 2, .name = intern("aten::zeros"), .thread = 7, .time_ns = 3000,
+               .source = intern("model.py:40")});
+  a.on(alloc(0x2000, 4096, 3100, 2));
+  a.on(alloc(0x3000, 4096, 3200, 2));  // the peak: 9216 bytes live
+  a.on(OpEnd{.id = 2, .thread = 7, .time_ns = 3500});
+  a.on(free_at(0x2000, 3600));
+  a.on(OpBegin{.id = 3, .name = intern("aten::empty"), .thread = 7, .time_ns = 4000});
+  a.on(alloc(0x4000, 64, 4100, 3));  // an operator without a line
+  Report r("tensor_alloc");
+  a.report(r);
+  const auto& lines = test::table(r, "lines");
+  REQUIRE(lines.rows().size() == 2);
+  CHECK(test::text(lines, 0, "source") == "model.py:40");
+  CHECK(test::text(lines, 0, "allocations") == "2");
+  CHECK(test::text(lines, 0, "bytes") == "8192");
+  CHECK(test::text(lines, 1, "source") == "model.py:12");
+  CHECK(test::text(test::table(r, "devices"), 0, "line_at_peak") == "model.py:40");
+}

@@ -40,6 +40,7 @@ class TensorAlloc {
     std::uint64_t live_bytes = 0, live_tensors = 0;
     std::uint64_t peak_bytes = 0, peak_ns = 0;
     NameId peak_op{};                  // the operator whose allocation set the peak; 0 = none
+    NameId peak_source{};              // the line of the program that called it; 0 = not known
     std::uint64_t allocator_peak = 0;  // largest total_allocated the allocator reported
     std::uint64_t allocations = 0, frees = 0;
     // Live bytes after each event, halved when full: each pair of
@@ -109,6 +110,7 @@ class TensorAlloc {
   std::array<Bucket, size_buckets> sizes_{};
   std::array<Bucket, lifetime_buckets> lifetimes_{};
   std::vector<Bucket> by_op_;  // indexed by NameId of the allocating operator
+  std::unordered_map<NameId, Bucket> by_line_;  // by the line that called the allocating operator
   std::uint64_t unknown_frees_ = 0, replaced_ = 0, origin_ns_ = 0;
 };
 

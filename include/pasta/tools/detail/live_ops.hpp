@@ -19,7 +19,7 @@ class LiveOps {
   void on(const OpBegin& e) {
     auto& stack = stack_of(e.thread);
     if (stack.size() > e.depth) stack.resize(e.depth);  // ends we missed
-    stack.push_back({e.id, e.name});
+    stack.push_back({e.id, e.name, e.source});
   }
 
   void on(const OpEnd& e) {
@@ -36,12 +36,13 @@ class LiveOps {
   // returned id is 0 for no operator; label() turns it into text.
   NameId name(std::uint32_t thread, std::uint64_t op) const {
     if (op == 0) return {};
-    if (auto it = stacks_.find(thread); it != stacks_.end())
-      if (const Open* o = search(it->second, op)) return o->name;
-    for (const auto& [t, stack] : stacks_)  // reported on another thread than it ran
-      if (t != thread)
-        if (const Open* o = search(stack, op)) return o->name;
-    return intern(unknown_op);
+    const Open* o = find(thread, op);
+    return o ? o->name : intern(unknown_op);
+  }
+  // The line of the program that called operator `op` (OpBegin::source); 0 if unknown.
+  NameId source(std::uint32_t thread, std::uint64_t op) const {
+    const Open* o = op ? find(thread, op) : nullptr;
+    return o ? o->source : NameId{};
   }
   // The innermost operator open on `thread`; 0 for none.
   NameId innermost(std::uint32_t thread) const {
@@ -62,8 +63,17 @@ class LiveOps {
  private:
   struct Open {
     std::uint64_t id;
-    NameId name;
+    NameId name, source;
   };
+
+  const Open* find(std::uint32_t thread, std::uint64_t op) const {
+    if (auto it = stacks_.find(thread); it != stacks_.end())
+      if (const Open* o = search(it->second, op)) return o;
+    for (const auto& [t, stack] : stacks_)  // reported on another thread than it ran
+      if (t != thread)
+        if (const Open* o = search(stack, op)) return o;
+    return nullptr;
+  }
 
   static const Open* search(const std::vector<Open>& stack, std::uint64_t op) {
     for (std::size_t i = stack.size(); i-- > 0;)

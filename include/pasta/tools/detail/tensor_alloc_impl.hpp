@@ -29,12 +29,12 @@ PASTA_FUNC void TensorAlloc::report(Report& out) const {
 
   auto& dev = out.table("devices", "Live tensor memory per device",
                         {"device", "peak_live_mb", "peak_at_ms", "op_at_peak", "allocator_peak_mb",
-                         "allocations", "frees", "live_at_end_mb"});
+                         "allocations", "frees", "live_at_end_mb", "line_at_peak"});
   dev.precision(2, 3);
   for (const Device* d : devices)
     dev.row(device_cell(d->device), d->peak_bytes * mib, since_origin(d->peak_ns) * ms,
             label(d->peak_op), d->allocator_peak * mib, d->allocations, d->frees,
-            d->live_bytes * mib);
+            d->live_bytes * mib, d->peak_source ? std::string(name_of(d->peak_source)) : "");
 
   auto& sizes =
       out.table("sizes", "Allocations by size", {"up_to", "up_to_bytes", "allocations", "bytes"});
@@ -60,6 +60,17 @@ PASTA_FUNC void TensorAlloc::report(Report& out) const {
   auto& by_op = out.table("operators", "Allocations per operator", {"op", "allocations", "bytes"});
   for (std::uint32_t i : ops) by_op.row(label(NameId{i}), by_op_[i].count, by_op_[i].bytes);
 
+  // The tensors' lines: where the program made the memory (with --torch in Python 3.12+).
+  std::vector<std::pair<NameId, Bucket>> lines(by_line_.begin(), by_line_.end());
+  std::sort(lines.begin(), lines.end(), [](const auto& a, const auto& b) {
+    if (a.second.bytes != b.second.bytes) return a.second.bytes > b.second.bytes;
+    return name_of(a.first) < name_of(b.first);
+  });
+  auto& by_line = out.table("lines", "Allocations per line of the program (the line that called "
+                                     "the allocating operator)",
+                            {"source", "allocations", "bytes"});
+  for (const auto& [source, b] : lines) by_line.row(std::string(name_of(source)), b.count, b.bytes);
+
   auto& over_time =
       out.table("timeline", "Live tensor memory over time", {"time_ms", "device", "live_mb"});
   over_time.precision(0, 3);
@@ -76,6 +87,7 @@ PASTA_FUNC void TensorAlloc::on(const OpBegin& e) {
 PASTA_FUNC void TensorAlloc::on(const pasta::TensorAlloc& e) {
   origin(e.time_ns);
   const NameId op = ops_.name(e.thread, e.op);
+  const NameId source = ops_.source(e.thread, e.op);
   // Overlapped tensors' frees were missed: they are no longer live.
   replaced_ += live_.insert({e.address, e.bytes, e.time_ns, e.device}, [&](const Live& old) {
     Device& od = device(old.device);
@@ -91,6 +103,7 @@ PASTA_FUNC void TensorAlloc::on(const pasta::TensorAlloc& e) {
     dev.peak_bytes = dev.live_bytes;
     dev.peak_ns = e.time_ns;
     dev.peak_op = op;
+    dev.peak_source = source;
   }
   Bucket& size = sizes_[size_bucket(e.bytes)];
   ++size.count;
@@ -98,6 +111,11 @@ PASTA_FUNC void TensorAlloc::on(const pasta::TensorAlloc& e) {
   Bucket& by_op = at(op);
   ++by_op.count;
   by_op.bytes += e.bytes;
+  if (source) {
+    Bucket& line = by_line_[source];
+    ++line.count;
+    line.bytes += e.bytes;
+  }
   record(dev, e.time_ns);
 }
 
