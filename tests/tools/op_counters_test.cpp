@@ -377,3 +377,70 @@ TEST_CASE("the probe's default metric set is pasta's, in pasta's order") {
   for (const auto& c : metrics::counters) pasta.emplace_back(c.name);
   CHECK(probe == pasta);
 }
+
+// The verdicts against numbers computed by hand from the counters fed, and
+// the H200's datasheet ceilings (4.8 TB/s, 67 and 989 TFLOP/s).
+TEST_CASE("OpCounters ranks operators by what they would save at the GPU's ceilings") {
+  test::TempDir dir;
+  tools::OpCounters t(writing_into(dir));
+  t.on(DeviceInfo{.device = 0, .name = intern("NVIDIA H200")});
+  t.on(op(1, 0, "aten::mm"));
+  t.on(op(2, 0, "aten::add"));
+  t.on(op(3, 0, "aten::relu"));
+  // A GEMM: 1 ms, tensor pipes 50% active, SM 70%, DRAM 20%, 1e8 bytes.
+  t.on(kernel(10, "gemm", {64, 1, 1}, 1, 1'000'000));
+  t.on(KernelCounters{.correlation = 10, .passes = 1, .dram_bytes_read = 6e7,
+                      .dram_bytes_write = 4e7, .dram_throughput_pct = 20, .sm_throughput_pct = 70,
+                      .tensor_active_pct = 50, .flops = 0});
+  // An elementwise add: 200 us moving 0.72 GB at 75% of DRAM's peak.
+  t.on(kernel(20, "add", {64, 1, 1}, 2, 200'000));
+  t.on(KernelCounters{.correlation = 20, .passes = 1, .dram_bytes_read = 4.8e8,
+                      .dram_bytes_write = 2.4e8, .dram_throughput_pct = 75,
+                      .sm_throughput_pct = 15, .flops = 6e7});
+  // Ten 2 us relus, nothing busy.
+  for (std::uint64_t i = 0; i < 10; ++i) {
+    t.on(kernel(30 + i, "relu", {1, 1, 1}, 3, 2'000));
+    t.on(KernelCounters{.correlation = 30 + i, .passes = 1, .dram_bytes_read = 1e3,
+                        .dram_throughput_pct = 2, .sm_throughput_pct = 3, .flops = 0});
+  }
+  Report r("op_counters");
+  t.report(r);
+  const auto s = test::summary(r);
+  CHECK(std::get<std::string>(s.at("device")) == "NVIDIA H200");
+  CHECK(std::get<std::string>(s.at("ceilings")).find("H200 SXM datasheet") != std::string::npos);
+  const auto& v = test::table(r, "verdicts");
+  REQUIRE(v.rows().size() == 3);
+  // GEMM: 0.5 * 989e12 * 1e-3 = 4.945e11 tensor FLOPs, attainable max(1e8 / 4.8e12 = 20.8 us,
+  // 4.945e11 / 989e12 = 500 us) = 500 us: saves 500 us. Add: 7.2e8 / 4.8e12 = 150 us
+  // attainable (FLOPs 6e7 / 67e12 = 0.9 us): saves 50 us. Relus: 1e4 B / 4.8e12: saves ~20 us.
+  CHECK(test::text(v, 0, "operator") == "aten::mm");
+  CHECK(test::text(v, 0, "bound") == "compute-bound (tensor)");
+  CHECK(std::get<double>(v.rows()[0][9]) == doctest::Approx(0.5));   // attainable_ms
+  CHECK(std::get<double>(v.rows()[0][10]) == doctest::Approx(0.5));  // saving_ms
+  CHECK(std::get<double>(v.rows()[0][7]) == doctest::Approx(4.945e11 / 1e8));  // intensity
+  CHECK(test::text(v, 1, "operator") == "aten::add");
+  CHECK(test::text(v, 1, "bound") == "memory-bound");
+  CHECK(std::get<double>(v.rows()[1][9]) == doctest::Approx(0.15));
+  CHECK(test::text(v, 2, "operator") == "aten::relu");
+  CHECK(test::text(v, 2, "bound") == "launch-bound");
+  CHECK(std::get<double>(v.rows()[2][10]) == doctest::Approx(0.02 - 1e4 / 4.8e12 * 1e3));
+  const auto& k = test::table(r, "kernel_verdicts");
+  REQUIRE(k.rows().size() == 3);
+  CHECK(test::text(k, 0, "kernel") == "gemm");
+  CHECK(test::text(k, 0, "operator") == "aten::mm");
+}
+
+TEST_CASE("OpCounters: a GPU the ceiling table does not know gets verdicts and no savings, said") {
+  test::TempDir dir;
+  tools::OpCounters t(writing_into(dir));
+  t.on(DeviceInfo{.device = 0, .name = intern("NVIDIA GeForce GT 710")});
+  feed(t);
+  Report r("op_counters");
+  t.report(r);
+  CHECK(std::get<std::string>(test::summary(r).at("ceilings"))
+            .find("none known for 'NVIDIA GeForce GT 710': set PASTA_CEILINGS") == 0);
+  const auto& v = test::table(r, "verdicts");
+  REQUIRE(v.rows().size() == 2);  // linear/addmm and the kernel outside every operator
+  CHECK(test::text(v, 0, "saving_ms") == "");
+  CHECK(test::text(v, 0, "bound") == "compute-bound (tensor)");  // SM 80% over DRAM 50-70%
+}

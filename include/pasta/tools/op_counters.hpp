@@ -34,6 +34,7 @@
 #include <pasta/core/names.hpp>
 #include <pasta/core/report.hpp>
 #include <pasta/tools/detail/op_table.hpp>
+#include <pasta/tools/detail/roofline.hpp>
 
 namespace pasta::tools {
 
@@ -46,8 +47,13 @@ class OpCounters {
 
   explicit OpCounters(const Config& cfg)
       : path_(detail::join_path(cfg.output_dir, "op_counters.profile.json")),
-        cupti_replay_(!cfg.counter_user_replay) {}
+        cupti_replay_(!cfg.counter_user_replay),
+        ceilings_override_(cfg.ceilings) {}
 
+  // The GPU's name picks its ceilings for the verdicts (detail/roofline.hpp).
+  void on(const DeviceInfo& e) {
+    if (device_name_.empty()) device_name_ = std::string(name_of(e.name));
+  }
   // Operators are looked up when their kernels complete, after they ended.
   void on(const OpBegin& e) { ops_.put({e.id, e.parent, e.name}); }
   void on(const KernelComplete& e);
@@ -112,6 +118,19 @@ class OpCounters {
 
   NameId op_path(std::uint64_t op);
 
+  // One operator's counters: its groups', additive metrics summed, rates
+  // weighted by the device time of the groups that have them.
+  struct OpRow {
+    std::uint64_t launches = 0, measured = 0, propagated = 0, unmeasured = 0, device_ns = 0;
+    std::vector<double> values = std::vector<double>(metrics::all.size());
+    std::vector<std::uint64_t> rated_ns = std::vector<std::uint64_t>(metrics::all.size());
+    std::vector<bool> have = std::vector<bool>(metrics::all.size());
+    std::vector<std::size_t> groups;
+  };
+  static std::map<std::string, OpRow> by_operator(const std::vector<Group>& gs);
+  void verdicts(Report& out, const std::vector<Group>& gs,
+                const std::map<std::string, OpRow>& ops) const;
+
   std::string path_;
   // Counters from CUPTI's kernel replay (PASTA_COUNTER_REPLAY=cupti; a trace
   // does not say which replay recorded it): a replayed value of a
@@ -124,6 +143,8 @@ class OpCounters {
   std::vector<Launch> launches_;
   std::unordered_map<std::uint64_t, KernelCounters> counters_;
   std::uint64_t evicted_ = 0;
+  std::string ceilings_override_;  // Config::ceilings
+  std::string device_name_;        // the first DeviceInfo's
 };
 
 }  // namespace pasta::tools

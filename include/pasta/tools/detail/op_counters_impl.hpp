@@ -21,41 +21,7 @@ PASTA_FUNC void OpCounters::report(Report& out) const {
   const std::uint64_t stray =
       counters_.size() - std::min<std::uint64_t>(measured, counters_.size());
 
-  // Operators: groups by path, additive metrics summed, rates weighted by
-  // the device time of the groups that have them.
-  struct OpRow {
-    std::uint64_t launches = 0, measured = 0, propagated = 0, unmeasured = 0, device_ns = 0;
-    // Per metric: additive ones summed, rates weighted by the device time of
-    // the groups that have them.
-    std::vector<double> values = std::vector<double>(metrics::all.size());
-    std::vector<std::uint64_t> rated_ns = std::vector<std::uint64_t>(metrics::all.size());
-    std::vector<bool> have = std::vector<bool>(metrics::all.size());
-    std::vector<std::size_t> groups;
-  };
-  std::map<std::string, OpRow> ops;  // by path, "" for kernels outside every operator
-  for (std::size_t i = 0; i < gs.size(); ++i) {
-    const Group& g = gs[i];
-    OpRow& r = ops[g.sig.path.value ? std::string(name_of(g.sig.path)) : std::string()];
-    r.groups.push_back(i);
-    r.launches += g.launches;
-    r.device_ns += g.device_ns;
-    r.measured += g.measured;
-    (g.measured ? r.propagated : r.unmeasured) += g.launches - g.measured;
-    for (std::size_t m = 0; m < metrics::all.size(); ++m) {
-      const double v = total(g, m);
-      if (!metrics::measured(v)) continue;
-      r.have[m] = true;
-      r.values[m] += metrics::all[m].additive ? v : v * static_cast<double>(g.device_ns);
-      r.rated_ns[m] += g.device_ns;
-    }
-  }
-  for (auto& [path, r] : ops)
-    for (std::size_t m = 0; m < metrics::all.size(); ++m) {
-      if (!r.have[m])
-        r.values[m] = metrics::not_measured;
-      else if (!metrics::all[m].additive)
-        r.values[m] = r.rated_ns[m] ? r.values[m] / static_cast<double>(r.rated_ns[m]) : 0;
-    }
+  const std::map<std::string, OpRow> ops = by_operator(gs);
   auto intensity = [](const std::vector<double>& v) {
     KernelCounters c{};
     for (std::size_t m = 0; m < metrics::all.size(); ++m) c.*metrics::all[m].field = v[m];
@@ -116,6 +82,8 @@ PASTA_FUNC void OpCounters::report(Report& out) const {
     op_table.row(std::move(row));
   }
 
+  verdicts(out, gs, ops);
+
   // The profile document: operators -> kernels -> metrics.
   nlohmann::json metric_names = nlohmann::json::object();
   for (const auto& m : metrics::all)
@@ -175,6 +143,137 @@ PASTA_FUNC void OpCounters::report(Report& out) const {
     out.summary("profile", path_);
     out.attach(path_);
   }
+}
+
+PASTA_FUNC auto OpCounters::by_operator(const std::vector<Group>& gs)
+    -> std::map<std::string, OpRow> {
+  std::map<std::string, OpRow> ops;  // by path, "" for kernels outside every operator
+  for (std::size_t i = 0; i < gs.size(); ++i) {
+    const Group& g = gs[i];
+    OpRow& r = ops[g.sig.path.value ? std::string(name_of(g.sig.path)) : std::string()];
+    r.groups.push_back(i);
+    r.launches += g.launches;
+    r.device_ns += g.device_ns;
+    r.measured += g.measured;
+    (g.measured ? r.propagated : r.unmeasured) += g.launches - g.measured;
+    for (std::size_t m = 0; m < metrics::all.size(); ++m) {
+      const double v = total(g, m);
+      if (!metrics::measured(v)) continue;
+      r.have[m] = true;
+      r.values[m] += metrics::all[m].additive ? v : v * static_cast<double>(g.device_ns);
+      r.rated_ns[m] += g.device_ns;
+    }
+  }
+  for (auto& [path, r] : ops)
+    for (std::size_t m = 0; m < metrics::all.size(); ++m) {
+      if (!r.have[m])
+        r.values[m] = metrics::not_measured;
+      else if (!metrics::all[m].additive)
+        r.values[m] = r.rated_ns[m] ? r.values[m] / static_cast<double>(r.rated_ns[m]) : 0;
+    }
+  return ops;
+}
+
+// What bounds each operator and each kernel signature, and the time each would
+// take at the GPU's ceilings: the "fix first" list, ranked by what that saves.
+PASTA_FUNC void OpCounters::verdicts(Report& out, const std::vector<Group>& gs,
+                                     const std::map<std::string, OpRow>& ops) const {
+  const detail::Ceilings c = detail::ceilings_for(device_name_, ceilings_override_);
+  out.summary("device", device_name_.empty() ? std::string("unknown") : device_name_);
+  out.summary("ceilings", c.source);
+  if (c.known()) {
+    out.summary("ceiling: DRAM (TB/s)", c.dram_bytes_per_s * 1e-12);
+    out.summary("ceiling: FP32 (TFLOP/s)", c.fp32_flops_per_s * 1e-12);
+    out.summary("ceiling: tensor (TFLOP/s)", c.tensor_flops_per_s * 1e-12);
+  }
+  auto input = [](const std::vector<double>& v, std::uint64_t device_ns, std::uint64_t launches) {
+    auto get = [&](double KernelCounters::*field) {
+      for (std::size_t m = 0; m < metrics::all.size(); ++m)
+        if (metrics::all[m].field == field) return metrics::measured(v[m]) ? v[m] : 0.0;
+      return 0.0;
+    };
+    return detail::RooflineInput{
+        .device_ns = static_cast<double>(device_ns),
+        .launches = static_cast<double>(launches),
+        .dram_bytes = get(&KernelCounters::dram_bytes_read) + get(&KernelCounters::dram_bytes_write),
+        .fp_flops = get(&KernelCounters::flops),
+        .dram_pct = get(&KernelCounters::dram_throughput_pct),
+        .sm_pct = get(&KernelCounters::sm_throughput_pct),
+        .tensor_pct = get(&KernelCounters::tensor_active_pct)};
+  };
+  struct Row {
+    std::string what;
+    detail::RooflineInput in;
+    detail::Verdict v;
+  };
+  auto rows_of = [&](auto&& each) {
+    std::vector<Row> rows;
+    each([&](std::string what, const detail::RooflineInput& in) {
+      rows.push_back({std::move(what), in, detail::judge(in, c)});
+    });
+    std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+      if (a.v.saving_ns != b.v.saving_ns) return a.v.saving_ns > b.v.saving_ns;
+      return a.in.device_ns > b.in.device_ns;
+    });
+    return rows;
+  };
+  const std::vector<Row> by_op = rows_of([&](auto add) {
+    for (const auto& [path, r] : ops)
+      if (r.measured) add(path.empty() ? "(outside every operator)" : path,
+                          input(r.values, r.device_ns, r.launches));
+  });
+  const std::vector<Row> by_kernel = rows_of([&](auto add) {
+    for (const Group& g : gs) {
+      if (!g.measured) continue;
+      std::vector<double> v;
+      for (std::size_t m = 0; m < metrics::all.size(); ++m) v.push_back(total(g, m));
+      add(std::string(name_of(g.sig.kernel)) + "\t" +
+              (g.sig.path.value ? std::string(name_of(g.sig.path)) : std::string()),
+          input(v, g.device_ns, g.launches));
+    }
+  });
+  const double ms = 1e-6;
+  std::uint64_t device_ns = 0;
+  for (const Group& g : gs) device_ns += g.device_ns;
+  auto table = [&](const char* name, const char* title, bool kernels, const std::vector<Row>& rows) {
+    std::vector<std::string> columns{"rank"};
+    if (kernels) columns.emplace_back("kernel");
+    for (const char* col : {"operator", "device_ms", "bound", "dram_throughput_pct",
+                            "sm_throughput_pct", "tensor_active_pct", "arithmetic_intensity",
+                            "achieved_tflops", "attainable_ms", "saving_ms", "saving_pct"})
+      columns.emplace_back(col);
+    auto& t = out.table(name, title, columns);
+    const std::size_t first = kernels ? 3 : 2;
+    for (std::size_t col : {first, first + 7, first + 8}) t.precision(col, 3);
+    for (std::size_t col : {first + 2, first + 3, first + 4, first + 9}) t.precision(col, 1);
+    std::uint64_t rank = 0;
+    for (const Row& r : rows) {
+      std::vector<Cell> cells{++rank};
+      std::string what = r.what;
+      if (kernels) {
+        const auto tab = what.find('\t');
+        cells.emplace_back(what.substr(0, tab));
+        what = what.substr(tab + 1);
+      }
+      cells.emplace_back(what);
+      cells.emplace_back(r.in.device_ns * ms);
+      cells.emplace_back(std::string(detail::to_string(r.v.bound)));
+      cells.emplace_back(r.in.dram_pct);
+      cells.emplace_back(r.in.sm_pct);
+      cells.emplace_back(r.in.tensor_pct);
+      cells.emplace_back(r.v.intensity);
+      cells.emplace_back(r.v.flops_per_s * 1e-12);
+      cells.emplace_back(c.known() ? Cell(r.v.attainable_ns * ms) : Cell{});
+      cells.emplace_back(c.known() ? Cell(r.v.saving_ns * ms) : Cell{});
+      cells.emplace_back(c.known() && device_ns
+                             ? Cell(100.0 * r.v.saving_ns / static_cast<double>(device_ns))
+                             : Cell{});
+      t.row(std::move(cells));
+    }
+  };
+  table("verdicts", "Fix first: operators by the device time they would save at the GPU's ceilings",
+        false, by_op);
+  table("kernel_verdicts", "What bounds each kernel (by signature and operator)", true, by_kernel);
 }
 
 PASTA_FUNC void OpCounters::on(const KernelComplete& e) {
