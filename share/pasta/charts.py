@@ -202,3 +202,105 @@ def step(chart, picture, width=12.0):
         ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7,
                   frameon=False)
         return _svg(fig, chart, None)
+
+
+def modules(chart, rows, width=8.4, max_depth=4):
+    """The module tree as an icicle: one band per depth, each module as wide as its
+    device time (self and below it), children under their parent, largest first.
+    rows: the module_summary table's rows (depth first), with module, parent, depth
+    and device_total_ms."""
+    children, roots = {}, []
+    for r in rows:
+        if r["module"] == "(no module)":
+            continue
+        (children.setdefault(r["parent"], []) if r["parent"] else roots).append(r)
+    total = sum(r["device_total_ms"] for r in roots)
+    if total <= 0:
+        return None
+    cells = []  # (depth, start, width, row)
+
+    def place(row, depth, start):
+        cells.append((depth, start, row["device_total_ms"], row))
+        if depth + 1 >= max_depth:
+            return
+        at = start
+        for c in children.get(row["module"], []):
+            place(c, depth + 1, at)
+            at += c["device_total_ms"]
+
+    at = 0.0
+    for r in roots:
+        place(r, 0, at)
+        at += r["device_total_ms"]
+    depths = 1 + max(c[0] for c in cells)
+    with plt.rc_context(STYLE):
+        fig, ax = _figure(width, 0.5 + 0.42 * depths)
+        palette = ["#1f77b4", "#6baed6", "#9ecae1", "#c6dbef", "#deebf7"]
+        titles = {}
+        for n, (depth, start, w, row) in enumerate(cells):
+            drawn = ax.broken_barh([(start, w)], (depths - depth - 0.9, 0.85),
+                                   facecolors=palette[depth % len(palette)], edgecolor="white",
+                                   linewidth=0.6)
+            drawn.set_gid(f"{chart}-cell-{n}")
+            titles[f"{chart}-cell-{n}"] = (f"{row['module']} ({row.get('class') or 'module'}): "
+                                           f"{ms(row['device_total_ms'])}")
+            name = row["module"].rsplit(".", 1)[-1] if depth else row["module"]
+            chars = int(w / total * width * 14)
+            if chars >= 4:
+                ax.text(start + w / 2, depths - depth - 0.48, label(name, chars), ha="center",
+                        va="center", fontsize=6.5, color="black" if depth else "white",
+                        clip_on=True)
+        ax.set_xlim(0, total)
+        ax.set_ylim(0, depths)
+        ax.set_yticks([])
+        ax.set_xlabel("device time (ms), forward and backward, each module with what it calls")
+        return _svg(fig, chart, "Where the device time went, by nn.Module", titles)
+
+
+def roofline(chart, rows, ceilings, width=6.0, height=3.6):
+    """Each operator a point at its arithmetic intensity and achieved FLOP/s, sized
+    by its device time and coloured by its verdict; the GPU's ceilings as lines.
+    rows: op_counters' verdicts rows; ceilings: (dram TB/s, FP32 TFLOP/s, tensor
+    TFLOP/s) or None."""
+    points = [r for r in rows if (r.get("arithmetic_intensity") or 0) > 0
+              and (r.get("achieved_tflops") or 0) > 0]
+    if not points:
+        return None
+    colour = {"memory-bound": "#ff7f0e", "compute-bound (tensor)": "#1f77b4",
+              "compute-bound (FP pipes)": "#9467bd", "latency-bound": "#8c564b",
+              "launch-bound": "#7f7f7f"}
+    with plt.rc_context(STYLE):
+        fig, ax = _figure(width, height)
+        xs = [r["arithmetic_intensity"] for r in points]
+        lo, hi = min(xs) / 4, max(xs) * 4
+        if ceilings:
+            dram, fp32, tensor = ceilings
+            for peak, name in ((fp32, "FP32"), (tensor, "tensor")):
+                knee = peak / dram
+                grid = [lo * (hi / lo) ** (i / 200) for i in range(201)]
+                ax.plot(grid, [min(peak, x * dram) for x in grid], color="#333", lw=0.8,
+                        gid=f"{chart}-ceiling-{name}")
+                ax.text(hi, peak, f" {name} {peak:g} TFLOP/s", fontsize=6.5, va="bottom",
+                        ha="right")
+            ax.text(lo, lo * dram, f" DRAM {dram:g} TB/s", fontsize=6.5, va="bottom", rotation=0)
+        biggest = max(r["device_ms"] for r in points) or 1
+        titles = {}
+        for n, r in enumerate(points):
+            dot = ax.scatter([r["arithmetic_intensity"]], [r["achieved_tflops"]],
+                             s=12 + 300 * r["device_ms"] / biggest, alpha=0.7,
+                             color=colour.get(r["bound"], "#7f7f7f"), edgecolors="white",
+                             linewidths=0.5)
+            dot.set_gid(f"{chart}-point-{n}")
+            titles[f"{chart}-point-{n}"] = (f"{r['operator']}: {r['bound']}, "
+                                           f"{ms(r['device_ms'])}, {r['achieved_tflops']:.3g} "
+                                           f"TFLOP/s at {r['arithmetic_intensity']:.3g} FLOP/B")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(lo, hi)
+        ax.set_xlabel("arithmetic intensity (FLOP per DRAM byte)")
+        ax.set_ylabel("achieved TFLOP/s")
+        handles = [matplotlib.lines.Line2D([], [], marker="o", ls="", color=c, label=b)
+                   for b, c in colour.items() if any(r["bound"] == b for r in points)]
+        ax.legend(handles=handles, fontsize=6.5, frameon=False, loc="lower right")
+        return _svg(fig, chart, "Roofline: each operator at its intensity and FLOP/s "
+                    "(size: device time)", titles)

@@ -22,9 +22,9 @@ import overview
 from job import label as process_label
 
 # The order tools appear in; any other report follows, alphabetically.
-ORDER = ["kernel_freq", "op_summary", "mem_hotness", "uvm_hotness", "tensor_alloc",
-         "tensor_hotness", "scope_time", "timeline", "event_count", "sanitizer", "gpu_bucketing",
-         "correlation", "record"]
+ORDER = ["module_summary", "op_counters", "kernel_freq", "op_summary", "stall_blame",
+         "mem_hotness", "uvm_hotness", "tensor_alloc", "tensor_hotness", "scope_time", "timeline",
+         "event_count", "sanitizer", "gpu_bucketing", "correlation", "record"]
 ROWS = 50  # rows per table on the page; the CSV has them all
 # What a tool whose tables are all empty says instead, by tool.
 NOTHING = {
@@ -35,6 +35,8 @@ NOTHING = {
     "tensor_hotness": "no tensor accesses recorded: run a PyTorch program with --torch --memory",
     "op_summary": "no operators recorded: run a PyTorch program with --torch",
     "op_counters": "no hardware counters measured: run with --counters",
+    "module_summary": "no nn.Module recorded: run a PyTorch program with --torch (Python 3.12 "
+                      "or newer)",
     "scope_time": "no scopes recorded: mark regions with PASTA_SCOPE or NVTX ranges",
 }
 # Columns that name a kernel: shown by short name, the full name as the tooltip.
@@ -119,13 +121,17 @@ def collect(out_dir, window=None, step=None):
                 "numeric": [all(_numeric(r.get(c)) for r in rows[:ROWS]) for c in columns],
             })
         svg = None
-        svg_path = os.path.join(out_dir, name + ".svg")
-        if os.path.exists(svg_path):
-            with open(svg_path) as f:
-                svg = f.read()
+        for svg_name in (name + ".svg", name + ".forest.svg"):  # a heatmap, the stall forest
+            svg_path = os.path.join(out_dir, svg_name)
+            if os.path.exists(svg_path):
+                with open(svg_path) as f:
+                    svg = f.read()
         tools.append({"name": name, "summary": list(report.get("summary", {}).items()),
                       "partial": report.get("partial"), "svg": svg,
+                      "svg_title": SVG_TITLES.get(name, "Picture"),
                       "nothing": _nothing(name, report, tables),
+                      "chart": _tool_chart(name, report),
+                      "tree": module_tree(report) if name == "module_summary" else None,
                       "tables": [t for t in tables if t["total"]]})
     timeline = next((f for f in files if f.endswith(".trace.json") and f != "job.trace.json"),
                     None)
@@ -151,6 +157,42 @@ def collect(out_dir, window=None, step=None):
     return {"dir": os.path.abspath(out_dir), "run": run, "tools": tools, "files": files,
             "timeline": timeline, "problems": problems, "rows_shown": ROWS, "job": job,
             "overview": _overview(out_dir, job, window, step)}
+
+
+# What each tool's own picture (<tool>.svg or <tool>.forest.svg) shows.
+SVG_TITLES = {"mem_hotness": "Page hotness over kernel launches",
+              "stall_blame": "Stalls blamed on allocations, tensors, views and operators"}
+TREE_ROWS = 400  # modules the page's tree shows; the CSV has them all
+
+
+def module_tree(report):
+    """module_summary's modules as nested lists for the page's collapsible tree:
+    [{row..., "children": [...]}], roots first, children by device time (the table's
+    depth-first order)."""
+    rows = report.get("tables", {}).get("modules", [])
+    by_name, roots = {}, []
+    for r in rows[:TREE_ROWS]:
+        node = dict(r, children=[])
+        by_name[r["module"]] = node
+        parent = by_name.get(r.get("parent"))
+        (parent["children"] if parent else roots).append(node)
+    return roots
+
+
+def _tool_chart(name, report):
+    """A tool's chart on the page: the module icicle, the counters' roofline."""
+    charts = _charts()
+    if charts is None:
+        return None
+    tables = report.get("tables", {})
+    if name == "module_summary" and tables.get("modules"):
+        return charts.modules(f"{name}-icicle", tables["modules"])
+    if name == "op_counters" and tables.get("verdicts"):
+        s = report.get("summary", {})
+        keys = ("ceiling: DRAM (TB/s)", "ceiling: FP32 (TFLOP/s)", "ceiling: tensor (TFLOP/s)")
+        ceilings = tuple(s[k] for k in keys) if all(k in s for k in keys) else None
+        return charts.roofline(f"{name}-roofline", tables["verdicts"], ceilings)
+    return None
 
 
 def shown_processes(job, rows=ROWS):
@@ -180,7 +222,17 @@ def charts_available():
 
 
 NO_CHARTS = {"busy": None, "kinds": None, "top_kernels": None, "top_operators": None,
-             "memory": [], "step": None, "processes": None}
+             "memory": [], "step": None, "processes": None, "modules": None}
+
+
+def _module_icicle(out_dir, charts):
+    """The overview's module tree (module_summary.json's), or None."""
+    try:
+        with open(os.path.join(out_dir, "module_summary.json")) as f:
+            rows = json.load(f).get("tables", {}).get("modules", [])
+    except (OSError, ValueError):
+        return None
+    return charts.modules("overview-modules", rows) if rows else None
 
 
 def _charts():
@@ -211,7 +263,7 @@ def _overview(out_dir, job, window, step):
                                        "min-max)", o["top_kernels"]) if o["top_kernels"] else None,
             "top_operators": charts.bars("top-operators", "Top operators over processes (median, "
                                          "min-max)", o["top_operators"], colour=charts.OPERATOR)
-            if o["top_operators"] else None, "step": None}
+            if o["top_operators"] else None, "step": None, "modules": None}
     else:
         o["charts"] = {
             "busy": charts.busy("busy", o["busy_over_time"], o["busy_pct"])
@@ -225,6 +277,7 @@ def _overview(out_dir, job, window, step):
             if o["top_operators"] else None,
             "memory": [charts.memory(f"memory-{m['device']}", m) for m in o["memory"]],
             "step": charts.step("step-picture", o["picture"]) if o["picture"] else None,
+            "modules": _module_icicle(out_dir, charts),
         }
     return o
 
