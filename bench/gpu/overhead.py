@@ -98,6 +98,8 @@ VARIANTS = {
                             {"PASTA_INJECT_LIB": "pasta_bench_kernel_freq",
                              "PASTA_CUPTI_BUFFER_POOL": "0"}),
     "torch-no-tags": ("  same, PASTA_OP_TAGS=0", [], ["--torch"], {"PASTA_OP_TAGS": "0"}),
+    "torch-no-modules": ("  same, no modules or source lines", [], ["--torch"],
+                         {"PASTA_MODULES": "0", "PASTA_SOURCE_LINES": "0"}),
     "torch-no-queue": ("  same, PASTA_HOST_QUEUE=0", [], ["--torch"], {"PASTA_HOST_QUEUE": "0"}),
     "torch-two-tools": ("  same events, only op_summary,tensor_alloc run", [], ["--torch"],
                         {"PASTA_TOOLS": "op_summary,tensor_alloc"}),

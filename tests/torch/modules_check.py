@@ -1,0 +1,322 @@
+#!/usr/bin/env python3
+"""Checks the nn.Module and source line pasta gives every operator against
+truths pasta has no part in.
+
+* Modules: the same steps run again under torch.profiler, each module call
+  inside a record_function range its hooks open (tests/torch/modules_model.py
+  --truth). An operator's module is its innermost range; a backward
+  operator's is that of the forward operator with its sequence number and
+  forward thread (as torch.profiler links them), or its caller's.
+* Lines (--model small): the model's source, where each line that calls an
+  operator or a module is marked "# line: ..."; an operator's line is the
+  marked line of the innermost function of the program's own that runs it.
+* Counts: module_summary's operators (and, on a GPU, kernels) per module
+  equal the truth run's.
+
+Usage (CPU, the probe library loaded into Python 3.12 with torch):
+  modules_check.py --python PY --pasta-trace BIN --probe LIB --out DIR [--model small]
+On a GPU, the pasta run is `pasta run --torch --record`:
+  modules_check.py --python python3 --pasta-trace BIN --pasta BIN/pasta --device cuda
+                   --model gpt2 --out DIR
+Prints a table and "modules and lines exact"; exits 1 on a mismatch, 77 when
+PY has no torch or no sys.monitoring (skipped, and says why).
+"""
+import argparse
+import collections
+import json
+import os
+import re
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MODEL = os.path.join(HERE, "modules_model.py")
+FIELD = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)')
+NO_MODULE = "(no module)"
+
+
+def parse_dump(text):
+    """pasta-trace dump's lines as (type, {field: value})."""
+    out = []
+    for line in text.splitlines():
+        kind, _, rest = line.partition(" ")
+        fields = {}
+        for k, v in FIELD.findall(rest):
+            fields[k] = json.loads(v) if v.startswith('"') else v
+        out.append((kind, fields))
+    return out
+
+
+def marked_lines(path):
+    """{"block fc": 42, ...}: the lines the model marks."""
+    marks = {}
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            m = re.search(r"# line: (.+)$", line)
+            if m:
+                marks[m.group(1).strip()] = n
+    return marks
+
+
+def truth_modules(events):
+    """For each operator event of torch.profiler's run: (event, module), with
+    backward operators given their forward's module."""
+    by_id = {e["id"]: e for e in events}
+
+    def innermost_range(e):
+        p = e["parent"]
+        while p is not None:
+            pe = by_id.get(p)
+            if pe is None:
+                break
+            if pe["name"].startswith("module: "):
+                return pe["name"][len("module: "):]
+            p = pe["parent"]
+        return None
+
+    def is_op(e):
+        return (e["scope"] in (0, 1, 7) and not e["name"].startswith("module: ")
+                and not e["name"].startswith("profiler::")
+                and not e["name"].startswith("ProfilerStep"))
+
+    ops = [e for e in events if is_op(e)]
+    forward = {}
+    result = {}
+    for e in sorted(ops, key=lambda e: e["start"]):
+        if e["scope"] == 1:
+            continue
+        m = innermost_range(e) or NO_MODULE
+        result[e["id"]] = m
+        if e["sequence"] >= 0:
+            forward.setdefault((e["thread"], e["sequence"]), m)
+
+    def backward_module(e):
+        if e["scope"] == 1:
+            return forward.get((e["fwd_thread"], e["sequence"]), NO_MODULE)
+        p = by_id.get(e["parent"])
+        while p is not None and not is_op(p):
+            p = by_id.get(p["parent"])
+        return backward_module(p) if p is not None else None
+
+    for e in ops:
+        if e["id"] in result:
+            continue
+        m = backward_module(e)
+        result[e["id"]] = m
+    # A forward operator nested in a backward one (autograd's) is backward.
+    for e in ops:
+        p = by_id.get(e["parent"])
+        while p is not None:
+            if p["scope"] == 1:
+                result[e["id"]] = backward_module(p)
+                break
+            p = by_id.get(p["parent"])
+    return ops, result
+
+
+def is_backward(e, by_id):
+    while e is not None:
+        if e["scope"] == 1:
+            return True
+        e = by_id.get(e["parent"])
+    return False
+
+
+# Where each operator of the small model comes from: (module, operator) ->
+# the mark of its line, for operators called from Python (their callees
+# inherit the line). The module's own line when its forward is the model's
+# code, its caller's when it is torch's (Linear, LayerNorm, GELU).
+SMALL_LINES = [
+    (r"Net\.embed$", None, "net embed"),
+    (r"Net\.blocks\.\d\.ln$", None, "block fc"),
+    (r"Net\.blocks\.\d\.fc$", None, "block fc"),
+    (r"Net\.blocks\.\d\.act$", None, "block act"),
+    (r"Net\.blocks\.\d$", "aten::mul", "block act"),
+    (r"Net\.blocks\.\d\.shared$", None, "block shared"),
+    (r"Net\.blocks\.\d$", "aten::add", "block shared"),
+    (r"Net\.blocks\.0\.extra$", None, "net reaches blocks.0.extra"),
+    (r"Net$", "aten::add", "net reaches blocks.0.extra"),
+    (r"Net\.rec$", "aten::relu", "recursive relu"),
+    (r"Net\.rec$", "aten::add", "recursive add"),
+    (r"Net\.scripted$", None, "net scripted"),
+    (r"Net$", "head range", "net range"),
+    (r"Net\.head$", "aten::mul", "hook"),
+    (r"Net\.head$", None, "net head"),
+    (r"\(no module\)$", r"Optimizer\.zero_grad", "zero_grad"),
+    (r"\(no module\)$", r"Optimizer\.step", "step"),
+    (r"\(no module\)$", r"autograd::|aten::(ones_like|empty_strided|fill_)", "backward"),
+    (r"\(no module\)$", None, "loss"),
+]
+
+
+def expected_line(module, name, marks):
+    """The marked line operator `name` (or, inside a record_function range,
+    the outermost range's name) in `module` comes from."""
+    for mod_re, op_re, mark in SMALL_LINES:
+        if re.match(mod_re, module) and (op_re is None or re.match(op_re, name)):
+            return marks[mark]
+    return None
+
+
+def run(cmd, env=None, **kw):
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, **kw)
+    if r.returncode != 0:
+        sys.exit(f"modules_check: {' '.join(cmd)} exited {r.returncode}:\n{r.stdout}\n{r.stderr}")
+    return r
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--python", default=sys.executable)
+    p.add_argument("--pasta-trace", required=True)
+    p.add_argument("--probe", help="CPU: the pipeline library to load into Python")
+    p.add_argument("--pasta", help="GPU: the launcher, run with --torch --record")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--model", default="small")
+    p.add_argument("--steps", type=int, default=2)
+    p.add_argument("--out", required=True)
+    args = p.parse_args()
+
+    probe = subprocess.run([args.python, "-c", "import sys, torch; "
+                            "print(hasattr(sys, 'monitoring'), torch.cuda.is_available())"],
+                           capture_output=True, text=True)
+    has = probe.stdout.split()
+    if probe.returncode != 0 or not has or has[0] != "True":
+        print(f"skipped: {args.python} has no torch, or no sys.monitoring (Python 3.12+): "
+              f"{(probe.stderr.strip().splitlines() or [''])[-1]}")
+        return 77
+    if args.device == "cuda" and has[1] != "True":
+        print("skipped: no GPU (torch.cuda.is_available() is not True)")
+        return 77
+
+    os.makedirs(args.out, exist_ok=True)
+    pasta_dir = os.path.join(args.out, "pasta")
+    model_args = ["--model", args.model, "--device", args.device, "--steps", str(args.steps)]
+    env = dict(os.environ, PASTA_OUTPUT_DIR=pasta_dir, PASTA_PRINT="none")
+    if args.pasta:
+        run([args.python, args.pasta, "run", "--torch", "--record", "-f", "-o", pasta_dir, "--",
+             args.python, MODEL] + model_args, env=env)
+    else:
+        run([args.python, MODEL, "--probe", args.probe] + model_args, env=env)
+    truth_path = os.path.join(args.out, "truth.json")
+    run([args.python, MODEL, "--truth", truth_path] + model_args)
+
+    trace = os.path.join(pasta_dir, "trace.pasta")
+    dump = parse_dump(run([args.pasta_trace, "dump", trace]).stdout)
+    pasta_ops = [f for k, f in dump if k == "OpBegin"]
+    kernels = [f for k, f in dump if k == "KernelComplete"]
+    with open(truth_path) as f:
+        truth = json.load(f)
+    events = truth["events"]
+    by_id = {e["id"]: e for e in events}
+    ops, module_of = truth_modules(events)
+
+    failures = []
+    # 1. Forward operators on the main thread, in order: names and modules.
+    main_thread = min(e["thread"] for e in ops)
+    t_fwd = [e for e in sorted(ops, key=lambda e: e["start"])
+             if e["thread"] == main_thread and not is_backward(e, by_id)]
+    p_main = pasta_ops[0]["thread"] if pasta_ops else None
+    p_fwd = [o for o in pasta_ops if o["thread"] == p_main and o.get("backward", "0") == "0"]
+    names_t = [e["name"] for e in t_fwd]
+    names_p = [o["name"] for o in p_fwd]
+    if names_t != names_p:
+        first = next((i for i, (a, b) in enumerate(zip(names_t, names_p)) if a != b),
+                     min(len(names_t), len(names_p)))
+        failures.append(f"forward operators differ at call {first}: torch.profiler "
+                        f"{names_t[first:first + 3]}, pasta {names_p[first:first + 3]} "
+                        f"({len(names_t)} against {len(names_p)})")
+    module_mismatch = 0
+    for e, o in zip(t_fwd, p_fwd):
+        if e["name"] == o["name"] and module_of[e["id"]] != (o.get("module") or NO_MODULE):
+            if module_mismatch < 5:
+                failures.append(f"{e['name']}: module {o.get('module') or NO_MODULE!r}, "
+                                f"torch.profiler's ranges say {module_of[e['id']]!r}")
+            module_mismatch += 1
+
+    # 2. Operators per module, forward and backward, over every thread.
+    t_counts = collections.Counter(module_of[e["id"]] for e in ops)
+    p_counts = collections.Counter(o.get("module") or NO_MODULE for o in pasta_ops)
+    t_back = collections.Counter(module_of[e["id"]] for e in ops if is_backward(e, by_id))
+    p_back = collections.Counter(o.get("module") or NO_MODULE for o in pasta_ops
+                                 if o.get("backward", "0") != "0")
+    for what, t, pc in (("operators", t_counts, p_counts), ("backward operators", t_back, p_back)):
+        for m in sorted(set(t) | set(pc)):
+            if t[m] != pc[m]:
+                failures.append(f"{what} in {m}: pasta {pc[m]}, torch.profiler {t[m]}")
+
+    # 3. module_summary's own table against the same counts.
+    with open(os.path.join(pasta_dir, "module_summary.json")) as f:
+        summary = json.load(f)
+    table = {r["module"]: r for r in summary["tables"]["modules"]["rows"]}
+    for m, n in t_counts.items():
+        got = table.get(m, {}).get("ops")
+        if got != n:
+            failures.append(f"module_summary: {m} has ops {got}, torch.profiler {n}")
+
+    # 4. Kernels per module (GPU): each kernel's module is its operator's.
+    if args.device == "cuda":
+        t_kernels = collections.Counter()
+        for e in ops:
+            t_kernels[module_of[e["id"]]] += len(e["kernels"])
+        op_module = {o["id"]: o.get("module") or NO_MODULE for o in pasta_ops}
+        p_kernels = collections.Counter(op_module.get(k["op"], NO_MODULE) for k in kernels)
+        for m in sorted(set(t_kernels) | set(p_kernels)):
+            if t_kernels[m] != p_kernels[m]:
+                failures.append(f"kernels in {m}: pasta {p_kernels[m]}, torch.profiler "
+                                f"{t_kernels[m]}")
+            if table.get(m, {}).get("launches_self", 0) != p_kernels[m]:
+                failures.append(f"module_summary: {m} launches_self "
+                                f"{table.get(m, {}).get('launches_self')}, the trace {p_kernels[m]}")
+
+    # 5. Source lines.
+    lines_checked = 0
+    if args.model == "small":
+        marks = marked_lines(MODEL)
+        p_by_id = {o["id"]: o for o in pasta_ops}
+
+        def outermost(o):  # the operator its module's code called (or the range it ran in)
+            while o["parent"] in p_by_id and p_by_id[o["parent"]].get("module") == o.get("module"):
+                o = p_by_id[o["parent"]]
+            return o["name"]
+        for o in pasta_ops:
+            if o.get("backward", "0") != "0":
+                continue
+            module = o.get("module") or NO_MODULE
+            name = outermost(o)
+            want = expected_line(module, name, marks)
+            got = o.get("source", "")
+            if want is None:
+                failures.append(f"{o['name']} in {module}: no expected line (the table misses it)")
+                continue
+            lines_checked += 1
+            if got != f"{MODEL}:{want}":
+                if lines_checked < 20:
+                    failures.append(f"{o['name']} in {module}: line {got!r}, expected "
+                                    f"{MODEL}:{want}")
+    else:
+        # A model nobody here wrote: the lines of its own operators are in its own files.
+        own = [o for o in pasta_ops if o.get("backward", "0") == "0"
+               and (o.get("module") or NO_MODULE) != NO_MODULE and o["depth"] == "0"]
+        in_model = [o for o in own if os.path.basename(o.get("source", "")).startswith(
+            {"gpt2": "modeling_gpt2.py", "resnet18": "resnet.py"}.get(args.model, "?"))]
+        lines_checked = len(own)
+        if len(in_model) < 0.9 * len(own):
+            failures.append(f"{len(in_model)} of {len(own)} top-level operators in modules have a "
+                            f"line in the model's own file")
+
+    print(f"{'module':48} {'ops pasta':>9} {'ops truth':>9} {'backward':>9}")
+    for m in sorted(t_counts, key=lambda m: -t_counts[m])[:25]:
+        print(f"{m[:48]:48} {p_counts[m]:9} {t_counts[m]:9} {p_back[m]:9}")
+    print(f"{len(p_fwd)} forward operators on the main thread, {len(pasta_ops)} in all, "
+          f"{len(kernels)} kernels, {lines_checked} lines checked")
+    if failures:
+        for f in failures[:30]:
+            print("FAIL:", f)
+        return 1
+    print("modules and lines exact")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
