@@ -397,3 +397,29 @@ def torch_profiler_saw_kernels(_d, result, at_least=1):
     if isinstance(n, int) and n >= at_least:
         return None
     return f"torch.profiler saw {n} device events, expected at least {at_least}"
+
+
+def sampled_stalls(samples):
+    """The stall samples a sampled run's stall_samples.json holds: every reason's count at
+    every pc of every function."""
+    return sum(n for f in (samples or {}).get("functions", {}).values()
+               for pc in f.get("pcs", []) for n in pc.get("reasons", {}).values())
+
+
+def blame_problem(blame, samples):
+    """None when stall_blame.json `blame` (run 2) blames some samples on tensors and charges
+    every sample of the sampled run's stall_samples.json `samples` (run 1's own file), each
+    to a tensor or to a reason it was not: blamed plus unattributed equal to run 1's;
+    otherwise what is wrong, with the numbers."""
+    tables = (blame or {}).get("tables", {})
+    blamed = sum(r["stall_samples"] for r in tables.get("blame", []))
+    unattributed = sum(r["stall_samples"] for r in tables.get("unattributed", []))
+    total = sampled_stalls(samples)
+    if total <= 0:
+        return "the sampled run's stall_samples.json holds no sample"
+    if not tables.get("blame"):
+        return f"no blame row: none of the sampled run's {total} samples blamed on a tensor"
+    if abs(blamed + unattributed - total) > 1e-6 * total:
+        return (f"blamed {blamed:.3f} + unattributed {unattributed:.3f} = "
+                f"{blamed + unattributed:.3f} samples, the sampled run holds {total}")
+    return None

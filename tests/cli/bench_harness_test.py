@@ -148,6 +148,35 @@ def report_problems(tmp):
                   None)
 
 
+def blame_sums():
+    """blame_problem(): run 2's blamed and unattributed samples must add up to run 1's file,
+    with some blamed; an empty table against an empty file is no pass."""
+    samples = {"samples": 10, "functions": {
+        "_Z5blendPKf": {"pcs": [{"pc": 16, "reasons": {"long_scoreboard": 6, "wait": 1}},
+                                {"pc": 32, "reasons": {"long_scoreboard": 2}}]},
+        "_Z4fillPf": {"pcs": [{"pc": 0, "reasons": {"not_selected": 1}}]}}}
+    checks.expect("sampled_stalls: every reason at every pc", harness.sampled_stalls(samples), 10)
+
+    def blame(blamed, unattributed):
+        return {"tables": {"blame": [{"tensor": f"t{i}", "stall_samples": n}
+                                     for i, n in enumerate(blamed)],
+                           "unattributed": [{"why": f"w{i}", "stall_samples": n}
+                                            for i, n in enumerate(unattributed)]}}
+    checks.expect("blamed + unattributed = run 1's",
+                  harness.blame_problem(blame([7.0 / 3, 14.0 / 3, 2], [1]), samples), None)
+    checks.expect("a sample lost between the runs",
+                  harness.blame_problem(blame([6, 2], [1]), samples),
+                  "blamed 8.000 + unattributed 1.000 = 9.000 samples, the sampled run holds 10")
+    checks.expect("nothing blamed",
+                  harness.blame_problem(blame([], [10]), samples),
+                  "no blame row: none of the sampled run's 10 samples blamed on a tensor")
+    checks.expect("empty tables against an empty file",
+                  harness.blame_problem(blame([], []), {"functions": {}}),
+                  "the sampled run's stall_samples.json holds no sample")
+    checks.expect("no file", harness.blame_problem(blame([1], []), None),
+                  "the sampled run's stall_samples.json holds no sample")
+
+
 def bench_run(tmp, build, variants):
     """Three interleaved rounds of `variants` on the fake build: (bench, results, output)."""
     text = io.StringIO()
@@ -354,6 +383,7 @@ def main():
         script(os.path.join(build, "examples", "annotated"), FAKE_ANNOTATED)
         script(os.path.join(build, "examples", "annotated_pasta"), FAKE_ANNOTATED)
         report_problems(tmp)
+        blame_sums()
         refuses_unprofiled(tmp, build, workload)
         batches_apart(tmp, build, workload)
         annotations_end_to_end(tmp, build)

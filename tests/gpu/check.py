@@ -24,6 +24,7 @@ import time
 SKIP = 77
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "bench", "gpu"))
+import harness  # noqa: E402  bench/gpu/harness.py: what the stall blame reports must hold
 import ncu_metrics  # noqa: E402  bench/gpu/ncu_metrics.py: runs ncu, parses its CSV
 
 
@@ -743,8 +744,8 @@ def host_reduced_run2(build, program, out, sampled_out, torch=False, **env):
 
 
 def expect_same_as_host(out, host_out):
-    """The device-reduced run 2 and the host-reduced one: the same accesses pc by pc, and
-    blame tables within 1% of the samples."""
+    """The device-reduced run 2 and the host-reduced one: the same accesses pc by pc (some:
+    two empty files do not agree), and blame tables within 1% of the samples."""
     device, host = accesses_csv(out), accesses_csv(host_out)
     differ = sorted(k for k in set(device) | set(host) if device.get(k) != host.get(k))
     for k in differ[:8]:
@@ -752,6 +753,8 @@ def expect_same_as_host(out, host_out):
     print(f"  accesses per (kernel, pc, target, operator): {len(device)} rows on the device, "
           f"{len(host)} on the host, {sum(device.values())} and {sum(host.values())} accesses")
     ok = expect("accesses pc by pc, device against host", len(differ), 0)
+    # How many: each case checks the totals its program makes (accesses_by_target).
+    ok &= expect("accesses recorded on the device", len(device) > 0, True)
     rows = lambda o: {(unplaced(r["tensor"]), r["operator"]): r["stall_samples"]
                       for r in report(o, "stall_blame")["tables"].get("blame", [])}
     a, b = rows(out), rows(host_out)
@@ -762,13 +765,36 @@ def expect_same_as_host(out, host_out):
     return expect("blame tables within 1% of samples", worst <= 0.01 * total, True) and ok
 
 
+def expect_blame_whole(blame, sampled_out):
+    """Stall blame's run 2 (report `blame`) charged every sample of the sampled run in
+    `sampled_out`, some to tensors: blamed + unattributed = the samples in run 1's own file."""
+    paths = glob.glob(os.path.join(sampled_out, "sampled", "**", "stall_samples.json"),
+                      recursive=True)
+    samples = harness.read_json(paths[0]) if paths else None
+    print(f"  the sampled run's stall_samples.json: {harness.sampled_stalls(samples)} samples")
+    return expect("samples blamed + unattributed = the sampled run's, some blamed (a problem, "
+                  "or None)", harness.blame_problem(blame, samples), None)
+
+
+def accesses_by_target(out, *kernels, operator=None):
+    """{target: accesses} of an access run's stall_blame.accesses.csv, over the kernels named
+    (their function names; all when none) and, given, one operator; targets named without
+    their number (an allocation's #N is its place among the run's allocations)."""
+    got = collections.Counter()
+    for (kernel, _pc, target, op), n in accesses_csv(out).items():
+        if (not kernels or base_name(kernel) in kernels) and operator in (None, op):
+            got[re.sub(r"#\d+ ", "", target)] += n
+    return dict(got)
+
+
 def case_stall_blame(build, out):
     """`pasta run -t stall_blame` on a kernel reading a 1 GiB array at random places (its
     loads miss) and a 64 KiB one (its loads hit): the memory-dependency stalls land on the
     1 GiB allocation, the SASS shows which loads each stall waited for, the two runs ran the
     same code, and the program prints what it prints unprofiled in both runs."""
     # 32K threads, 10 launches: 21M accesses, within the instrumented run's record buffer.
-    program = [f"{build}/examples/stalls", "--threads", "32768", "--launches", "10"]
+    threads, launches = 32768, 10
+    program = [f"{build}/examples/stalls", "--threads", str(threads), "--launches", str(launches)]
     plain = run(program).stdout
     # Only blend is instrumented: fill writes 2^28 floats, more records than the buffer holds.
     proc = run([f"{build}/bin/pasta", "run", "-t", "stall_blame", "--device-reduction",
@@ -798,12 +824,19 @@ def case_stall_blame(build, out):
     ok &= expect("long-scoreboard samples, at least 90% moved to a load",
                  lsb > 0 and waits >= 0.9 * lsb, True)
     blame, rows = blame_report(out, 6, 48)
+    ok &= expect_blame_whole(blame, out)
     cold = sum(r["stall_samples"] for r in rows if "(1073741824 B" in r["tensor"])
     warm = sum(r["stall_samples"] for r in rows if "(65536 B" in r["tensor"])
     print(f"  cold / (cold + warm) = {cold / (cold + warm) if cold + warm else 0:.3f}")
     # cold misses, warm (64 KiB) hits: the design puts nearly all memory stalls on cold.
-    ok &= expect("at least 90% of the memory stalls blamed on cold", cold >= 0.9 * (cold + warm),
-                 True)
+    ok &= expect("at least 90% of the memory stalls blamed on cold (and some)",
+                 cold > 0 and cold >= 0.9 * (cold + warm), True)
+    # Each thread of blend reads cold and warm 32 times each and writes out once.
+    each = threads * launches
+    ok &= expect("run 2's accesses of blend per allocation (cold, warm, out)",
+                 accesses_by_target(out, "blend"),
+                 {"allocation (1073741824 B)": 32 * each, "allocation (65536 B)": 32 * each,
+                  f"allocation ({4 * threads} B)": each})
     ok &= expect("kernels whose code changed", blame["tables"].get("code_changed", []), [])
     ok &= expect("partial", blame.get("partial", ""), "")
     ok &= expect("forest files", all(os.path.exists(os.path.join(out, f)) for f in
@@ -843,8 +876,16 @@ def case_stall_blame_views(build, out):
     ok = expect("checksum unchanged (sampled run, instrumented run)",
                 [o["checksum"] for o in outputs], [plain["checksum"]] * 2)
     blame, rows = blame_report(out, 8, 96)
+    ok &= expect_blame_whole(blame, out)
     cols = plain["cols"]
     layout = f"view Float[{plain['rows']}, {cols}] strides [{3 * cols}, 1]"
+    # Each step's aten::mul reads every float of q once, its aten::add every float of k: the
+    # views are not contiguous, so PyTorch's elementwise kernels load them a float at a time.
+    for offset, op in ((0, "aten::mul"), (4 * cols, "aten::add")):
+        got = sum(n for target, n in accesses_by_target(out, operator=op).items()
+                  if target.endswith(f"{layout} at +{offset} B"))
+        ok &= expect(f"run 2's reads of the view at +{offset} B under {op}", got,
+                     plain["rows"] * cols * plain["steps"])
     on = lambda offset, op: sum(r["stall_samples"] for r in rows if r["operator"] == op and
                                 r["tensor"].endswith(f"{layout} at +{offset} B"))
     q_mul, k_add = on(0, "aten::mul"), on(4 * cols, "aten::add")
