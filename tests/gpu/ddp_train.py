@@ -11,11 +11,13 @@ each rank takes the GPU of its LOCAL_RANK. Each rank prints one JSON line:
 its rank, a checksum of its parameters after training, the loss, and with
 --count-kernels the kernels it launched as torch.profiler counts them (the
 raw trace's "kernel" events, from right after CUDA is initialised to the
-end), the independent count the test compares pasta's per-rank report with.
+end; "kernel_names": how many of each name), the independent count the test
+compares pasta's per-rank report with.
 torch.profiler and pasta's CUPTI cannot share a process: count in a run of
 its own.
 """
 import argparse
+import collections
 import contextlib
 import json
 import os
@@ -89,7 +91,9 @@ def main():
         with tempfile.NamedTemporaryFile(suffix=".json") as f:
             prof.export_chrome_trace(f.name)
             events = json.load(open(f.name))["traceEvents"]
-        out["kernels"] = sum(1 for e in events if e.get("cat") == "kernel")
+        names = collections.Counter(e["name"] for e in events if e.get("cat") == "kernel")
+        out["kernels"] = sum(names.values())
+        out["kernel_names"] = dict(names)
     print(json.dumps(out), flush=True)
     if args.results:
         os.makedirs(args.results, exist_ok=True)
