@@ -68,6 +68,26 @@ def rank_tracks(tmp):
                   check.kernels_per_rank_track(f"{tmp}/job"), {0: 3, 1: 7, None: 1})
 
 
+def matrix_cells(tmp):
+    """What each results-matrix pipeline's report says the example launched."""
+    write(f"{tmp}/m/kernel_freq.json", {"summary": {"launches": 698}})
+    write(f"{tmp}/m/op_summary.json", {"summary": {"kernels": 612, "calls": 4000}})
+    write(f"{tmp}/m/timeline.trace.json", {"traceEvents": [
+        {"name": "k", "cat": "kernel", "ph": "X", "pid": 1, "ts": i} for i in range(5)] + [
+        {"name": "copy", "cat": "memcpy", "ph": "X", "pid": 1, "ts": 9}]})
+    write(f"{tmp}/m/sanitizer.json", {"summary": {"launches instrumented": 688,
+                                                  "graph kernel launches (run uninstrumented)": 10}})
+    write(f"{tmp}/s/sanitizer.json", {"summary": {"launches instrumented": 5}})
+    checks.expect("cells: kernel_freq, timeline, op_summary, mem_hotness (instrumented + graph)",
+                  [check.pipeline_launches(f"{tmp}/m", t)
+                   for t in ("kernel_freq", "timeline", "op_summary", "mem_hotness")],
+                  [698, 5, 612, 698])
+    checks.expect("mem_hotness without graph kernels", check.pipeline_launches(f"{tmp}/s",
+                                                                               "mem_hotness"), 5)
+    checks.expect("a cell with no report", check.pipeline_launches(f"{tmp}/none", "kernel_freq"),
+                  None)
+
+
 def ddp_pipelines(tmp):
     """DDP_PIPELINES naming no pipeline fails the case before it starts a process."""
     text = io.StringIO()
@@ -90,6 +110,7 @@ def main():
     try:
         rank_launches(tmp)
         rank_tracks(tmp)
+        matrix_cells(tmp)
         ddp_pipelines(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

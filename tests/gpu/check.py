@@ -398,18 +398,21 @@ def case_record(build, out):
 N, REPS, PAGE = 1 << 20, 100, 64 * 1024
 
 
+# The kernels access_pattern.cu launches, once each, and the accesses each makes per buffer:
+# (reads, writes), 4 bytes each. An atomic counts as a read and a write.
+ACCESSES_PER_KERNEL = {
+    "init": {"a": (0, N)},
+    "copy_half": {"a": (N // 2, 0), "b": (0, N // 2)},
+    "hot_page": {"a": (256 * REPS, 0), "out": (0, 256)},
+    "count": {"c": (N, N)},
+    "stage": {"out": (0, 256)},
+}
+
+
 def access_truth(only=None):
-    """Accesses per buffer the program makes: (reads, writes), 4 bytes each.
-    An atomic counts as a read and a write. `only` keeps one kernel's."""
-    per_kernel = {
-        "init": {"a": (0, N)},
-        "copy_half": {"a": (N // 2, 0), "b": (0, N // 2)},
-        "hot_page": {"a": (256 * REPS, 0), "out": (0, 256)},
-        "count": {"c": (N, N)},
-        "stage": {"out": (0, 256)},
-    }
+    """Accesses per buffer the program makes: (reads, writes). `only` keeps one kernel's."""
     total = {}
-    for kernel, buffers in per_kernel.items():
+    for kernel, buffers in ACCESSES_PER_KERNEL.items():
         if only and kernel != only:
             continue
         for name, (r, w) in buffers.items():
@@ -1705,36 +1708,81 @@ MATRIX_PIPELINES = [
 
 
 def matrix_examples(build):
+    """(name, argv, JSON keys or None for checksum lines, uses PyTorch, kernels it launches:
+    a number the program's code gives, "ncu" or "torch.profiler" to count them by, or None)."""
     py = sys.executable
-    return [  # (name, argv, JSON keys or None for checksum lines, uses PyTorch)
+    # launches.cu: the main sequence in the primary context and in each of 2 more, 4 threads
+    # of 50 saxpy each, and a graph of 5 scale kernels run twice after a fill of its own.
+    graph_run = {"fill": 1, "scale": 2 * 5}
+    launches = sum(sequence_counts(devices=3, threads=4, per_thread=50).values()) + \
+        sum(graph_run.values())
+    return [
         ("launches (threads, graph, contexts)",
          [f"{build}/examples/launches", "--threads", "4", "--per-thread", "50", "--graph", "2",
-          "--contexts", "2"], None, False),
+          "--contexts", "2"], None, False, launches),
         ("uvm_advice (managed memory)", [f"{build}/examples/uvm_advice", "--mb", "64"],
-         ["checksum"], False),
-        ("access_pattern", [f"{build}/examples/access_pattern"], None, False),
-        ("conv (cuDNN)", [f"{build}/examples/conv"], None, False),
+         ["checksum"], False, 1 + 3),  # init, then axpy 3 times
+        ("access_pattern", [f"{build}/examples/access_pattern"], None, False,
+         len(ACCESSES_PER_KERNEL)),
+        ("conv (cuDNN)", [f"{build}/examples/conv"], None, False, "ncu"),
         # Leaves by std::_Exit (PyTorch's static destructors abort at exit): no
         # exit hook runs, so an injected profiler writes no report.
-        ("tensor_access (libtorch)", [f"{build}/examples/tensor_access"], ["checksum"], True),
+        ("tensor_access (libtorch)", [f"{build}/examples/tensor_access"], ["checksum"], True,
+         None),
         ("ResNet-18 step (PyTorch)", [py, os.path.join(ROOT, "tests", "gpu", "torch_model.py"),
-                                      "--steps", "1", "--batch", "4"], ["checksum"], True),
+                                      "--steps", "1", "--batch", "4"], ["checksum"], True,
+         "torch.profiler"),
         ("GPT block (PyTorch)", [py, os.path.join(ROOT, "examples", "pytorch", "gpt_block.py"),
-                                 "--steps", "2"], ["loss", "checksum"], True),
+                                 "--steps", "2"], ["loss", "checksum"], True, "torch.profiler"),
     ]
 
 
 LEAVES_BY_EXIT = {"tensor_access (libtorch)"}
 
 
+def matrix_launches(how, argv, out):
+    """The kernels an example of the results matrix launches: `how` as matrix_examples() gives
+    it; Nsight Compute's count on the plain program, or torch.profiler's in a run of its own
+    (tests/gpu/count_kernels.py); SKIP without ncu."""
+    if how == "ncu":
+        counts = ncu_launches(argv, os.path.join(out, "ncu"))
+        return counts if counts is SKIP else sum(counts.values())
+    if how == "torch.profiler":
+        path = os.path.join(out, "torch_profiler_kernels.json")
+        run([argv[0], COUNT_KERNELS, path, *argv[1:]])
+        return counted_kernels(path)
+    return how
+
+
+def pipeline_launches(d, tool):
+    """The kernel launches a results-matrix cell's report counts: kernel_freq's launches, the
+    timeline's kernels, op_summary's kernels, or, for mem_hotness, the launches the Sanitizer
+    handler instrumented and the graph kernels it let run uninstrumented; None if unreadable."""
+    try:
+        if tool == "kernel_freq":
+            return report(d, "kernel_freq")["summary"].get("launches")
+        if tool == "timeline":
+            return sum(1 for e in timeline(d) if e.get("cat") == "kernel")
+        if tool == "op_summary":
+            return report(d, "op_summary")["summary"].get("kernels")
+        summary = report(d, "sanitizer")["summary"]
+        return summary.get("launches instrumented", 0) + summary.get(
+            "graph kernel launches (run uninstrumented)", 0)
+    except (OSError, ValueError, KeyError):
+        return None
+
+
 def case_results_matrix(build, out):
     """Every example prints the same results with and without each pipeline; each
-    pipeline (pasta run -t) writes its tool's report and no other tool's."""
+    pipeline (pasta run -t) writes its tool's report and no other tool's, counting the
+    kernels the example launches (its code's count, ncu's or torch.profiler's). An example
+    that leaves by std::_Exit writes no report under any profiler: that pasta was loaded
+    into it is what its process list shows."""
     ok = True
     table = []
     skip = [w for w in os.environ.get("MATRIX_SKIP", "").split(",") if w]
     skipped = []
-    for name, argv, keys, torch in matrix_examples(build):
+    for name, argv, keys, torch, how in matrix_examples(build):
         why = "MATRIX_SKIP" if any(w in name for w in skip) else \
             "not built" if not os.path.exists(argv[0]) or (torch and not os.path.exists(
                 f"{build}/inject/libpasta_torch.so")) else None
@@ -1746,6 +1794,13 @@ def case_results_matrix(build, out):
         native = numbers(run(argv).stdout, keys)
         again = numbers(run(argv).stdout, keys)
         row = [name, "bitwise" if native == again else "differ"]
+        launches = matrix_launches(how, argv, os.path.join(out, f"{len(table)}-truth"))
+        if launches is SKIP:
+            print(f"skip {name}: its kernels cannot be counted here (no ncu)")
+            table.append([name, "skipped (no count of its kernels)"] +
+                         ["skipped"] * len(MATRIX_PIPELINES))
+            skipped.append(name)
+            continue
         for pname, options, tool, needs_torch in MATRIX_PIPELINES:
             if needs_torch and not torch:
                 row.append("-")
@@ -1760,11 +1815,19 @@ def case_results_matrix(build, out):
                        "handlers", "run") and
                       not f.startswith(tool)]
             report_ok = any(f.startswith(tool + ".") for f in files) and not others
-            if name in LEAVES_BY_EXIT and not files:
-                report_ok = True  # what the check can see: results, and no stray reports
-                cell_note = " (_Exit: no report)"
-            else:
-                cell_note = ""
+            cell_note = ""
+            if name in LEAVES_BY_EXIT:
+                # No report to read (no exit hook runs): pasta entered the process in the
+                # run's list when it loaded, and wrote no report of any tool.
+                listed = glob.glob(os.path.join(d, "processes", "*.json"))
+                report_ok = len(listed) == 1 and not any(
+                    f.endswith(".json") and f.split(".")[0] not in ("run", "job") for f in files)
+                cell_note = f" (_Exit: no report; {len(listed)} process listed)"
+            elif report_ok:
+                seen = pipeline_launches(d, tool)
+                if seen != launches:
+                    report_ok = False
+                    cell_note = f" ({tool}: {seen} launches, the example makes {launches})"
             if got is None:
                 cell = "hung (killed after 150 s)" if proc.returncode == 124 else \
                     f"exit {proc.returncode}"
@@ -1778,7 +1841,8 @@ def case_results_matrix(build, out):
             cell += cell_note
             if not report_ok:
                 cell += f" (reports: {', '.join(files)})"
-                print(f"  {pname} on {name}: expected {tool} only, got {files}")
+                print(f"  {pname} on {name}: expected {tool} only, counting {launches} launches"
+                      f"{cell_note}; got {files}")
                 ok = False
             if cell.startswith(("exit", "hung", "DIFFERENT")):
                 print(f"  {pname} on {name}: native {native}, profiled {got}")
