@@ -1518,17 +1518,23 @@ def case_torch_compile(build, out):
     """A torch.compile'd transformers GPT-2 (default mode), trained for 3 steps under `pasta run
     --torch`: every Triton kernel is attributed to the aten operators Inductor's own generated
     code names for it (read from the compiled graphs' modules, keyed on the source hash), their
-    launches equal the Triton kernels the device ran, and the results are unchanged."""
+    launches equal the Triton kernels the device ran, the last step's Triton kernels by name
+    equal those torch.profiler records in that step (the second native run), and the results
+    are unchanged."""
     script = os.path.join(ROOT, "tests", "gpu", "torch_compile.py")
+    steps = 3  # torch_compile.py's default
     runs = {}
-    for label, pasta in (("profiled", True), ("native", False), ("native_again", False)):
+    # Each run marks its steps as NVTX ranges; the second native one has torch.profiler record
+    # the last step's kernels (it reads the device's records and changes no result).
+    for label, pasta, extra in (("profiled", True, ["--nvtx"]), ("native", False, ["--nvtx"]),
+                                ("native_again", False, ["--nvtx", "--torch-profiler"])):
         os.makedirs(out + "-inductor", exist_ok=True)
         cache = tempfile.mkdtemp(prefix=f"{label}-", dir=out + "-inductor")
         # One process: compile workers would load the injection library too and write reports.
         env = {"TORCHINDUCTOR_CACHE_DIR": cache, "TORCHINDUCTOR_COMPILE_THREADS": "1"}
         if pasta:
             env["PASTA_VERBOSE"] = "1"
-        cmd = [sys.executable, script]
+        cmd = [sys.executable, script, *extra]
         if pasta:
             cmd = [f"{build}/bin/pasta", "run", "--torch", "-o", out, "--"] + cmd
         proc = run(cmd, {"PASTA_PRINT": "none", **env}, timeout=500)
@@ -1605,6 +1611,19 @@ def case_torch_compile(build, out):
     ok = expect("Triton kernel names whose runs differ", sorted(differ)[:10], []) and ok
     outside = [r["kernel"] for r in tables.get("unattributed", []) if r["kernel"].startswith("triton_")]
     ok = expect("Triton kernels outside every operator", outside, []) and ok
+    # By another route: the last step, long after compiling and tuning launched what they
+    # launch, as torch.profiler saw it in a run of its own, against pasta's kernels in that
+    # step's NVTX range.
+    def triton_kernels(names):
+        return {k: n for k, n in names.items() if k.startswith("triton_")}
+    theirs = triton_kernels(runs["native_again"][0].get("last_step_kernels", {}))
+    mine = triton_kernels(device_work_in_scope(out, f"step {steps - 1}")["kernels"])
+    print(f"  Triton kernels in the last step: torch.profiler {sum(theirs.values())} "
+          f"({len(theirs)} names), pasta {sum(mine.values())}")
+    ok = expect("torch.profiler saw Triton kernels in the last step (the model ran compiled)",
+                sum(theirs.values()) > 0, True) and ok
+    ok = expect("Triton kernels of the last step by name, pasta = torch.profiler",
+                dict(sorted(mine.items())), dict(sorted(theirs.items()))) and ok
 
     native, native_again = runs["native"][0], runs["native_again"][0]
     print(f"  losses: pasta {profiled['loss']}, native {native['loss']}")
