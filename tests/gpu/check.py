@@ -1178,12 +1178,17 @@ def case_torch_window(build, out):
     cudaProfilerApi (torch.cuda.profiler.start/stop around steps 2-3) and nvtx:window (a
     torch.cuda.nvtx range over steps 2-3) count exactly the kernels torch.profiler's schedule
     records over steps 2-3, under --torch, the default pipeline, --torch --memory (instrumented
-    inside the window only) and --torch --counters (replayed inside it only); a range that
-    never opens says so and captures nothing; results unchanged throughout."""
+    inside the window only) and --torch --counters (replayed inside it only, every launch
+    outside it left unmeasured); a range that never opens says so and captures nothing;
+    results unchanged throughout."""
     native = last_json(run([sys.executable, WINDOW_SCRIPT]).stdout)
     ref = last_json(run([sys.executable, WINDOW_SCRIPT, "--torch-profiler", "2-3"]).stdout)
     want = ref["kernels"]
-    print(f"  torch.profiler, schedule(wait=1, warmup=1, active=2): {want} kernels")
+    counts = os.path.join(out, "torch_profiler_kernels.json")
+    run([sys.executable, COUNT_KERNELS, counts, WINDOW_SCRIPT])
+    total = counted_kernels(counts)
+    print(f"  torch.profiler, schedule(wait=1, warmup=1, active=2): {want} kernels; over the "
+          f"whole run: {total}")
     ok = expect("torch.profiler's run: parameter checksum", ref["checksum"], native["checksum"])
 
     for name, mode, window, extra in (
@@ -1219,10 +1224,12 @@ def case_torch_window(build, out):
                         counted.get("measured", 0) + counted.get(
                             "propagated from a measured launch of the same signature", 0),
                         want) and ok
+            # Counters keep CUPTI attached (no detach after the window): their callbacks see
+            # every launch of the run, the window's measured and the others not.
             m = re.search(r"(\d+) launches outside the capture window were not measured",
                           stderr)
-            ok = expect(f"{name}: launches outside the window not measured (> 0)",
-                        bool(m) and int(m[1]) > 0, True) and ok
+            ok = expect(f"{name}: launches outside the window not measured (the run's less the "
+                        "window's, torch.profiler)", int(m[1]) if m else 0, total - want) and ok
 
     d, res, _ = pasta_window(build, out, "never", ["--torch"], "nvtx:no_such_range")
     partial = report(d, "op_summary").get("partial", "")
@@ -1341,9 +1348,16 @@ def case_torch_syncs(build, out):
                     "stream (but event synchronisations without a stream)",
                     {k: n for k, n in calls.items() if k != ("event", 0)},
                     {k: n for k, n in records.items() if k != ("event", 0)}) and ok
+        # CUDA makes one event synchronisation a step inside another call of this script: the
+        # records show it, the callbacks (the program's own calls) cannot (docs/benchmarks.md).
+        # Over the whole run the records also hold the few CUDA makes at start-up, their
+        # number CUDA's own.
+        extra = records[("event", 0)] - calls[("event", 0)]
+        steps = 2 if window else 6
         ok = expect(f"{what}: event synchronisations without a stream, records "
-                    f"{records[('event', 0)]} >= callbacks {calls[('event', 0)]}",
-                    records[("event", 0)] >= calls[("event", 0)], True) and ok
+                    f"{records[('event', 0)]} less callbacks {calls[('event', 0)]}: one a step "
+                    f"({steps})" + ("" if window else " and those of start-up"),
+                    extra == steps if window else extra >= steps, True) and ok
         # Steps 2-3 of the 6 hold a third of the script's calls, but the final synchronisation.
         share = (lambda n: n * 2 // 6) if window else (lambda n: n)
         least = {"context": share(made["context"] - (1 if window else 0)),
