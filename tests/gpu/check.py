@@ -486,6 +486,9 @@ def case_access_cpu_equal(build, out):
         return {(names.get(a, hex(a)), p): v for (a, p), v in pages.items()}
     g, c = by_buffer(out + "/gpu", gpu_buffers), by_buffer(out + "/cpu", cpu_buffers)
     ok &= expect("pages with accesses (GpuBucketing, Cpu)", (len(g), len(c)), (len(g), len(g)))
+    # Two empty tables would agree: the pages hold every access the program makes.
+    ok &= expect("accesses over GpuBucketing's pages", sum(r + w for r, w, _ in g.values()),
+                 sum(r + w for r, w in access_truth().values()))
     return expect("every page's counts equal", g == c, True) and ok
 
 
