@@ -89,6 +89,13 @@ def expect(what, got, want):
     return ok
 
 
+def some(what, n):
+    """A count from another route (torch.profiler, ncu) that pasta's is held to: it must have
+    counted something, or pasta's 0 against its 0 would pass."""
+    return expect(f"{what}, counted by another route, more than none",
+                  isinstance(n, int) and n > 0, True)
+
+
 def combine(*results):
     """One case result from several checks: a failure fails it; otherwise a check that was
     skipped (SKIP) makes the case skipped, never passed without it."""
@@ -358,6 +365,7 @@ def case_pytorch(build, out):
                           "--torch-profiler", "--trace", os.path.join(out, "torch.json")]
                          ).stdout.strip().splitlines()[-1])
     ok = expect("steps seen as NVTX scopes", len(steps), 6)
+    ok = some("torch.profiler's kernels in one step", ref["kernels_in_one_step"]) and ok
     return expect("kernels in step 4, pasta vs torch.profiler's step after 4 warm-ups",
                   steps.get("step 4"), ref["kernels_in_one_step"]) and ok and tagging
 
@@ -1080,8 +1088,8 @@ def expect_attributed(out, kernels):
     unattributed = report(out, "op_summary")["tables"].get("unattributed", [])
     print("  unattributed kernels:", [(r["kernel"], r["launches"]) for r in unattributed][:10])
     ok = expect("kernels op_summary saw, pasta vs torch.profiler", summary["kernels"], kernels) \
-        if kernels is not None else expect("kernels op_summary saw (some)", summary["kernels"] > 0,
-                                           True)
+        and some("torch.profiler's kernels", kernels) if kernels is not None else \
+        expect("kernels op_summary saw (some)", summary["kernels"] > 0, True)
     # Every kernel of these programs is launched inside an operator (the recorded traces of
     # them show 100%): none may go unattributed.
     return expect(f"kernels attributed to an operator, of {summary['kernels']}",
@@ -1193,6 +1201,7 @@ def case_torch_window(build, out):
     print(f"  torch.profiler, schedule(wait=1, warmup=1, active=2): {want} kernels; over the "
           f"whole run: {total}")
     ok = expect("torch.profiler's run: parameter checksum", ref["checksum"], native["checksum"])
+    ok = some("torch.profiler's kernels in steps 2-3", want) and ok
 
     for name, mode, window, extra in (
             ("steps", ["--torch"], "steps:2-3", []),
@@ -1256,7 +1265,7 @@ def case_torch_detach(build, out):
     ref = last_json(run([sys.executable, WINDOW_SCRIPT, "--torch-profiler", "2-3"]).stdout)
     want = ref["kernels"]
     print(f"  torch.profiler over steps 2-3: {want} kernels")
-    ok = True
+    ok = some("torch.profiler's kernels in steps 2-3", want)
     for mode in ([], ["--torch"]):
         seen = {}
         for detach in ("every", "off"):
@@ -1462,6 +1471,7 @@ def case_torch_graphs(build, out):
     print(f"  pasta's step {warmup}: {sum(mine['kernels'].values())} kernels, "
           f"{mine['copies']} copies, {mine['memsets']} memsets")
     ok = expect("steps seen as NVTX scopes", len(per_step), warmup + steps)
+    ok &= some(f"torch.profiler's kernels in step {warmup}", ref.get("kernels_in_step"))
     steady = [per_step.get(f"step {i}") for i in range(warmup, warmup + steps)]
     ok &= expect(f"kernels in steps {warmup}..{warmup + steps - 1}, pasta (each = torch.profiler's "
                  f"step {warmup}, on from the start)", steady, [ref.get("kernels_in_step")] * steps)
@@ -1831,6 +1841,8 @@ def case_results_matrix(build, out):
         again = numbers(run(argv).stdout, keys)
         row = [name, "bitwise" if native == again else "differ"]
         launches = matrix_launches(how, argv, os.path.join(out, f"{len(table)}-truth"))
+        if launches is not SKIP and how is not None:
+            ok = some(f"{name}: the kernels it launches", launches) and ok
         if launches is SKIP:
             print(f"skip {name}: its kernels cannot be counted here (no ncu)")
             table.append([name, "skipped (no count of its kernels)"] +
@@ -2086,6 +2098,8 @@ def case_ddp(build, out):
     run(torchrun + ["--results", f"{results}/native"], env)
     native = ddp_ranks(f"{results}/native")
     ok = expect("ranks that ran", sorted(counted), list(range(nproc)))
+    for r in sorted(counted):
+        ok = some(f"rank {r}'s kernels (torch.profiler)", counted[r]["kernels"]) and ok
     rows = []
     for label, options in chosen:
         d = os.path.join(out, label.split(",")[0].strip("-") or "default")
