@@ -10,14 +10,14 @@ left as it is.
 OUT_JSON gets {"kernels": n, "kernel_names": {name: launches}}, from the raw trace's kernel
 events.
 """
-import collections
 import json
 import os
 import runpy
 import sys
-import tempfile
 
 import torch
+
+from torch_trace import kernel_names
 
 
 def main(argv):
@@ -35,11 +35,7 @@ def main(argv):
             runpy.run_path(script, run_name="__main__")
         except SystemExit as e:  # a script's own sys.exit: counted all the same
             code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    with tempfile.TemporaryDirectory() as d:
-        prof.export_chrome_trace(os.path.join(d, "trace.json"))
-        with open(os.path.join(d, "trace.json")) as f:
-            events = json.load(f)["traceEvents"]
-    names = collections.Counter(e["name"] for e in events if e.get("cat") == "kernel")
+    names = kernel_names(prof)
     with open(out, "w") as f:
         json.dump({"kernels": sum(names.values()), "kernel_names": dict(names)}, f)
     return code

@@ -17,13 +17,12 @@ torch.profiler and pasta's CUPTI cannot share a process: count in a run of
 its own.
 """
 import argparse
-import collections
 import contextlib
 import json
 import os
-import tempfile
 
 from torch_setup import deterministic, torch  # first: sets what cuBLAS reads
+from torch_trace import kernel_names  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
 
@@ -88,10 +87,7 @@ def main():
     out = {"rank": rank, "world_size": dist.get_world_size(), "pid": os.getpid(),
            "checksum": checksum, "loss": loss.item(), "model": args.model}
     if prof is not None:
-        with tempfile.NamedTemporaryFile(suffix=".json") as f:
-            prof.export_chrome_trace(f.name)
-            events = json.load(open(f.name))["traceEvents"]
-        names = collections.Counter(e["name"] for e in events if e.get("cat") == "kernel")
+        names = kernel_names(prof)
         out["kernels"] = sum(names.values())
         out["kernel_names"] = dict(names)
     print(json.dumps(out), flush=True)

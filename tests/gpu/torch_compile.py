@@ -10,12 +10,11 @@ and tuned what it tunes: "last_step_kernels", the kernels it ran by name.
 Prints one JSON line: a checksum of the final parameters, the steps, the cache folder.
 """
 import argparse
-import collections
 import json
 import os
-import tempfile
 
 from torch_setup import deterministic, torch  # first: sets what cuBLAS reads
+from torch_trace import kernel_names  # noqa: E402
 
 
 def gpt2(layers, width, heads, vocab, positions):
@@ -64,12 +63,7 @@ def main():
     torch.cuda.synchronize()
     if prof:
         prof.stop()
-        with tempfile.TemporaryDirectory() as d:
-            prof.export_chrome_trace(os.path.join(d, "trace.json"))
-            with open(os.path.join(d, "trace.json")) as f:
-                events = json.load(f)["traceEvents"]
-        last = {"last_step_kernels": dict(collections.Counter(
-            e["name"] for e in events if e.get("cat") == "kernel"))}
+        last = {"last_step_kernels": dict(kernel_names(prof))}
     checksum = sum(p.double().sum().item() for p in model.parameters())
     print(json.dumps({"steps": args.steps, "checksum": checksum, "loss": loss.item(),
                       "cache": os.environ.get("TORCHINDUCTOR_CACHE_DIR", ""), **last}), flush=True)
