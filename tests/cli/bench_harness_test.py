@@ -288,24 +288,20 @@ def operators_refused(tmp, build, workload):
                   [("native", 752, None), ("  same, no CUPTI (operator callbacks alone)", 0, 4000),
                    ("pasta run --torch", 752, 4000),
                    ("  same events, only op_summary,tensor_alloc run", 752, 4000)])
-    text = io.StringIO()
-    with contextlib.redirect_stdout(text):
-        results = bench.rounds("fake step", variants, 1, harness.step_ms)
-    print(text.getvalue())
+    results, text = quiet_rounds(bench, "fake step", variants, 1, harness.step_ms)
     checks.expect("aten-only and --torch kept, the one with 10 calls missing refused",
                   {k: len(v) for k, v in results.items()},
                   {"native": 1, "  same, no CUPTI (operator callbacks alone)": 1,
                    "pasta run --torch": 1, "  same events, only op_summary,tensor_alloc run": 0})
     out = os.path.join(tmp, "out", "fake-step", "same-events-only-op-summary-tensor-alloc-run")
     checks.expect("... its FAILED line",
-                  [l for l in text.getvalue().splitlines() if l.startswith("FAILED")],
+                  [l for l in text.splitlines() if l.startswith("FAILED")],
                   [f"FAILED fake step:   same events, only op_summary,tensor_alloc run (round 1): "
                    f"pasta saw 3990 operator calls (op_summary.json in {out}/round1), "
                    f"torch.profiler counts 4000"])
     variants = overhead.torch_variants(bench, workload, counted, ["aten-only"])
     variants[0].env.update(FAKE_REPORTS="aten", FAKE_OPS="0")
-    with contextlib.redirect_stdout(io.StringIO()):
-        results = bench.rounds("fake step 2", variants, 1, harness.step_ms)
+    quiet_rounds(bench, "fake step 2", variants, 1, harness.step_ms)
     checks.expect("aten-only whose callbacks never ran refused", variants[0].failed,
                   "pasta saw 0 operator calls (the aten handler's log (stderr.txt) in "
                   f"{tmp}/out/fake-step-2/same-no-cupti-operator-callbacks-alone/round1), "
@@ -369,6 +365,15 @@ def stall_goals_and_runs(tmp):
                   stall_access.whole_run(harness.Counted(752, {}, 4001))(d, None),
                   f"run 1: pasta saw 4000 operator calls (op_summary.json in {d}/sampled), "
                   "torch.profiler counts 4001")
+
+
+def quiet_rounds(bench, workload, variants, rounds, value):
+    """bench.rounds() with what it prints taken, then shown: (results, what it printed)."""
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        results = bench.rounds(workload, variants, rounds, value)
+    print(text.getvalue())
+    return results, text.getvalue()
 
 
 def bench_run(tmp, build, variants):
@@ -545,15 +550,12 @@ def windows_torch_profiler(tmp, build, workload):
     variants = overhead.torch_variants(bench, cmd, harness.Counted(752, {}, 4000),
                                        ["native", "torch-cuda", "torch-cpu-cuda"], windows=10)
     variants[2].env["FAKE_PROFILED"] = "700"
-    text = io.StringIO()
-    with contextlib.redirect_stdout(text):
-        results = bench.rounds("fake step", variants, 2, harness.window_ratio)
-    print(text.getvalue())
+    results, text = quiet_rounds(bench, "fake step", variants, 2, harness.window_ratio)
     checks.expect("--windows, torch.profiler: samples kept",
                   {k: len(v) for k, v in results.items()},
                   {"native": 2, "torch.profiler (CUDA only)": 2, "torch.profiler (CPU+CUDA)": 0})
     checks.expect("--windows, torch.profiler: the one that saw too few refused",
-                  [l.split(": ", 2)[-1] for l in text.getvalue().splitlines()
+                  [l.split(": ", 2)[-1] for l in text.splitlines()
                    if l.startswith("FAILED")],
                   ["torch.profiler saw 700 device events, expected at least 752"])
 
@@ -599,11 +601,8 @@ def main():
         operators_refused(tmp, build, workload)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    if checks.failures:
-        print(f"{checks.failures} checks failed")
-        return 1
-    print("bench harness: every unprofiled or miscounted run refused, the right one passed")
-    return 0
+    return checks.summary("bench harness: every unprofiled or miscounted run refused, the right "
+                          "one passed")
 
 
 if __name__ == "__main__":
