@@ -248,6 +248,9 @@ def eager_vs_compiled(tmp):
     near("device time per step, B (ms)", doc["device"]["b_ms"], 0.446, 1e-9)
     expect("the answer leads", out.splitlines()[0].startswith(
         "step 10.00 ms \u2192 7.00 ms (\u221230.0%, beyond the runs' spread"), True)
+    with open(os.path.join(ROOT, "docs", "user-guide.md")) as f:
+        expect("the user guide shows this line", out.splitlines()[0] in f.read().splitlines(),
+               True)
     expect("the summary names the MLP, the attention, the fusion", re.findall(
         r"h\.\*\.mlp [^,;]+|h\.\*\.attn [^,;]+|kernels fused in [^;]+", out.splitlines()[0]),
         ["h.*.mlp \u22120.024 ms", "h.*.attn \u22120.020 ms",
