@@ -568,7 +568,11 @@ def open_side(name, path, replayer):
             key = ("rank", pr.rank)
         else:  # processes without a rank are matched in the order of their pids
             key, pids = ("pid", pids), pids + 1
-        p = load_dir(pr.dir, replayer, pr.label)
+        try:
+            p = load_dir(pr.dir, replayer, pr.label)
+        except DiffError as e:  # one damaged process leaves the others to compare
+            side.notes.append(f"{name}: {pr.label}: {e}: left out")
+            continue
         p.command = p.command or pr.entry.get("command")
         side.processes[key] = p
     if not side.processes:
@@ -1112,15 +1116,18 @@ def notes_for(a, b, result):
         notes.append(f"{job.name} is a job of {len(job.processes)} processes and {one.name} one "
                      f"process: {one.name} is compared with {job.name}'s "
                      f"{job.profiles[0].label}")
-    for s in (a, b):
+    for s in (a, b):  # one line a side, however many of its processes started slowly
+        slow = []
         for p in s.profiles:
             times = [(t - st) / 1e3 for st, t in p.steps]
             if len(times) >= 3 and times[0] > STARTUP_FACTOR * statistics.median(times[1:]):
-                notes.append(f"{s.name}{' ' + p.label if p.label else ''}: step 1 took "
-                             f"{times[0]:.1f} ms against a median of "
-                             f"{statistics.median(times[1:]):.1f} ms (start-up): its work is in the "
-                             f"per-step averages; --capture-range=steps:A-B profiles steady steps")
-                break
+                slow.append((p, times[0], statistics.median(times[1:])))
+        if slow:
+            p, first, rest = slow[0]
+            more = f" (and {len(slow) - 1} more of its processes)" if len(slow) > 1 else ""
+            notes.append(f"{s.name}{' ' + p.label if p.label else ''}: step 1 took {first:.1f} ms "
+                         f"against a median of {rest:.1f} ms (start-up){more}: its work is in "
+                         f"the per-step averages; --capture-range=steps:A-B profiles steady steps")
     sa, sb = [bool(p.steps) for p in a.profiles], [bool(p.steps) for p in b.profiles]
     if any(sa + sb) and not all(sa + sb):
         notes.append("only one run has training steps: compared per run, not per step")

@@ -560,6 +560,10 @@ def recorded(tmp):
             f"--steps 3; python3 tests/gpu/torch_model.py --steps 1): comparing what matches, "
             f"{len(shared)} of {len(set(kg) | set(kr))} kernels, {matched[0]:,.2f} ms \u2192 "
             f"{matched[1]:,.2f} ms per step"])
+    expect("GPT's first step is start-up, said once", [n for n in doc["notes"] if "step 1" in n],
+           [f"A: step 1 took {sg[0]:.1f} ms against a median of {statistics.median(sg[1:]):.1f} ms "
+            "(start-up): its work is in the per-step averages; --capture-range=steps:A-B "
+            "profiles steady steps"])
     got = {r["key"]: (r["a_ms"], r["b_ms"]) for r in doc["operators"]}
     off = [op for op in set(og) | set(orr) if abs((got.get(op, (0, 0))[0] or 0) -
                                                   og.get(op, 0.0) / len(sg)) > 1e-6 or
@@ -633,6 +637,16 @@ def job(tmp, ranks=64, slowed=17):
         r"unchanged", out.splitlines()[0]) is not None, True)
     print(out.splitlines()[0])
     print(err.strip())
+    with open(os.path.join(b, "rank5", "kernel_freq.json"), "w") as f:
+        f.write("{")
+    doc, _, _ = diff(a, b)
+    expect("a damaged rank: left out, said in one line", [n for n in doc["notes"]
+                                                          if "rank 5" in n],
+           [f"B: rank 5: {b}/rank5/kernel_freq.json is damaged (Expecting property name enclosed "
+            "in double quotes: line 1 column 2 (char 1)): replay the trace or run the program "
+            "again: left out", "A only: rank 5"])
+    expect("the others compared", len(doc["ranks"]), ranks - 1)
+    rank_dir(b, 5)
     if importlib.util.find_spec("jinja2") and importlib.util.find_spec("matplotlib"):
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import report_test  # its DOM reader
