@@ -27,10 +27,12 @@ import re
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 
 import kernel_kinds
 import overview
+import report
 from job import COMMUNICATION_PREFIXES, find_processes
 
 FORMAT = 1  # of the diff's JSON document
@@ -1404,7 +1406,6 @@ def slower_than(doc, share):
 def main(args, find_trace_tool, template_dir):
     """pasta diff: returns the exit status (1: --fail-if-slower's gate); raises DiffError for
     input it cannot use."""
-    import sys
     if args.top < 1:
         raise DiffError(f"--top takes a whole number from 1, not {args.top}")
     if args.fail_if_slower is not None and args.fail_if_slower < 0:
@@ -1412,14 +1413,22 @@ def main(args, find_trace_tool, template_dir):
                         f"{args.fail_if_slower:g}")
     doc = diff(args.a, args.b, find_trace_tool)
     said = sys.stderr if args.json == "-" else sys.stdout
-    said.write(text(doc, args.top))
-    if args.json:
-        write_json(doc, None if args.json == "-" else args.json)
+    if args.json and args.json != "-":
+        write_json(doc, args.json)
+    page = None
     if args.output:
         write_json(doc, os.path.splitext(args.output)[0] + ".json")
         page = write_page(doc, template_dir, args.output)
+    try:
+        said.write(text(doc, args.top))
+        if args.json == "-":
+            write_json(doc, None)
         if page:
             said.write(f"pasta: the runs side by side in {page}\n")
+        said.flush()
+        sys.stdout.flush()
+    except BrokenPipeError:  # `pasta diff A B | head -1`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     gate = slower_than(doc, args.fail_if_slower) if args.fail_if_slower is not None else None
     if gate:
         sys.stderr.write(f"pasta: {gate}\n")
@@ -1428,22 +1437,22 @@ def main(args, find_trace_tool, template_dir):
 
 
 def write_json(doc, path):
-    import sys
+    """The diff as JSON, into `path` (whole or not at all) or, with None, on stdout."""
     data = json.dumps(doc, indent=1, default=str)
     if path is None:
         sys.stdout.write(data + "\n")
         return
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(data)
-    os.replace(tmp, path)
+    try:
+        with open(path + ".tmp", "w") as f:
+            f.write(data)
+        os.replace(path + ".tmp", path)
+    except OSError as e:
+        raise DiffError(f"cannot write {path}: {e.strerror or e}") from None
 
 
 def write_page(doc, template_dir, output):
     """The runs side by side as one HTML page (share/pasta/diff.html.j2); its path, or None
     (and a line saying why) without Jinja2."""
-    import sys
-    import report  # share/pasta/report.py: the page machinery
     charts = report._charts()
     try:
         return report.write_html(template_dir, "diff.html.j2", page_context(doc, charts), output)
@@ -1457,7 +1466,6 @@ def write_page(doc, template_dir, output):
 def page_context(doc, charts):
     """What diff.html.j2 shows: the answer, the notes, charts (matplotlib SVG, or a line
     saying how to get them) and the tables."""
-    import report
     per = doc["unit"]
     drawn = []
     if charts is None:
