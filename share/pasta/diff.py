@@ -767,10 +767,11 @@ def kernel_changes(pa, pb, ma, mb, names):
     """Kernels that appear or vanish, one change per place. With modules, the place of a
     change is the lowest module that holds both its vanished and its new kernels (a fused
     Triton kernel in an MLP replacing its activation's kernel and two of its own is one change
-    in the MLP); numbered siblings making the same change are one. Without, one change for
-    the run."""
+    in the MLP); numbered siblings making the same change are one. Without modules (or their
+    kernels), one change for the run."""
     found = []
-    if ma is not None and mb is not None:
+    listed = all(m and any(x["kernels"] for x in m.values()) for m in (ma, mb))
+    if listed:  # both runs list the kernels of their modules
         found = module_changes(ma, mb)
     else:
         gone, new = set(pa) - set(pb), set(pb) - set(pa)

@@ -427,6 +427,20 @@ def bad_inputs(tmp, a, b):
     expect("no modules compared", (doc["modules"], doc["explained"]), ([], []))
     expect("kernels changed, for the run", [(c["module"], c["kind"]) for c in doc["changes"]],
            [(None, "replaced")])
+    bare = []  # modules without the kernels each launched: the kernel changes are the run's
+    for d in (a, b):
+        bare.append(os.path.join(tmp, "bare-" + os.path.basename(d)))
+        shutil.copytree(d, bare[-1])
+        with open(os.path.join(d, "module_summary.json")) as f:
+            doc = json.load(f)
+        doc["tables"]["module_kernels"] = []
+        write(bare[-1], "module_summary.json", doc)
+    doc, _, _ = diff(*bare)
+    expect("modules without their kernels: one kernel change, for the run",
+           [(c["module"], c["kind"], len(c["gone"]), len(c["new"])) for c in doc["changes"]],
+           [(None, "replaced", 3, 1)])
+    expect("... and the modules compared", row(doc["modules_collapsed"], "h.*.mlp")["verdict"],
+           "faster")
     damaged = os.path.join(tmp, "damaged")
     shutil.copytree(b, damaged)
     with open(os.path.join(damaged, "kernel_freq.json"), "w") as f:
