@@ -523,50 +523,61 @@ def strip(name):
     return name
 
 
-def expect_kernels(what, doc, kernels_a, kernels_b, steps_a, steps_b):
-    """Every kernel row against the traces' own sums, per unit."""
-    fa = 1 / len(steps_a) if doc["unit"] == "step" else 1
-    fb = 1 / len(steps_b) if doc["unit"] == "step" else 1
+# Pairs of traces in tests/data that `pasta diff` must get right to the sums of their own
+# records: (A, B, what the pair is). A pair recorded for the diff (the same model at two batch
+# sizes, eager against compiled) is one more line here.
+PAIRS = [
+    ("ddp_rank0_h100", "ddp_rank1_h100", "two ranks of one DDP job: one program, one GPU"),
+    ("gpt12_torch_h100", "resnet18_torch_h100", "two --torch programs: a 12-block GPT, ResNet-18"),
+]
+
+
+def check_pair(a_name, b_name, what):
+    """pasta diff of two traces against what their records say: every kernel's launches and
+    device time, every operator's device self time, the step times (per step when both have
+    steps, else the device time), per unit. Returns the diff's document."""
+    a, b = (os.path.join(DATA, n + ".pasta") for n in (a_name, b_name))
+    (ka, oa, sa), (kb, ob, sb) = dump(a), dump(b)
+    doc, out, _ = diff(a, b)
+    per_step = bool(sa and sb)
+    expect(f"{what}: per {'step' if per_step else 'run'}", doc["unit"],
+           "step" if per_step else "run")
+    fa, fb = (1 / len(sa), 1 / len(sb)) if per_step else (1, 1)
     got = {r["key"]: (r["a_launches"], r["a_ms"], r["b_launches"], r["b_ms"])
            for r in doc["kernels"]}
-    want = {k: (kernels_a[k][0] * fa if k in kernels_a else None,
-                kernels_a[k][1] * fa if k in kernels_a else None,
-                kernels_b[k][0] * fb if k in kernels_b else None,
-                kernels_b[k][1] * fb if k in kernels_b else None)
-            for k in set(kernels_a) | set(kernels_b)}
+    want = {k: (ka[k][0] * fa if k in ka else None, ka[k][1] * fa if k in ka else None,
+                kb[k][0] * fb if k in kb else None, kb[k][1] * fb if k in kb else None)
+            for k in set(ka) | set(kb)}
     expect(f"{what}: the kernels, by name", sorted(got), sorted(want))
     off = [k for k in want if k in got and any(
         (x is None) != (y is None) or (x is not None and abs(x - y) > 1e-6)
         for x, y in zip(got[k], want[k]))]
     expect(f"{what}: kernels whose launches or device time differ from the trace's sums", off, [])
+    if oa and ob:
+        got = {r["key"]: (r["a_ms"] or 0.0, r["b_ms"] or 0.0) for r in doc["operators"]}
+        off = [op for op in set(oa) | set(ob) if
+               abs(got.get(op, (0, 0))[0] - oa.get(op, 0.0) * fa) > 1e-6 or
+               abs(got.get(op, (0, 0))[1] - ob.get(op, 0.0) * fb) > 1e-6]
+        expect(f"{what}: operators whose device self time differs from the trace's sums", off, [])
+    if per_step:  # the median of the steps after the first (timeline times: to the ns)
+        for side, steps in (("a", sa), ("b", sb)):
+            near(f"{what}: {side.upper()}'s step (ms)", doc["headline"][f"{side}_ms"],
+                 statistics.median(steps[1:] if len(steps) > 1 else steps), 1e-3)
+    else:
+        for side, kernels in (("a", ka), ("b", kb)):
+            near(f"{what}: {side.upper()}'s device time (ms)", doc["headline"][f"{side}_ms"],
+                 sum(t for _, t in kernels.values()), 1e-6)
+    print(out.splitlines()[0])
+    return doc, (ka, oa, sa), (kb, ob, sb)
 
 
 def recorded(tmp):
-    """Pairs recorded on the H100: two ranks of one DDP job (same program, same GPU, no
-    steps), and two different --torch programs (a 12-block GPT and ResNet-18)."""
-    r0, r1 = (os.path.join(DATA, f"ddp_rank{r}_h100.pasta") for r in (0, 1))
-    k0, _, s0 = dump(r0)
-    k1, _, s1 = dump(r1)
-    doc, out, _ = diff(r0, r1)
-    expect("DDP ranks: per run (no steps)", doc["unit"], "run")
-    expect_kernels("DDP rank 0 against rank 1", doc, k0, k1, s0, s1)
-    near("DDP: device time of rank 0 (ms)", doc["headline"]["a_ms"],
-         sum(t for _, t in k0.values()), 1e-6)
-    near("DDP: device time of rank 1 (ms)", doc["headline"]["b_ms"],
-         sum(t for _, t in k1.values()), 1e-6)
+    """Every pair of PAIRS, and what the first two say besides."""
+    docs = {(a, b): check_pair(a, b, what) for a, b, what in PAIRS}
+    doc, _, _ = docs[("ddp_rank0_h100", "ddp_rank1_h100")]
     expect("DDP: the same program and GPU, no note", doc["notes"], [])
     expect("DDP: the program read from the trace", doc["a"]["program"], "ddp_train.py")
-    print(out.splitlines()[0])
-
-    gpt, resnet = (os.path.join(DATA, f"{n}_h100.pasta") for n in ("gpt12_torch", "resnet18_torch"))
-    kg, og, sg = dump(gpt)
-    kr, orr, sr = dump(resnet)
-    doc, out, _ = diff(gpt, resnet)
-    expect("GPT against ResNet: per step", doc["unit"], "step")
-    near("GPT: step time, median of steps 2-3 (ms)", doc["headline"]["a_ms"],
-         statistics.median(sg[1:]), 1e-3)
-    near("ResNet: its one step (ms)", doc["headline"]["b_ms"], sr[0], 1e-3)
-    expect_kernels("GPT against ResNet", doc, kg, kr, sg, sr)
+    doc, (kg, _, sg), (kr, _, sr) = docs[("gpt12_torch_h100", "resnet18_torch_h100")]
     shared = set(kg) & set(kr)
     matched = [sum(k[n][1] for n in shared) / len(s) for k, s in ((kg, sg), (kr, sr))]
     expect("different programs, said in one line", [n for n in doc["notes"] if "programs" in n],
@@ -578,14 +589,9 @@ def recorded(tmp):
            [f"A: step 1 took {sg[0]:.1f} ms against a median of {statistics.median(sg[1:]):.1f} ms "
             "(start-up): its work is in the per-step averages; --capture-range=steps:A-B "
             "profiles steady steps"])
-    got = {r["key"]: (r["a_ms"], r["b_ms"]) for r in doc["operators"]}
-    off = [op for op in set(og) | set(orr) if abs((got.get(op, (0, 0))[0] or 0) -
-                                                  og.get(op, 0.0) / len(sg)) > 1e-6 or
-           abs((got.get(op, (0, 0))[1] or 0) - orr.get(op, 0.0) / len(sr)) > 1e-6]
-    expect("operators whose device self time differs from the trace's sums", off, [])
-    print(out.splitlines()[0])
 
-    step = os.path.join(DATA, "resnet18_step_h100.pasta")
+    resnet, step = (os.path.join(DATA, n + ".pasta") for n in ("resnet18_torch_h100",
+                                                              "resnet18_step_h100"))
     doc, _, _ = diff(resnet, step)
     expect("--torch on one side", [n for n in doc["notes"] if "--torch" in n],
            ["A was profiled with --torch and B without: kernels are compared, operators and "
