@@ -1611,6 +1611,9 @@ def case_diff_compile(build, out):
               f"{', '.join(k['short'] for k in c['new'])} ({c['delta_ms']:+.3f} ms a step)")
     ok &= expect("changes where Triton kernels replaced eager ones (at least one)", bool(fused),
                  True)
+    if os.environ.get("OUT") and os.path.exists(page):  # run.sh's folder: the page comes back
+        for f in (page, os.path.splitext(page)[0] + ".json"):
+            shutil.copy(f, os.path.join(os.environ["OUT"], "diff_compile." + f.rsplit(".", 1)[1]))
     return expect("the page", os.path.exists(page), True) and ok
 
 
