@@ -1662,6 +1662,80 @@ def case_torch_compile(build, out):
                   rel <= 1e-6, True) and ok
 
 
+def case_diff_compile(build, out):
+    """`pasta diff` of a transformers GPT-2 trained eager against torch.compile'd (default
+    mode, tests/gpu/diff_steps.py), each profiled over the same timed steps (--capture-range):
+    the changes per module (per operator where the reports have no module_summary) add up to
+    the change in step time the program measures itself without pasta, within the spread it
+    reports, plus 2% of the eager step for what device times leave out (copies, memsets, the
+    idle start of each timed round); the compiled run's Triton kernels are changes that
+    replaced eager kernels; the page and its JSON are written."""
+    script = os.path.join(ROOT, "tests", "gpu", "diff_steps.py")
+    warmup, rounds, per_round = 3, 5, 4
+    window = f"steps:{warmup}-{warmup + rounds * per_round - 1}"
+    runs = {}
+    for mode in ("eager", "compiled"):
+        cmd = [sys.executable, script, "--warmup", str(warmup), "--rounds", str(rounds),
+               "--steps", str(per_round)] + (["--compile"] if mode == "compiled" else [])
+        for label in ("native", "profiled"):
+            # A fresh Inductor cache each: every run compiles, as a user's first run would.
+            env = {"TORCHINDUCTOR_CACHE_DIR": tempfile.mkdtemp(prefix=f"{mode}-{label}-", dir=out),
+                   "TORCHINDUCTOR_COMPILE_THREADS": "1", "PASTA_PRINT": "none"}
+            pasta = [f"{build}/bin/pasta", "run", "--torch", "--capture-range", window, "-o",
+                     os.path.join(out, mode), "--"] if label == "profiled" else []
+            runs[(mode, label)] = last_json(run(pasta + cmd, env, timeout=900).stdout)
+            r = runs[(mode, label)]
+            print(f"  {mode}, {label}: {r['mean_ms']:.3f} ms a step (sd {r['stdev_ms']:.3f} over "
+                  f"{rounds} rounds of {per_round}), loss {r['loss']:.4f}")
+    page = os.path.join(out, "diff.html")
+    proc = run([f"{build}/bin/pasta", "diff", os.path.join(out, "eager"),
+                os.path.join(out, "compiled"), "-o", page], check=False, timeout=300)
+    print("\n".join("  " + line for line in proc.stdout.splitlines()[:60]))
+    ok = expect("pasta diff: exit code", proc.returncode, 0)
+    if not ok:
+        print(proc.stderr)
+        return False
+    with open(os.path.splitext(page)[0] + ".json") as f:
+        doc = json.load(f)
+    steps = rounds * per_round
+    ok &= expect("per step, every profiled step found in both runs",
+                 (doc["unit"], doc["a"]["steps"], doc["b"]["steps"]), ("step", [steps], [steps]))
+    eager, compiled = runs[("eager", "native")], runs[("compiled", "native")]
+    measured = compiled["mean_ms"] - eager["mean_ms"]
+    noise = 3 * ((eager["stdev_ms"] ** 2 + compiled["stdev_ms"] ** 2) / rounds) ** 0.5
+    slack = 0.02 * eager["mean_ms"]
+    if doc["modules"]:
+        level = "modules' own device time, (no module) included"
+        parts = sum(r["self_delta_ms"] for r in doc["modules"])
+        ok &= expect("the answer names modules", bool(doc["explained"]), True)
+    else:
+        level = "operators' device self time (these reports have no module_summary)"
+        parts = sum(r["delta_ms"] for r in doc["operators"])
+    device = doc["device"]
+    print(f"  the program's own step: {eager['mean_ms']:.3f} -> {compiled['mean_ms']:.3f} ms, "
+          f"{measured:+.3f} ms +- {noise:.3f} (3 sd of the difference of the round means)")
+    print(f"  pasta, device time per step: {device['a_ms']:.3f} -> {device['b_ms']:.3f} ms "
+          f"({device['delta_ms']:+.3f}); sum of the changes of the {level}: {parts:+.3f} ms")
+    print(f"  pasta's answer: {doc['summary']}")
+    gap = abs(parts - measured)
+    good = gap <= noise + slack
+    print(f"{'ok  ' if good else 'FAIL'} the changes add up to the program's own change: "
+          f"|{parts:+.3f} - ({measured:+.3f})| = {gap:.3f} ms <= {noise:.3f} + {slack:.3f}")
+    ok &= good
+    fused = [c for c in doc["changes"] if c["gone"] and
+             any(k["kernel"].startswith("triton_") for k in c["new"])]
+    for c in fused[:5]:
+        print(f"  kernels {c['kind']} in {c['name'] or 'the run'}: "
+              f"{', '.join(k['short'] for k in c['gone'])} -> "
+              f"{', '.join(k['short'] for k in c['new'])} ({c['delta_ms']:+.3f} ms a step)")
+    ok &= expect("changes where Triton kernels replaced eager ones (at least one)", bool(fused),
+                 True)
+    if os.environ.get("OUT") and os.path.exists(page):  # run.sh's folder: the page comes back
+        for f in (page, os.path.splitext(page)[0] + ".json"):
+            shutil.copy(f, os.path.join(os.environ["OUT"], "diff_compile." + f.rsplit(".", 1)[1]))
+    return expect("the page", os.path.exists(page), True) and ok
+
+
 def expect_tensor_counts(out, truth):
     rows = {int(r["address"], 16): r for r in report(out, "tensor_hotness")["tables"]["tensors"]}
     ok = True

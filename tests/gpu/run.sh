@@ -10,8 +10,8 @@
 # `handlers`: everything built, then the GPU tests of the CUPTI, Sanitizer and PyTorch handlers
 # (tracing, counters, PC sampling and stall blame, memory accesses, operators) and of in-binary
 # compositions (HANDLERS_TESTS, a regex of case names, replaces that list).
-# `compiled`: capture ranges, torch.compile attribution and CUDA graphs (COMPILED_TESTS, a
-# regex of case names, replaces that list).
+# `compiled`: capture ranges, torch.compile attribution, CUDA graphs and `pasta diff` of eager
+# against compiled (COMPILED_TESTS, a regex of case names, replaces that list).
 # `checks`: the GPU cases whose checks are exact (CHECKS_TESTS, a regex, replaces the list;
 # MATRIX_SKIP and DDP_PIPELINES shorten the results matrix and the DDP job).
 # `multi` builds only the CUDA example and runs the tests that need it (the
@@ -167,7 +167,7 @@ if [ "$what" = handlers ]; then
 fi
 if [ "$what" = compiled ]; then
   echo "== windows of a run, compiled models and CUDA graphs (issue 35)"
-  gpu_tests compiled "gpu: (${COMPILED_TESTS:-torch_window|torch_graph_capture|graph|torch_compile|torch_graphs|torch_resnet})$"
+  gpu_tests compiled "gpu: (${COMPILED_TESTS:-torch_window|torch_graph_capture|graph|torch_compile|torch_graphs|torch_resnet|diff_compile})$"
   grep -E "^([0-9]+: )?(ok  |FAIL|skip)" "$out/gpu-tests-compiled.log" | sed -E "s/^[0-9]+: //" | tail -60
   grep -E "^ *[0-9]+/[0-9]+ Test" "$out/gpu-tests-compiled.log"
 fi
