@@ -22,13 +22,14 @@ MAIN = {
     "pasta_sanitizer_tests": 12, "pasta_torch_tests": 11, "cli": 15, "launcher": 6, "docs": 6,
     "compile error": 7, "report": 3, "exit paths": 1, "bench": 2, "gpu": 41, "hip": 1,
     "PASTA_DISABLE leaves no pasta symbol in the object file": 1, "compiled": 3,
+    "gpu scripts": 2,
 }
 # The AddressSanitizer build: the library's and the trace tools' tests; no GPU tests, no
 # libtorch (not instrumented), no launcher (its injection libraries are not built there).
 SANITIZER = {
     "pasta_tests": 212, "pasta_concurrency_tests": 6, "pasta_nv_tests": 38,
     "pasta_sanitizer_tests": 12, "cli": 13, "docs": 6, "exit paths": 1, "bench": 2, "report": 3,
-    "compiled": 3,
+    "compiled": 3, "gpu scripts": 2,
 }
 DOCTEST = ("pasta_tests", "pasta_concurrency_tests", "pasta_nv_tests", "pasta_sanitizer_tests",
            "pasta_torch_tests", "pasta_amd_tests")

@@ -9,11 +9,12 @@ after one warm-up launch):
   native       the plain build: recorders compile to nothing
   annotations  device::Annotations (-DPASTA_DEVICE_ANNOTATIONS): warp-aggregated
                page counters (the warm-up launch taught the allocations),
-               post-pass + copy back, begin/end included; its mem_hotness.json
-               must count accesses
+               post-pass + copy back, begin/end included
   sanitizer    the plain build under `pasta run --memory` (nv::Sanitizer +
                proc::GpuBucketing patching every global access); its reports
                must show the program's K + 1 launches
+Both mem_hotness.json must count the program's accesses: 3 a float in each of
+the K + 1 launches, all in its three allocations.
 
     annotations.py BUILD_DIR [OUT_DIR] [--quick] [--rounds 5] [--floats N] [--launches K]
 prints median and min..max of ms per launch, the ratios, and writes annotations.csv.
@@ -33,20 +34,6 @@ def per_launch_ms(_result, stdout):
     return float(m.group(1)) if m else None
 
 
-def annotations_counted(d, _result):
-    """The in-binary profiler wrote its report into d, and it counted accesses."""
-    found = [os.path.join(root, "mem_hotness.json") for root, _, files in os.walk(d)
-             if "mem_hotness.json" in files]
-    if len(found) != 1:
-        return f"{len(found)} mem_hotness.json under {d}, expected 1"
-    report = harness.read_json(found[0]) or {}
-    if report.get("partial"):
-        return f"partial report {found[0]}: {report['partial']}"
-    accesses = report.get("summary", {}).get("accesses")
-    return None if isinstance(accesses, int) and accesses > 0 else \
-        f"{found[0]} counts {accesses} accesses"
-
-
 def main():
     p = harness.arguments(__doc__, "bench-annotations")
     p.add_argument("--floats", type=int, default=1 << 24, help="vector length (2^24)")
@@ -55,11 +42,14 @@ def main():
     bench = harness.Bench(args.build, args.out, args.timeout, args.cpus)
     workload = ["--vecadd", str(args.floats), str(args.launches)]
     plain = [f"{bench.build}/examples/annotated", *workload]
+    # c = a + b reads two floats and writes one, a thread a float, in the warm-up and each launch.
+    counted = harness.mem_accesses(3 * args.floats * (args.launches + 1))
     variants = [
         harness.Variant("native", plain),
         harness.Variant("annotations", [f"{bench.build}/examples/annotated_pasta", *workload],
-                        check=annotations_counted),
-        harness.Variant("sanitizer", plain, pasta=["--memory"], expect=args.launches + 1),
+                        check=counted),
+        harness.Variant("sanitizer", plain, pasta=["--memory"], expect=args.launches + 1,
+                        check=counted),
     ]
     name = f"vector add, {args.floats} floats, {args.launches} launches"
     results = bench.rounds(name, variants, args.rounds, per_launch_ms)

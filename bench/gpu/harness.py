@@ -5,11 +5,13 @@ profiled run counts only once its reports show that it was profiled.
 A run under `pasta run` whose injection failed runs at native speed and would
 read as a cheap profiler; so after every profiled run the harness reads the
 run's directory (run.json, the process list processes/*.json, kernel_freq.json
-where the pipeline has it) and compares the launches pasta saw with the count
-the workload gave by another route (torch.profiler in a calibration process,
-or what a CUDA program knows it launches). A missing report, a partial one or
-another count is a FAILED line naming the variant, the directory and the
-numbers; that variant gets no ratio, and the benchmark exits 1.
+where the pipeline has it, the operator calls a --torch pipeline counted) and
+compares the launches and operators pasta saw with the counts the workload
+gave by another route (torch.profiler in a calibration process, Nsight
+Compute, or what a CUDA program knows it launches). A missing report, a
+partial one or another count is a FAILED line naming the variant, the
+directory and the numbers; that variant gets no ratio, and the benchmark
+exits 1.
 """
 import argparse
 import collections
@@ -22,6 +24,8 @@ import statistics
 import subprocess
 import sys
 import time
+
+import ncu_metrics  # bench/gpu/ncu_metrics.py, beside this file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TORCH_STEP = os.path.join(ROOT, "bench", "gpu", "torch_step.py")
@@ -119,11 +123,33 @@ def count_matches(got, expect):
     return got == expect
 
 
-def report_problem(d, expect, launcher=True):
+def operator_calls(pdir, d):
+    """(the operator calls a profiled run counted, where it says so): op_summary.json's calls,
+    event_count.json's OpBegin events, or, where the run wrote no report (a pipeline without a
+    device handler does no GPU work), the Aten handler's own count in its log (d/stderr.txt,
+    with PASTA_VERBOSE); (None, ...) where none says."""
+    op = read_json(os.path.join(pdir, "op_summary.json"))
+    if op is not None:
+        return op.get("summary", {}).get("calls"), "op_summary.json"
+    ec = read_json(os.path.join(pdir, "event_count.json"))
+    if ec is not None:
+        events = {r.get("event"): r.get("count") for r in ec.get("tables", {}).get("events", [])}
+        return events.get("OpBegin", 0), "event_count.json"
+    try:
+        with open(os.path.join(d, "stderr.txt")) as f:
+            said = re.findall(r"aten handler: (\d+) operator calls", f.read())
+    except OSError:
+        said = []
+    return (int(said[-1]) if said else None), "the aten handler's log (stderr.txt)"
+
+
+def report_problem(d, expect, launcher=True, operators=None, kept=None):
     """None when the reports in `d` are those of a profiled run that finished, whole, with
-    `expect` kernel launches (a number, or a (low, high) range with high None for no limit);
-    otherwise what is wrong, in words with the numbers. `launcher`: the run went through
-    `pasta run`, which writes run.json at the end."""
+    `expect` kernel launches (a number, or a (low, high) range with high None for no limit)
+    and, given, `operators` operator calls; with `kept`, kernel_freq.json counts that many
+    launches instead (those a kernel filter keeps); otherwise what is wrong, in words with
+    the numbers. `launcher`: the run went through `pasta run`, which writes run.json at the
+    end."""
     if launcher:
         info = read_json(os.path.join(d, "run.json"))
         if info is None:
@@ -157,9 +183,16 @@ def report_problem(d, expect, launcher=True):
         if kf.get("partial"):
             return f"partial kernel_freq.json ({kf['partial']}) in {pdir}"
         got = kf.get("summary", {}).get("launches")
-        if not count_matches(got, expect):
+        want = expect if kept is None else kept
+        if not count_matches(got, want):
             return (f"kernel_freq.json reports {got} launches, the native run makes "
-                    f"{count_text(expect)} ({pdir})")
+                    f"{count_text(want)}" + (" its filter keeps" if kept is not None else "") +
+                    f" ({pdir})")
+    if operators is not None:
+        got, where = operator_calls(pdir, d)
+        if got != operators:
+            return (f"pasta saw {got} operator calls ({where} in {pdir}), torch.profiler counts "
+                    f"{operators}")
     return None
 
 
@@ -171,18 +204,22 @@ Sample = collections.namedtuple("Sample", "value seconds result stderr dir")
 class Variant:
     """One way to run a workload.
 
-    cmd     the program and its arguments
-    env     variables added for it
-    pasta   None: run as is; a list: under `pasta run <pasta...> -o DIR --`, checked
-    expect  the launches a profiled run must report (a number or a (low, high) range)
-    check   for a run that is not under pasta run: f(dir, result) -> None or a problem (the
-            program gets PASTA_OUTPUT_DIR=dir)
-    once    runs in the first round only (a slow variant)
+    cmd        the program and its arguments
+    env        variables added for it
+    pasta      None: run as is; a list: under `pasta run <pasta...> -o DIR --`, checked
+    expect     the launches a profiled run must report (a number or a (low, high) range)
+    operators  the operator calls a profiled run must report (None: not checked)
+    kept       the launches its kernel_freq.json must count where a kernel filter keeps some
+    check      f(dir, result) -> None or a problem: after the report checks of a profiled run;
+               a run not under pasta run gets PASTA_OUTPUT_DIR=dir
+    once       runs in the first round only (a slow variant)
     """
 
-    def __init__(self, label, cmd, env=None, pasta=None, expect=None, check=None, once=False):
+    def __init__(self, label, cmd, env=None, pasta=None, expect=None, check=None, once=False,
+                 operators=None, kept=None):
         self.label, self.cmd, self.env = label, list(cmd), dict(env or {})
         self.pasta, self.expect, self.check, self.once = pasta, expect, check, once
+        self.operators, self.kept = operators, kept
         self.failed = None  # the first problem, once one was found
 
     @property
@@ -250,8 +287,8 @@ class Bench:
         else:
             result = last_json(proc.stdout)
             if v.profiled:
-                v.failed = report_problem(d, v.expect)
-            elif v.check is not None:
+                v.failed = report_problem(d, v.expect, operators=v.operators, kept=v.kept)
+            if v.failed is None and v.check is not None:
                 v.failed = v.check(d, result)
             if v.failed is None:
                 return result, proc.stdout, proc.stderr, seconds, d
@@ -344,19 +381,51 @@ class Bench:
         return 1 if self.failures else 0
 
     def count_kernels(self, workload, cmd):
-        """The kernels a PyTorch workload launches, counted by torch.profiler in a process of
-        its own (cmd + --count-kernels): the number pasta's reports must show. None after a
-        FAILED line."""
+        """What a PyTorch workload launches and calls, counted by torch.profiler in a process
+        of its own (cmd + --count-kernels): the numbers pasta's reports must show, as a
+        Counted. None after a FAILED line."""
         proc, _ = self.run(cmd + ["--count-kernels"])
         result = last_json(proc.stdout) if proc is not None and proc.returncode == 0 else None
-        if not result or not isinstance(result.get("kernels"), int) or result["kernels"] <= 0:
+        whole = result and all(isinstance(result.get(k), int) and result[k] > 0
+                               for k in ("kernels", "operators")) and \
+            isinstance(result.get("kernel_names"), dict)
+        if not whole:
             why = "killed at the timeout" if proc is None else (
-                f"exit code {proc.returncode}: {(proc.stderr or proc.stdout).strip()[-800:]}")
+                f"exit code {proc.returncode}: {(proc.stderr or proc.stdout).strip()[-800:]}"
+                if proc.returncode else f"no kernels, operators and kernel names in {result}")
             self.fail(f"{workload}: counting its kernels with torch.profiler: {why}")
             return None
-        print(f"{workload}: {result['kernels']} kernel launches (torch.profiler, a run of its own)",
-              flush=True)
-        return result["kernels"]
+        print(f"{workload}: {result['kernels']} kernel launches and {result['operators']} "
+              f"operator calls (torch.profiler, a run of its own)", flush=True)
+        return Counted(result["kernels"], result["kernel_names"], result["operators"])
+
+    def count_launches_ncu(self, workload, cmd):
+        """The kernels a program launches as Nsight Compute lists them (one cheap metric a
+        launch): for programs whose libraries choose their kernels (cuBLAS). None after a
+        FAILED line (no ncu, or it failed)."""
+        ncu = shutil.which("ncu") or "/usr/local/cuda/bin/ncu"
+        if not os.path.exists(ncu):
+            self.fail(f"{workload}: no ncu to count its kernels with")
+            return None
+        proc, _ = self.run([ncu, "--metrics", "gpu__time_duration.sum", "--csv", *cmd])
+        n = len(ncu_metrics.launches(proc.stdout)) if proc is not None and not proc.returncode \
+            else 0
+        if n == 0:
+            why = "killed at the timeout" if proc is None else \
+                f"exit code {proc.returncode}, {n} launches: {proc.stderr.strip()[-800:]}"
+            self.fail(f"{workload}: counting its kernels with ncu: {why}")
+            return None
+        print(f"{workload}: {n} kernel launches (ncu, a run of its own)", flush=True)
+        return n
+
+
+class Counted(collections.namedtuple("Counted", "kernels names operators")):
+    """What torch.profiler counted in a workload's calibration run: its kernels, how many of
+    each name, its operator calls."""
+
+    def matching(self, pattern):
+        """The kernels whose names `pattern` (a kernel filter, PASTA_KERNEL_FILTER) finds."""
+        return sum(n for name, n in self.names.items() if re.search(pattern, name))
 
 
 def torch_workload(model, batch, warmup, steps, *extra):
@@ -390,6 +459,26 @@ def batch_results(results, i, key="step_ms_median"):
     return out
 
 
+def mem_accesses(total):
+    """A check: the run's one mem_hotness.json, whole, counts `total` accesses, every one in an
+    allocation the program made."""
+    def check(d, _result):
+        found = [os.path.join(root, "mem_hotness.json") for root, _, files in os.walk(d)
+                 if "mem_hotness.json" in files]
+        if len(found) != 1:
+            return f"{len(found)} mem_hotness.json under {d}, expected 1"
+        report = read_json(found[0]) or {}
+        if report.get("partial"):
+            return f"partial report {found[0]}: {report['partial']}"
+        summary = report.get("summary", {})
+        got = (summary.get("accesses"), summary.get("accesses outside known allocations"))
+        if got != (total, 0):
+            return (f"{found[0]} counts {got[0]} accesses and {got[1]} outside allocations, the "
+                    f"program makes {total}, all in its allocations")
+        return None
+    return check
+
+
 def torch_profiler_saw_kernels(_d, result, at_least=1):
     """A torch.profiler variant is a baseline, not pasta: it must have seen device work, at
     least `at_least` events (the kernels it profiled, before copies and memsets)."""
@@ -397,3 +486,29 @@ def torch_profiler_saw_kernels(_d, result, at_least=1):
     if isinstance(n, int) and n >= at_least:
         return None
     return f"torch.profiler saw {n} device events, expected at least {at_least}"
+
+
+def sampled_stalls(samples):
+    """The stall samples a sampled run's stall_samples.json holds: every reason's count at
+    every pc of every function."""
+    return sum(n for f in (samples or {}).get("functions", {}).values()
+               for pc in f.get("pcs", []) for n in pc.get("reasons", {}).values())
+
+
+def blame_problem(blame, samples):
+    """None when stall_blame.json `blame` (run 2) blames some samples on tensors and charges
+    every sample of the sampled run's stall_samples.json `samples` (run 1's own file), each
+    to a tensor or to a reason it was not: blamed plus unattributed equal to run 1's;
+    otherwise what is wrong, with the numbers."""
+    tables = (blame or {}).get("tables", {})
+    blamed = sum(r["stall_samples"] for r in tables.get("blame", []))
+    unattributed = sum(r["stall_samples"] for r in tables.get("unattributed", []))
+    total = sampled_stalls(samples)
+    if total <= 0:
+        return "the sampled run's stall_samples.json holds no sample"
+    if not tables.get("blame"):
+        return f"no blame row: none of the sampled run's {total} samples blamed on a tensor"
+    if abs(blamed + unattributed - total) > 1e-6 * total:
+        return (f"blamed {blamed:.3f} + unattributed {unattributed:.3f} = "
+                f"{blamed + unattributed:.3f} samples, the sampled run holds {total}")
+    return None

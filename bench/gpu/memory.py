@@ -18,9 +18,12 @@ examples/cuda/uvm_advice as is and with the advice UvmHotness gives for it.
 
 Every pasta run writes its own report directory, and the launches it reports
 must equal the program's own count (workloads.cu: its fill kernels, one
-warm-up step and the timed steps; cuBLAS: at least one kernel an SGEMM; a
-filtered run: between 1 and the count) or, for ResNet-18, torch.profiler's
-count in a run of its own, or the variant is FAILED and gets no ratio.
+warm-up step and the timed steps; SGEMM: Nsight Compute's count, cuBLAS
+choosing its kernels) or, for ResNet-18, torch.profiler's count in a run of its
+own (a filtered run: all launches in its process list, in kernel_freq.json
+those of the kernels the filter keeps, by torch.profiler's names); vecadd's
+and stencil's accesses must be the program's (the floor's none), and every
+result the native one; or the variant is FAILED and gets no ratio.
 
     memory.py BUILD_DIR [OUT_DIR] [--quick] [--only vecadd,stencil,sgemm,resnet,uvm]
               [--rounds 3]
@@ -39,6 +42,19 @@ WORKLOADS = ("vecadd", "stencil", "sgemm", "resnet")
 # bench/gpu/workloads.cu: the fill kernels each workload launches before its steps.
 FILLS = {"vecadd": 3, "stencil": 2, "sgemm": 3}
 WARMUP = 1  # workloads.cu's warm-up steps
+STENCIL = 2048  # workloads.cu's grid side
+
+
+def accesses(name, steps):
+    """The global accesses workloads.cu makes: each fill writes its buffer's 2^24 or 2048^2
+    floats once; a vecadd step reads two and writes one a float, a stencil step five reads
+    and a write a point inside the border. None where a library chooses (SGEMM: cuBLAS)."""
+    if name == "vecadd":
+        n = 1 << 24
+        return FILLS[name] * n + steps * 3 * n
+    if name == "stencil":
+        return FILLS[name] * STENCIL ** 2 + steps * 6 * (STENCIL - 2) ** 2
+    return None
 
 
 def memcheck_tool():
@@ -56,22 +72,26 @@ def summary(d):
     return (harness.read_json(os.path.join(d, "sanitizer.json")) or {}).get("summary", {})
 
 
-def variants_of(name, cmd, expect, memcheck):
+RESNET_FILTER = "bn_fw|bn_bw"  # cuDNN's batch-norm kernels
+
+
+def variants_of(name, cmd, expect, memcheck, total=None, kept=None):
     """pasta run --memory in its variants, and memcheck. `expect`: the launches the program
-    makes (a number, or a (low, high) range)."""
-    def pasta(label, *options, once=False, filtered=False, **env):
+    makes; `total`: the accesses it makes (None: not known); `kept`: the launches of the
+    kernels RESNET_FILTER keeps (ResNet-18's filtered variants)."""
+    def pasta(label, *options, once=False, filtered=False, counts=total, **env):
         return harness.Variant(label, cmd, env, pasta=["--memory", *options], once=once,
-                               expect=(1, expect) if filtered else expect)
+                               expect=expect, kept=kept if filtered else None,
+                               check=None if counts is None else harness.mem_accesses(counts))
     out = [harness.Variant("native", cmd),
-           pasta("floor", PASTA_ACCESS_PATCH="noop"),
+           pasta("floor", counts=None if total is None else 0, PASTA_ACCESS_PATCH="noop"),
            pasta("atomic", PASTA_ACCESS_PATCH="atomic"),
            pasta("object atomic", PASTA_ACCESS_PATCH="object_atomic"),
            pasta("bucketing")]
     if name == "resnet":
-        # With a kernel filter, a launch of another kernel may or may not reach the pipeline.
-        resnet_filter = "bn_fw|bn_bw"  # cuDNN's batch-norm kernels
-        out += [pasta("bucketing, filter", "--kernel-filter", resnet_filter, filtered=True),
-                pasta("cpu, filter", "--host-reduction", "--kernel-filter", resnet_filter,
+        # Every launch reaches the process list; the filter keeps those kernel_freq counts.
+        out += [pasta("bucketing, filter", "--kernel-filter", RESNET_FILTER, filtered=True),
+                pasta("cpu, filter", "--host-reduction", "--kernel-filter", RESNET_FILTER,
                       filtered=True, once=True, PASTA_TRACE_BUFFER=str(4 << 30))]
     else:
         out.append(pasta("cpu", "--host-reduction", once=True,
@@ -102,18 +122,24 @@ def main():
     for name in WORKLOADS:
         if name not in only:
             continue
+        kept, total = None, None
         if name == "resnet":
             cmd = harness.torch_workload("resnet18", 32, 2, 3)
-            expect, key = bench.count_kernels(name, cmd), "step_ms_median"
-            if expect is None:
+            counted, key = bench.count_kernels(name, cmd), "step_ms_median"
+            if counted is None:
                 continue
+            expect, kept = counted.kernels, counted.matching(RESNET_FILTER)
         else:
             cmd = [wl, name, "--iters", str(iters[name])]
             steps = WARMUP + iters[name]
-            # cuBLAS launches one or more kernels per SGEMM.
-            expect = FILLS[name] + steps if name != "sgemm" else (FILLS[name] + steps, None)
+            total = accesses(name, steps)
+            # cuBLAS chooses how many kernels an SGEMM takes: Nsight Compute counts them.
+            expect = FILLS[name] + steps if name != "sgemm" else \
+                bench.count_launches_ncu(name, cmd)
+            if expect is None:
+                continue
             key = "median_ms"
-        variants = variants_of(name, cmd, expect, memcheck)
+        variants = variants_of(name, cmd, expect, memcheck, total, kept)
         # Interleaved rounds, so drift hits every variant alike; the slow variants (host
         # reduction, memcheck) once, and ResNet one round.
         results = bench.rounds(name, variants, 1 if name == "resnet" else args.rounds,
@@ -121,8 +147,12 @@ def main():
         med = {label: statistics.median(s.value for s in samples)
                for label, samples in results.items() if samples}
         native, floor = med.get("native"), med.get("floor")
-        native_sum = (results["native"][0].result.get("checksum")
-                      if results.get("native") else None)
+        # The results of the native runs; a workload whose runs differ among themselves is not
+        # held to one (it says so).
+        native_sums = {s.result.get("checksum") for s in results.get("native", [])}
+        if len(native_sums) > 1:
+            print(f"{name}: native runs differ in their checksums {sorted(native_sums)}: "
+                  "results not compared")
         print(f"\n{name} ({gpu}; per {'step' if name == 'resnet' else 'launch + sync'}, "
               f"median over iterations and rounds; process = whole run incl. start-up and "
               f"patching)")
@@ -139,8 +169,12 @@ def main():
             wall = statistics.median(s.seconds for s in samples)
             vs_native = ms / native if native else float("nan")
             vs_floor = ms / floor if floor else float("nan")
-            got = samples[-1].result.get("checksum")
-            same = "-" if got is None else ("same" if got == native_sum else "DIFFERS")
+            got = {s.result.get("checksum") for s in samples} - {None}
+            same = "-" if not got or len(native_sums) != 1 else (
+                "same" if got == native_sums else "DIFFERS")
+            if same == "DIFFERS":
+                bench.fail(f"{name}: {v.label}: checksums {sorted(got)}, the native runs' "
+                           f"{sorted(native_sums)}: profiling changed the results")
             s = summary(samples[-1].dir) if v.profiled else {}
             patch = s.get("patching time (ms)", "")
             lost = s.get("access records lost (buffer full)", "")

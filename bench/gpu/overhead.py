@@ -15,7 +15,10 @@ them all alike:
 Every profiled run writes its own report directory, and its launches must
 equal the native count before its ratio is printed: for PyTorch, torch.profiler
 counts the workload's kernels in a run of its own (torch_step.py
---count-kernels); empty_kernels launches 1000 warm-up kernels and N more.
+--count-kernels); empty_kernels launches 1000 warm-up kernels and N more. A
+--torch pipeline's operator calls must equal torch.profiler's too (aten-only,
+which sees no launch and writes no report, by its handler's own count in its
+log).
 
     overhead.py BUILD_DIR [OUT_DIR] [--quick] [--rounds 5] [--models resnet18,gpt_block,gpt2]
                 [--batches launch,compute] [--variants KEY,...] [--warmup 10] [--steps 100]
@@ -141,7 +144,10 @@ def exit_ms(label, samples):
     return "exit ms", f"{max(values):9.1f}" if values else ""
 
 
-def torch_variants(bench, cmd, launches, keys, windows=0):
+def torch_variants(bench, cmd, counted, keys, windows=0):
+    """The variants `keys` of a PyTorch workload `cmd`, each checked against `counted`
+    (harness.Counted): launches for every pasta variant, operator calls for the --torch ones,
+    the kernels a torch.profiler variant saw inside the windows."""
     out = []
     for key in keys:
         label, options, pasta, env = VARIANTS[key]
@@ -153,10 +159,11 @@ def torch_variants(bench, cmd, launches, keys, windows=0):
         check = None
         if options:  # torch.profiler: in windows, it must have seen every kernel inside them
             check = functools.partial(harness.torch_profiler_saw_kernels,
-                                      at_least=launches if windows else 1)
+                                      at_least=counted.kernels if windows else 1)
         out.append(harness.Variant(label, cmd + options, env, pasta=pasta,
-                                   expect=0 if key in NO_LAUNCHES else launches, check=check,
-                                   once=key in ONCE))
+                                   expect=0 if key in NO_LAUNCHES else counted.kernels,
+                                   operators=counted.operators if "--torch" in (pasta or [])
+                                   else None, check=check, once=key in ONCE))
     return out
 
 
@@ -243,10 +250,10 @@ def main():
             cmd = harness.torch_workload(model, ",".join(map(str, group_sizes)), args.warmup,
                                          args.steps,
                                          *(["--windows", str(args.windows)] if args.windows else []))
-            launches = bench.count_kernels(workload, cmd)
-            if launches is None:
+            counted = bench.count_kernels(workload, cmd)
+            if counted is None:
                 continue
-            variants = torch_variants(bench, cmd, launches, keys, args.windows)
+            variants = torch_variants(bench, cmd, counted, keys, args.windows)
             value = harness.window_ratio if args.windows else harness.step_ms
             results = bench.rounds(workload, variants, args.rounds, value)
             for i, name in enumerate(group_names):

@@ -13,9 +13,9 @@ round:
 * pasta run --torch, the default PyTorch pipeline (adds KernelFreq, a
   timeline with operators, ScopeTime, EventCount).
 
-Every pasta run writes its own report directory, and the launches it reports
-must equal what torch.profiler counts in a run of its own (bench/gpu/
-torch_step.py --count-kernels) before its ratio is printed. Median over rounds
+Every pasta run writes its own report directory, and the launches and operator
+calls it reports must equal what torch.profiler counts in a run of its own
+(bench/gpu/torch_step.py --count-kernels) before its ratio is printed. Median over rounds
 of each round's median step, min..max over rounds, the ratio to native.
 
     torch_overhead.py BUILD_DIR [OUT_DIR] [--quick] [--rounds 5] [--steps 50]
@@ -40,21 +40,22 @@ def main():
     bench = harness.Bench(args.build, args.out, args.timeout, args.cpus)
     workload = f"{args.model} step, batch {args.batch}"
     cmd = harness.torch_workload(args.model, args.batch, args.warmup, args.steps)
-    launches = bench.count_kernels(workload, cmd)
-    if launches is None:
+    counted = bench.count_kernels(workload, cmd)
+    if counted is None:
         return bench.exit_code()
     bench_lib = {"PASTA_INJECT_LIB": bench.lib("pasta_torch_bench")}
+    checked = {"expect": counted.kernels, "operators": counted.operators}
     variants = [
         harness.Variant("native", cmd),
         harness.Variant("torch.profiler (CPU+CUDA, memory)",
                         cmd + ["--torch-profiler", "cpu+cuda", "--profile-memory"],
                         check=harness.torch_profiler_saw_kernels),
         harness.Variant("pasta OpSummary+TensorAlloc", cmd, bench_lib, pasta=["--torch"],
-                        expect=launches),
+                        **checked),
         harness.Variant("pasta OpSummary+TensorAlloc, PASTA_OP_TAGS=0", cmd,
-                        dict(bench_lib, PASTA_OP_TAGS="0"), pasta=["--torch"], expect=launches),
+                        dict(bench_lib, PASTA_OP_TAGS="0"), pasta=["--torch"], **checked),
         harness.Variant("pasta run --torch (default pipeline)", cmd, pasta=["--torch"],
-                        expect=launches),
+                        **checked),
     ]
     results = bench.rounds(workload, variants, args.rounds, harness.step_ms)
     bench.table(f"{workload} ({args.steps} steps after {args.warmup} warm-up a process)",

@@ -32,18 +32,21 @@ a native process gives 1.0 and its spread. step_ms_outside_median and
 step_ms_inside_median are each kind's median step; step_ms_first_outside the
 first block's (before any window opened) and step_ms_later_outside_median
 the other outside blocks'; with --count-kernels, only the inside blocks'
-kernels are counted.
+kernels and operators are counted.
 With --torch-profiler too, every inside block runs under a torch.profiler of
 its own (started before the block's first step, stopped after its last):
 the same measure for torch.profiler; profiler_events_seconds and
 device_events_profiled are then the inside blocks' totals.
 --count-kernels runs the whole workload (model built, warm-up, steps) under
-torch.profiler (CUDA activity) from right after CUDA is initialised and prints
-the kernels it launched ("kernels", the raw trace's kernel events): the
-independent count a benchmark compares pasta's reports with, in a run of its
+torch.profiler (CPU and CUDA activity) from right after CUDA is initialised and
+prints the kernels it launched ("kernels", the raw trace's kernel events;
+"kernel_names", how many of each) and the operators it called ("operators",
+its cpu_op and user_annotation events: what `pasta run --torch` counts): the
+independent counts a benchmark compares pasta's reports with, in a run of its
 own (torch.profiler and pasta's CUPTI cannot share a process).
 """
 import argparse
+import collections
 import contextlib
 import json
 import os
@@ -90,13 +93,32 @@ def gpt2(batch, vocab=8192, context=256, layers=4):
 MODELS = {"resnet18": resnet18, "gpt_block": gpt_block, "gpt2": gpt2}
 
 
-def kernels_in(prof):
-    """The kernel events of a finished torch.profiler run, from its raw trace."""
+def counts_in(prof):
+    """What a finished torch.profiler run (CPU and CUDA activity) recorded, from its raw
+    trace: {"kernel_names": kernels by name, "operators": operator calls}. Operators are its
+    cpu_op events (aten operators and autograd's backward functions) and user_annotation ones
+    (record_function ranges, the optimizer's step among them), as `pasta run --torch` sees
+    them through RecordFunction."""
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
         prof.export_chrome_trace(f.name)
         with open(f.name) as g:
             events = json.load(g)["traceEvents"]
-    return sum(1 for e in events if e.get("cat") == "kernel")
+    return {"kernel_names": collections.Counter(e["name"] for e in events
+                                                if e.get("cat") == "kernel"),
+            "operators": sum(1 for e in events if e.get("cat") in ("cpu_op", "user_annotation"))}
+
+
+def add_counts(total, counts):
+    """Adds counts_in()'s `counts` into `total` (the same shape)."""
+    total["kernel_names"].update(counts["kernel_names"])
+    total["operators"] += counts["operators"]
+    return total
+
+
+def count_fields(counts):
+    """The JSON line's fields of counts_in()'s `counts`."""
+    return {"kernels": sum(counts["kernel_names"].values()),
+            "kernel_names": dict(counts["kernel_names"]), "operators": counts["operators"]}
 
 
 def timed_steps(step, n, after=None):
@@ -162,7 +184,7 @@ def run_windows(args, batch, step, profile, ProfilerActivity, torch_profiler=Non
     runs under a torch.profiler of its own."""
     blocks = max(2, 2 * round(args.steps / (2 * args.windows)))  # whole pairs
     medians = {"outside": [], "inside": []}
-    kernels = 0
+    counted = {"kernel_names": collections.Counter(), "operators": 0}
     done = {"profiler_events_seconds": 0.0, "device_events_profiled": 0}
     for b in range(blocks):
         inside = b % 2 == 1
@@ -170,7 +192,7 @@ def run_windows(args, batch, step, profile, ProfilerActivity, torch_profiler=Non
             torch.cuda.profiler.start()
         collector = None
         if inside and args.count_kernels:
-            collector = profile(activities=[ProfilerActivity.CUDA])
+            collector = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
         elif inside and torch_profiler:
             collector = torch_profiler()
         with collector or contextlib.nullcontext():
@@ -178,7 +200,7 @@ def run_windows(args, batch, step, profile, ProfilerActivity, torch_profiler=Non
         if inside:
             torch.cuda.profiler.stop()
         if collector and args.count_kernels:
-            kernels += kernels_in(collector)
+            add_counts(counted, counts_in(collector))
         elif collector:
             for key, value in profiled(collector).items():
                 done[key] += value
@@ -195,7 +217,7 @@ def run_windows(args, batch, step, profile, ProfilerActivity, torch_profiler=Non
            "step_ms_later_outside_median": statistics.median(medians["outside"][1:] or
                                                              medians["outside"])}
     if args.count_kernels:
-        out["kernels_inside"] = kernels
+        out["counted_inside"] = counted
     if torch_profiler:
         out.update(done)
     return out
@@ -237,7 +259,7 @@ def main():
     torch.manual_seed(0)
     torch.backends.cudnn.benchmark = False  # the same kernels in every run
     from torch.profiler import ProfilerActivity, profile
-    counting = profile(activities=[ProfilerActivity.CUDA]) if (
+    counting = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) if (
         args.count_kernels and not args.windows) else None  # --windows counts in run_windows
     runs = []
     with counting or contextlib.nullcontext():
@@ -246,17 +268,20 @@ def main():
             torch.cuda.empty_cache()  # the model is gone: the next batch's starts afresh
     out = {"model": args.model, "batch": batches[0], "steps": args.steps,
            **({"layers": args.layers} if args.model == "gpt2" else {}),
-           **{k: v for k, v in runs[0].items() if k != "batch"},
+           **{k: v for k, v in runs[0].items() if k not in ("batch", "counted_inside")},
            "device": torch.cuda.get_device_name()}
     if len(runs) > 1:  # one entry per batch; the totals of what the profiler did
-        out["batches"] = runs
+        out["batches"] = [{k: v for k, v in r.items() if k != "counted_inside"} for r in runs]
         for key in ("profiler_events_seconds", "device_events_profiled"):
             if key in runs[0]:
                 out[key] = sum(r[key] for r in runs)
     if counting:
-        out["kernels"] = kernels_in(counting)
-    elif args.count_kernels:  # --windows: the inside blocks' kernels, every batch's
-        out["kernels"] = sum(r["kernels_inside"] for r in runs)
+        out.update(count_fields(counts_in(counting)))
+    elif args.count_kernels:  # --windows: the inside blocks' kernels and operators, every batch's
+        total = {"kernel_names": collections.Counter(), "operators": 0}
+        for r in runs:
+            add_counts(total, r["counted_inside"])
+        out.update(count_fields(total))
     print(json.dumps(out), flush=True)
 
 

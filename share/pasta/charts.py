@@ -137,7 +137,8 @@ def memory(chart, device, width=4.1, height=2.4):
         return _svg(fig, chart, f"Tensor memory, GPU {device['device']}")
 
 
-def processes(chart, rows, listed, width=8.4, height=None):
+def processes(chart, rows, listed, width=8.4, height=None,
+              title="Processes side by side: device time by kind"):
     """Each process's device time by kind as one stacked bar; the straggler marked.
     `listed`: how many the job has (rows may be the busiest of them)."""
     with plt.rc_context(STYLE):
@@ -166,8 +167,60 @@ def processes(chart, rows, listed, width=8.4, height=None):
         ax.set_xlim(0, max(left + [1e-9]) * 1.25)
         ax.set_xlabel("device time (ms), idle left out")
         fig.legend(loc="outside right upper", fontsize=7, frameon=False)
-        return _svg(fig, chart, "Processes side by side: device time by kind" + (
+        return _svg(fig, chart, title + (
             f" (the {len(rows)} busiest of {listed})" if listed > len(rows) else ""))
+
+
+# The colour of a change, by its verdict (diff.py): slower red, faster green, noise grey.
+VERDICTS = {"slower": "#d62728", "faster": "#2ca02c", "new": "#ff7f0e", "gone": "#1f77b4",
+            "within noise": "#bbbbbb", "same": "#bbbbbb"}
+
+
+def changes(chart, title, items, unit="ms", width=4.1, height=2.4):
+    """Changes from A to B as bars left (faster) and right (slower) of zero, coloured by
+    verdict, each with its noise band: items are dicts with name, full, delta, noise (or None)
+    and verdict."""
+    with plt.rc_context(STYLE):
+        fig, ax = _figure(width, height)
+        items = list(items)
+        y = list(range(len(items)))[::-1]
+        deltas = [i["delta"] for i in items]
+        drawn = ax.barh(y, deltas, color=[VERDICTS.get(i["verdict"], OPERATOR) for i in items],
+                        height=0.7)
+        titles = {}
+        for n, (bar, item) in enumerate(zip(drawn, items)):
+            bar.set_gid(f"{chart}-bar-{n}")
+            titles[f"{chart}-bar-{n}"] = f"{item['full']}: {signed(item['delta'], unit)}, " \
+                                         f"{item['verdict']}"
+        noisy = [(d, yy, i["noise"]) for d, yy, i in zip(deltas, y, items) if i.get("noise")]
+        if noisy:
+            ax.errorbar([d for d, _, _ in noisy], [yy for _, yy, _ in noisy], fmt="none",
+                        xerr=[n for _, _, n in noisy], ecolor="#333", elinewidth=0.8, capsize=2)
+        ax.axvline(0, color="#333", linewidth=0.6)
+        ax.set_yticks(y, [label(i["name"]) for i in items])
+        for n, tick in enumerate(ax.get_yticklabels()):
+            tick.set_gid(f"{chart}-label-{n}")
+        reach = max([abs(d) + (i.get("noise") or 0) for d, i in zip(deltas, items)] + [1e-9])
+        for n, (d, yy, item) in enumerate(zip(deltas, y, items)):
+            # The value beyond the bar and its noise band, on the bar's side of zero.
+            end = d + (1 if d >= 0 else -1) * ((item.get("noise") or 0) + 0.03 * reach)
+            ax.text(end, yy, signed(d, unit), va="center", ha="left" if d >= 0 else "right",
+                    fontsize=7, gid=f"{chart}-value-{n}")
+        # Room for the values on both sides: a bar left of zero carries its value left of it.
+        ax.set_xlim(-2.0 * reach if min(deltas) < 0 else -0.1 * reach,
+                    2.0 * reach if max(deltas) > 0 else 0.1 * reach)
+        shown = [v for v in VERDICTS if v != "same" and any(i["verdict"] == v for i in items)]
+        ax.legend(handles=[matplotlib.patches.Patch(color=VERDICTS[v], label=v) for v in shown],
+                  loc="best", fontsize=6,
+                  frameon=False)
+        ax.set_xlabel(f"change, B \u2212 A ({unit})")
+        ax.tick_params(axis="y", length=0)
+        return _svg(fig, chart, title, titles)
+
+
+def signed(value, unit="ms"):
+    sign = "+" if value > 0 else "\u2212" if value < 0 else "\u00b1"
+    return f"{sign}{abs(value):.3g} {unit}"
 
 
 def step(chart, picture, width=12.0):

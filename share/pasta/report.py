@@ -289,12 +289,18 @@ def _numeric(v):
 def render(out_dir, template_dir, output=None, window=None, step=None):
     """Writes out_dir/report.html (or `output`); returns its path. Raises ImportError
     without Jinja2; without matplotlib the page has no charts (charts_available() says)."""
-    import jinja2  # imported here: only `pasta report` needs it
+    return write_html(template_dir, "report.html.j2", collect(out_dir, window, step),
+                      output or os.path.join(out_dir, "report.html"))
+
+
+def write_html(template_dir, template, context, output):
+    """Renders a page of share/pasta (every value escaped) into `output`, whole or not at all;
+    returns its path. Raises ImportError without Jinja2."""
+    import jinja2  # imported here: only the pages need it
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(template_dir),
                              autoescape=jinja2.select_autoescape(["html", "j2"]),
                              undefined=jinja2.StrictUndefined)
-    page = env.get_template("report.html.j2").render(**collect(out_dir, window, step))
-    output = output or os.path.join(out_dir, "report.html")
+    page = env.get_template(template).render(**context)
     tmp = output + ".tmp"
     with open(tmp, "w") as f:
         f.write(page)

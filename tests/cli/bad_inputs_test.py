@@ -6,7 +6,9 @@ from what pasta does.
   bad_inputs_test.py BUILD_DIR SOURCE_DIR
 
 A row is `| case | `command` | `message` | exit |`. Commands run from the
-source tree, with `pasta` and `pasta-trace` taken from BUILD_DIR. In a message,
+source tree, with `pasta` and `pasta-trace` taken from BUILD_DIR, and a path
+the page writes as build/... (a build folder in the source tree, as
+scripts/test.sh makes) read as BUILD_DIR/..., wherever that is. In a message,
 <n> stands for a number and <text> for anything up to the end of the line.
 /tmp/pasta-errors is a fresh scratch directory; /mnt/full is a 64 KiB tmpfs
 with no space left and /mnt/small an empty 128 KiB one (mounted in a user and
@@ -43,6 +45,11 @@ def message_regex(message):
     return re.compile(r"^" + out + r"$", re.M)
 
 
+def in_build(command, build):
+    """`command` with each path that starts with the page's build/ in `build` instead."""
+    return re.sub(r"(?<![\w./-])build/", lambda _: shlex.quote(build) + "/", command)
+
+
 def tmpfs_works():
     probe = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
                             "mount -t tmpfs -o size=64k tmpfs /tmp && echo ok"],
@@ -71,7 +78,7 @@ def main(build, source):
     failures = skipped = 0
     for case, cmd, message, code in table:
         scratch = tempfile.mkdtemp(prefix="pasta-errors-")
-        command = cmd.replace("/tmp/pasta-errors", scratch)
+        command = in_build(cmd.replace("/tmp/pasta-errors", scratch), build)
         if code == "GPU":
             print(f"[gpu ] {case}: checked on the GPU by tests/gpu/check.py")
             continue

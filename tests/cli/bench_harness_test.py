@@ -2,10 +2,11 @@
 """bench_harness_test.py: the GPU benchmarks' harness (bench/gpu/harness.py) refuses a run
 that was not profiled, on a fake build: a `pasta` launcher that runs the program and writes
 the reports a test case asks for (none, as when injection fails; a wrong launch count; a
-partial report), and fake workloads that print what the real ones print. Each wrong case is
-a FAILED line naming the variant, the directory and the numbers, with no ratio; the right
-case passes with its exact ratio; annotations.py runs end to end and refuses an unknown
-option."""
+partial report; operator calls; accesses), and fake workloads that print what the real ones
+print. Each wrong case is a FAILED line naming the variant, the directory and the numbers,
+with no ratio; the right case passes with its exact ratio; annotations.py runs end to end and
+refuses an unknown option; memory.py's and stall_access.py's checks and goals on made-up
+reports."""
 import contextlib
 import io
 import json
@@ -24,7 +25,10 @@ import checks  # noqa: E402
 import harness  # noqa: E402
 
 # `pasta run [options] -o DIR -- PROGRAM...`: runs the program, then writes what FAKE_REPORTS
-# says (ok, none, partial) with FAKE_LAUNCHES launches (FAKE_KF_LAUNCHES in kernel_freq.json).
+# says (ok, none, partial, or aten: a pipeline with no device handler, which writes no report
+# and logs its operator calls) with FAKE_LAUNCHES launches (FAKE_KF_LAUNCHES in
+# kernel_freq.json); with --torch, op_summary.json counts FAKE_OPS operator calls; with
+# --memory and FAKE_ACCESSES, mem_hotness.json counts those accesses.
 FAKE_PASTA = r'''#!/usr/bin/env python3
 import json, os, subprocess, sys
 args = sys.argv[1:]
@@ -43,18 +47,32 @@ launches = int(os.environ.get("FAKE_LAUNCHES", "752"))
 entry = {"pid": 1, "host": "h", "dir": ".", "status": "finished", "launches": launches}
 if mode == "partial":
     entry["partial"] = "stopped by SIGTERM"
+if mode == "aten":
+    entry.update(status="no GPU work", launches=0)
+    print(f"pasta: aten handler: {os.environ.get('FAKE_OPS', '4000')} operator calls, 10 "
+          "allocations, 9 frees, 0 views, memory hook on 1 threads", file=sys.stderr)
 os.makedirs(os.path.join(out, "processes"))
 with open(os.path.join(out, "processes", "h-1.json"), "w") as f:
     json.dump(entry, f)
-with open(os.path.join(out, "kernel_freq.json"), "w") as f:
-    json.dump({"summary": {"launches": int(os.environ.get("FAKE_KF_LAUNCHES", launches))}}, f)
+def report(tool, doc):
+    with open(os.path.join(out, tool + ".json"), "w") as f:
+        json.dump(doc, f)
+if mode != "aten":
+    report("kernel_freq", {"summary": {"launches": int(os.environ.get("FAKE_KF_LAUNCHES",
+                                                                       launches))}})
+    if "--torch" in args:
+        report("op_summary", {"summary": {"calls": int(os.environ.get("FAKE_OPS", "4000"))}})
+    if "--memory" in args and "FAKE_ACCESSES" in os.environ:
+        report("mem_hotness", {"summary": {"accesses": int(os.environ["FAKE_ACCESSES"]),
+                                           "accesses outside known allocations": 0}})
 with open(os.path.join(out, "run.json"), "w") as f:
     json.dump({"program": " ".join(cmd), "exit_code": code}, f)
 sys.exit(code)
 '''
 
-# A PyTorch workload as torch_step.py prints it: FAKE_MS per step; --count-kernels: 752;
-# with FAKE_MS2, a second batch (torch_step.py --batch 1,128) that takes FAKE_MS2 per step.
+# A PyTorch workload as torch_step.py prints it: FAKE_MS per step; --count-kernels: 752
+# kernels (52 of them cuDNN's batch-norm ones) and 4000 operator calls; with FAKE_MS2, a second
+# batch (torch_step.py --batch 1,128) that takes FAKE_MS2 per step.
 FAKE_WORKLOAD = r'''#!/usr/bin/env python3
 import json, os, sys
 out = {"step_ms_median": float(os.environ.get("FAKE_MS", "10.0"))}
@@ -68,7 +86,10 @@ if "--windows" in sys.argv:  # torch_step.py --windows: inside/outside, within t
                step_ms_inside_median=outside * ratio, step_ms_first_outside=outside,
                step_ms_later_outside_median=outside)
 if "--count-kernels" in sys.argv:
-    out["kernels"] = 752
+    out.update(kernels=752, operators=4000, kernel_names={
+        "void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, int, 512, true, 1>(...)": 40,
+        "void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 512, true, 1>(...)": 12,
+        "void at::native::vectorized_elementwise_kernel<4, ...>(...)": 700})
 if "--torch-profiler" in sys.argv:  # the device events torch.profiler saw (FAKE_PROFILED)
     out["device_events_profiled"] = int(os.environ.get("FAKE_PROFILED", "800"))
 print("warming up")
@@ -83,7 +104,8 @@ ms = float(os.environ.get("FAKE_MS", "0.25"))
 if sys.argv[0].endswith("_pasta"):
     ms = 0.5
     with open(os.path.join(os.environ["PASTA_OUTPUT_DIR"], "mem_hotness.json"), "w") as f:
-        json.dump({"summary": {"accesses": 3 * n * (k + 1)}}, f)
+        json.dump({"summary": {"accesses": 3 * n * (k + 1),
+                               "accesses outside known allocations": 0}}, f)
 print(f"vecadd {n} floats: {ms:.4f} ms per launch ({k} launches)")
 '''
 
@@ -148,14 +170,220 @@ def report_problems(tmp):
                   None)
 
 
+def blame_sums():
+    """blame_problem(): run 2's blamed and unattributed samples must add up to run 1's file,
+    with some blamed; an empty table against an empty file is no pass."""
+    samples = {"samples": 10, "functions": {
+        "_Z5blendPKf": {"pcs": [{"pc": 16, "reasons": {"long_scoreboard": 6, "wait": 1}},
+                                {"pc": 32, "reasons": {"long_scoreboard": 2}}]},
+        "_Z4fillPf": {"pcs": [{"pc": 0, "reasons": {"not_selected": 1}}]}}}
+    checks.expect("sampled_stalls: every reason at every pc", harness.sampled_stalls(samples), 10)
+
+    def blame(blamed, unattributed):
+        return {"tables": {"blame": [{"tensor": f"t{i}", "stall_samples": n}
+                                     for i, n in enumerate(blamed)],
+                           "unattributed": [{"why": f"w{i}", "stall_samples": n}
+                                            for i, n in enumerate(unattributed)]}}
+    checks.expect("blamed + unattributed = run 1's",
+                  harness.blame_problem(blame([7.0 / 3, 14.0 / 3, 2], [1]), samples), None)
+    checks.expect("a sample lost between the runs",
+                  harness.blame_problem(blame([6, 2], [1]), samples),
+                  "blamed 8.000 + unattributed 1.000 = 9.000 samples, the sampled run holds 10")
+    checks.expect("nothing blamed",
+                  harness.blame_problem(blame([], [10]), samples),
+                  "no blame row: none of the sampled run's 10 samples blamed on a tensor")
+    checks.expect("empty tables against an empty file",
+                  harness.blame_problem(blame([], []), {"functions": {}}),
+                  "the sampled run's stall_samples.json holds no sample")
+    checks.expect("no file", harness.blame_problem(blame([1], []), None),
+                  "the sampled run's stall_samples.json holds no sample")
+
+
+def operators_and_filters(tmp):
+    """report_problem() with operator calls (op_summary.json, event_count.json, or the aten
+    handler's log where no report was written) and with a kernel filter's launches."""
+    d = os.path.join(tmp, "ops")
+    write = lambda path, doc: json.dump(doc, open(path, "w"))  # noqa: E731
+    write(f"{reports(f'{d}/op')}/op_summary.json", {"summary": {"calls": 3999}})
+    checks.expect("op_summary.json one call short",
+                  harness.report_problem(f"{d}/op", 752, operators=4000),
+                  f"pasta saw 3999 operator calls (op_summary.json in {d}/op), torch.profiler "
+                  f"counts 4000")
+    checks.expect("op_summary.json right", harness.report_problem(f"{d}/op", 752, operators=3999),
+                  None)
+    write(f"{reports(f'{d}/ec')}/event_count.json",
+          {"tables": {"events": [{"event": "OpBegin", "count": 4000},
+                                 {"event": "OpEnd", "count": 4000}]}})
+    checks.expect("event_count.json's OpBegin",
+                  harness.report_problem(f"{d}/ec", 752, operators=4000), None)
+    aten = reports(f"{d}/aten", 0, status="no GPU work")
+    os.remove(f"{aten}/kernel_freq.json")  # a run with no GPU work writes no report
+    checks.expect("no report, no log: no count",
+                  harness.report_problem(aten, 0, operators=4000),
+                  f"pasta saw None operator calls (the aten handler's log (stderr.txt) in "
+                  f"{aten}), torch.profiler counts 4000")
+    with open(f"{aten}/stderr.txt", "w") as f:
+        f.write("pasta: aten handler: operators, tensor memory on\n"
+                "pasta: aten handler: 4000 operator calls, 7 allocations, 7 frees, 0 views, "
+                "memory hook on 2 threads\n")
+    checks.expect("the aten handler's own count in its log",
+                  harness.report_problem(aten, 0, operators=4000), None)
+    checks.expect("a filter's kept launches in kernel_freq.json",
+                  harness.report_problem(reports(f"{d}/kept", 752, kf=52), 752, kept=52), None)
+    checks.expect("kernel_freq.json counting every launch though a filter keeps 52",
+                  harness.report_problem(reports(f"{d}/all", 752), 752, kept=52),
+                  f"kernel_freq.json reports 752 launches, the native run makes 52 its filter "
+                  f"keeps ({d}/all)")
+    counted = harness.Counted(752, {"void cudnn::bn_fw_tr_1C11_kernel(float)": 40,
+                                    "void cudnn::bn_bw_1C11_kernel_new(float)": 12,
+                                    "void at::native::vectorized_elementwise_kernel<4>()": 700}, 4000)
+    checks.expect("Counted.matching: the kernels a filter keeps, by name",
+                  (counted.matching("bn_fw|bn_bw"), counted.matching("elementwise"),
+                   counted.matching("^gemm")), (52, 700, 0))
+
+
+def accesses_counted(tmp):
+    """mem_accesses(): the one mem_hotness.json, whole, counts the program's accesses, none
+    outside its allocations."""
+    d = os.path.join(tmp, "acc")
+
+    def hotness(name, accesses, outside=0, partial=None, where="."):
+        os.makedirs(os.path.join(d, name, where), exist_ok=True)
+        doc = {"summary": {"accesses": accesses, "accesses outside known allocations": outside}}
+        if partial:
+            doc["partial"] = partial
+        with open(os.path.join(d, name, where, "mem_hotness.json"), "w") as f:
+            json.dump(doc, f)
+        return os.path.join(d, name)
+    check = harness.mem_accesses(12288)
+    checks.expect("accesses exact", check(hotness("ok", 12288, where="pid7"), None), None)
+    checks.expect("one access short", check(hotness("short", 12287), None),
+                  f"{d}/short/mem_hotness.json counts 12287 accesses and 0 outside "
+                  f"allocations, the program makes 12288, all in its allocations")
+    checks.expect("some outside the allocations", check(hotness("out", 12288, 4), None),
+                  f"{d}/out/mem_hotness.json counts 12288 accesses and 4 outside allocations, "
+                  f"the program makes 12288, all in its allocations")
+    checks.expect("partial", check(hotness("partial", 12288, partial="buffer full"), None),
+                  f"partial report {d}/partial/mem_hotness.json: buffer full")
+    os.makedirs(f"{d}/none")
+    checks.expect("no report", check(f"{d}/none", None), f"0 mem_hotness.json under {d}/none, "
+                  "expected 1")
+    checks.expect("the floor (no-op patch) counts none", harness.mem_accesses(0)(
+        hotness("floor", 0), None), None)
+
+
+def operators_refused(tmp, build, workload):
+    """overhead.py's --torch variants are checked on operator calls too, aten-only (no report:
+    its pipeline does no GPU work) by its handler's own count."""
+    import overhead  # noqa: E402
+    shutil.rmtree(os.path.join(tmp, "out"), ignore_errors=True)
+    bench = harness.Bench(build, os.path.join(tmp, "out"), timeout=60)
+    counted = harness.Counted(752, {}, 4000)
+    variants = overhead.torch_variants(bench, workload, counted,
+                                       ["native", "aten-only", "torch", "torch-two-tools"])
+    variants[1].env["FAKE_REPORTS"] = "aten"
+    variants[3].env["FAKE_OPS"] = "3990"
+    checks.expect("operators checked for the --torch variants",
+                  [(v.label, v.expect, v.operators) for v in variants],
+                  [("native", 752, None), ("  same, no CUPTI (operator callbacks alone)", 0, 4000),
+                   ("pasta run --torch", 752, 4000),
+                   ("  same events, only op_summary,tensor_alloc run", 752, 4000)])
+    results, text = quiet_rounds(bench, "fake step", variants, 1, harness.step_ms)
+    checks.expect("aten-only and --torch kept, the one with 10 calls missing refused",
+                  {k: len(v) for k, v in results.items()},
+                  {"native": 1, "  same, no CUPTI (operator callbacks alone)": 1,
+                   "pasta run --torch": 1, "  same events, only op_summary,tensor_alloc run": 0})
+    out = os.path.join(tmp, "out", "fake-step", "same-events-only-op-summary-tensor-alloc-run")
+    checks.expect("... its FAILED line",
+                  [l for l in text.splitlines() if l.startswith("FAILED")],
+                  [f"FAILED fake step:   same events, only op_summary,tensor_alloc run (round 1): "
+                   f"pasta saw 3990 operator calls (op_summary.json in {out}/round1), "
+                   f"torch.profiler counts 4000"])
+    variants = overhead.torch_variants(bench, workload, counted, ["aten-only"])
+    variants[0].env.update(FAKE_REPORTS="aten", FAKE_OPS="0")
+    quiet_rounds(bench, "fake step 2", variants, 1, harness.step_ms)
+    checks.expect("aten-only whose callbacks never ran refused", variants[0].failed,
+                  "pasta saw 0 operator calls (the aten handler's log (stderr.txt) in "
+                  f"{tmp}/out/fake-step-2/same-no-cupti-operator-callbacks-alone/round1), "
+                  "torch.profiler counts 4000")
+
+
+def memory_variants():
+    """memory.py: every pasta variant of vecadd held to the program's accesses (the floor to
+    none), ResNet-18's filtered ones to the launches the filter keeps."""
+    import memory  # noqa: E402
+    vec = memory.variants_of("vecadd", ["vecadd"], 24, None, total=memory.accesses("vecadd", 21))
+    checks.expect("vecadd's accesses: fills, then 21 steps of 3 a float",
+                  memory.accesses("vecadd", 21), (3 + 3 * 21) * (1 << 24))
+    checks.expect("stencil's accesses: fills, then 6 a point inside the border",
+                  memory.accesses("stencil", 21), 2 * 2048 ** 2 + 21 * 6 * 2046 ** 2)
+    checks.expect("sgemm's accesses: cuBLAS's", memory.accesses("sgemm", 4), None)
+    checks.expect("vecadd: variants with an access check",
+                  [(v.label, v.check is not None) for v in vec],
+                  [("native", False), ("floor", True), ("atomic", True), ("object atomic", True),
+                   ("bucketing", True), ("cpu", True)])
+    resnet = memory.variants_of("resnet", ["resnet"], 752, "memcheck", kept=52)
+    checks.expect("resnet: launches, the filter's, no access check",
+                  [(v.label, v.expect, v.kept, v.check) for v in resnet if v.profiled],
+                  [("floor", 752, None, None), ("atomic", 752, None, None),
+                   ("object atomic", 752, None, None), ("bucketing", 752, None, None),
+                   ("bucketing, filter", 752, 52, None), ("cpu, filter", 752, 52, None)])
+
+
+def stall_goals_and_runs(tmp):
+    """stall_access.py: the goals enforced, and the whole two-run stall blame checked run by
+    run (launches and operators of the sampled run, every sample charged in run 2)."""
+    import stall_access  # noqa: E402
+    checks.expect("goals met", stall_access.missed_goals(
+        {"layers": 12, "device_vs_floor": 2.4, "two_run_seconds": 62.0}), [])
+    checks.expect("goals missed", stall_access.missed_goals(
+        {"layers": 12, "device_vs_floor": 3.2, "host_vs_device": 18.0, "two_run_seconds": 190.0}),
+        ["device/floor 3.20x, at most 3x", "host/device 18.0x, at least 20x",
+         "two runs 190.0 s, under 180 s"])
+    checks.expect("the two runs' time is the 12-layer goal only", stall_access.missed_goals(
+        {"layers": 2, "two_run_seconds": 190.0}), [])
+    d = os.path.join(tmp, "stall")
+    sampled = reports(f"{d}/sampled", 752)
+    with open(f"{sampled}/op_summary.json", "w") as f:
+        json.dump({"summary": {"calls": 4000}}, f)
+    with open(f"{sampled}/stall_samples.json", "w") as f:
+        json.dump({"functions": {"k": {"pcs": [{"pc": 0, "reasons": {"long_scoreboard": 8}}]}}},
+                  f)
+    blame = {"tables": {"blame": [{"tensor": "x", "stall_samples": 6.0}],
+                        "unattributed": [{"why": "w", "stall_samples": 2.0}]}}
+    with open(f"{d}/stall_blame.json", "w") as f:
+        json.dump(blame, f)
+    check = stall_access.whole_run(harness.Counted(752, {}, 4000))
+    checks.expect("the whole two-run stall blame", check(d, None), None)
+    blame["tables"]["unattributed"] = []
+    with open(f"{d}/stall_blame.json", "w") as f:
+        json.dump(blame, f)
+    checks.expect("run 2 lost two samples", check(d, None),
+                  f"run 2's blame ({d}/stall_blame.json): blamed 6.000 + unattributed 0.000 = "
+                  "6.000 samples, the sampled run holds 8")
+    checks.expect("run 1 with another operator count",
+                  stall_access.whole_run(harness.Counted(752, {}, 4001))(d, None),
+                  f"run 1: pasta saw 4000 operator calls (op_summary.json in {d}/sampled), "
+                  "torch.profiler counts 4001")
+
+
+def quiet_rounds(bench, workload, variants, rounds, value):
+    """bench.rounds() with what it prints taken, then shown: (results, what it printed)."""
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        results = bench.rounds(workload, variants, rounds, value)
+    print(text.getvalue())
+    return results, text.getvalue()
+
+
 def bench_run(tmp, build, variants):
     """Three interleaved rounds of `variants` on the fake build: (bench, results, output)."""
     text = io.StringIO()
     with contextlib.redirect_stdout(text):
         bench = harness.Bench(build, os.path.join(tmp, "out"), timeout=60)
-        launches = bench.count_kernels("fake step", variants[0].cmd)
+        counted = bench.count_kernels("fake step", variants[0].cmd)
         for v in variants:
-            v.expect = launches if v.profiled else None
+            v.expect = counted.kernels if v.profiled else None
         results = bench.rounds("fake step", variants, 3, harness.step_ms)
         bench.table("fake step", variants, results, "ms/step")
         code = bench.exit_code()
@@ -244,7 +472,7 @@ def annotations_end_to_end(tmp, build):
         return subprocess.run([sys.executable, bench_py, build, *args], capture_output=True,
                               text=True, env={**os.environ, **env}, timeout=120)
     ok = run(os.path.join(tmp, "ann"), "--floats", "1024", "--launches", "3", "--rounds", "2",
-             FAKE_LAUNCHES="4")
+             FAKE_LAUNCHES="4", FAKE_ACCESSES=str(3 * 1024 * 4))
     print(ok.stdout, ok.stderr)
     rows = {l.split()[0]: l.split()[1:4] for l in ok.stdout.splitlines()
             if l.startswith("  ") and l.split()[0] in ("native", "annotations", "sanitizer")}
@@ -264,6 +492,14 @@ def annotations_end_to_end(tmp, build):
                    f"-3-launches/sanitizer/round1/processes/h-1.json)"])
     none = run(os.path.join(tmp, "ann3"), "--rounds", "1", FAKE_REPORTS="none")
     checks.expect("annotations.py: unprofiled sanitizer run refused", none.returncode, 1)
+    short = run(os.path.join(tmp, "ann5"), "--floats", "1024", "--launches", "3", "--rounds", "1",
+                FAKE_LAUNCHES="4", FAKE_ACCESSES=str(3 * 1024 * 3))
+    checks.expect("annotations.py: a sanitizer run that missed a launch's accesses refused",
+                  (short.returncode, [l.split(": ", 2)[-1] for l in short.stdout.splitlines()
+                                      if l.startswith("FAILED")]),
+                  (1, [f"{tmp}/ann5/vector-add-1024-floats-3-launches/sanitizer/round1/"
+                       "mem_hotness.json counts 9216 accesses and 0 outside allocations, the "
+                       "program makes 12288, all in its allocations"]))
     unknown = run(os.path.join(tmp, "ann4"), "--flaots", "1024")
     checks.expect("annotations.py: an unknown option is an error",
                   (unknown.returncode, "unrecognized arguments: --flaots 1024" in unknown.stderr),
@@ -311,18 +547,15 @@ def windows_torch_profiler(tmp, build, workload):
     shutil.rmtree(os.path.join(tmp, "out"), ignore_errors=True)
     cmd = workload + ["--windows", "10"]
     bench = harness.Bench(build, os.path.join(tmp, "out"), timeout=60)
-    variants = overhead.torch_variants(bench, cmd, 752, ["native", "torch-cuda", "torch-cpu-cuda"],
-                                       windows=10)
+    variants = overhead.torch_variants(bench, cmd, harness.Counted(752, {}, 4000),
+                                       ["native", "torch-cuda", "torch-cpu-cuda"], windows=10)
     variants[2].env["FAKE_PROFILED"] = "700"
-    text = io.StringIO()
-    with contextlib.redirect_stdout(text):
-        results = bench.rounds("fake step", variants, 2, harness.window_ratio)
-    print(text.getvalue())
+    results, text = quiet_rounds(bench, "fake step", variants, 2, harness.window_ratio)
     checks.expect("--windows, torch.profiler: samples kept",
                   {k: len(v) for k, v in results.items()},
                   {"native": 2, "torch.profiler (CUDA only)": 2, "torch.profiler (CPU+CUDA)": 0})
     checks.expect("--windows, torch.profiler: the one that saw too few refused",
-                  [l.split(": ", 2)[-1] for l in text.getvalue().splitlines()
+                  [l.split(": ", 2)[-1] for l in text.splitlines()
                    if l.startswith("FAILED")],
                   ["torch.profiler saw 700 device events, expected at least 752"])
 
@@ -354,19 +587,22 @@ def main():
         script(os.path.join(build, "examples", "annotated"), FAKE_ANNOTATED)
         script(os.path.join(build, "examples", "annotated_pasta"), FAKE_ANNOTATED)
         report_problems(tmp)
+        operators_and_filters(tmp)
+        accesses_counted(tmp)
+        blame_sums()
+        memory_variants()
+        stall_goals_and_runs(tmp)
         refuses_unprofiled(tmp, build, workload)
         batches_apart(tmp, build, workload)
         annotations_end_to_end(tmp, build)
         pins_cpus(tmp, build)
         windows_table(tmp, build, workload)
         windows_torch_profiler(tmp, build, workload)
+        operators_refused(tmp, build, workload)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    if checks.failures:
-        print(f"{checks.failures} checks failed")
-        return 1
-    print("bench harness: every unprofiled or miscounted run refused, the right one passed")
-    return 0
+    return checks.summary("bench harness: every unprofiled or miscounted run refused, the right "
+                          "one passed")
 
 
 if __name__ == "__main__":

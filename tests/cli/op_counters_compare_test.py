@@ -65,4 +65,17 @@ assert rows["achieved_occupancy_pct"] == (2, 1, 1, 0, 2), rows  # 70~70.5 (0.5 p
 assert rows["dram_bytes_write"] == (2, 1, 1, 1, 1), rows  # 3.5e6 is 10% under 3.9e6
 assert rows["flops"] == (0, 0, 0, 0, 0), rows  # the kernel replay has none
 assert rows["all"] == (4, 2, 2, 1, 3), rows
+
+# The verdict: the share of values within 5% on the same launches, at least AGREE_FLOOR, and
+# something compared (a run that compared nothing, or whose ncu timed out, fails).
+judged = op_counters.agreement(ours, theirs, "pasta", again, "test")
+assert judged == (6, 6), judged  # gemm's occupancy 41 against 40: within 5%
+assert op_counters.shortfall(*judged, "the same launches") is None
+assert op_counters.AGREE_FLOOR == 0.90, op_counters.AGREE_FLOOR
+assert op_counters.shortfall(90, 100, "x") is None
+said = op_counters.shortfall(89, 100, "the same launches")
+assert said == ("FAILED: 89 of 100 values within 5% of ncu's (the same launches, 89.0%), fewer "
+                "than 90%"), said
+said = op_counters.shortfall(0, 0, "the same launches")
+assert said == "FAILED: no value compared (the same launches)", said
 print("three-way comparison exact")

@@ -11,7 +11,8 @@ each rank takes the GPU of its LOCAL_RANK. Each rank prints one JSON line:
 its rank, a checksum of its parameters after training, the loss, and with
 --count-kernels the kernels it launched as torch.profiler counts them (the
 raw trace's "kernel" events, from right after CUDA is initialised to the
-end), the independent count the test compares pasta's per-rank report with.
+end; "kernel_names": how many of each name), the independent count the test
+compares pasta's per-rank report with.
 torch.profiler and pasta's CUPTI cannot share a process: count in a run of
 its own.
 """
@@ -19,9 +20,9 @@ import argparse
 import contextlib
 import json
 import os
-import tempfile
 
 from torch_setup import deterministic, torch  # first: sets what cuBLAS reads
+from torch_trace import kernel_names  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
 
@@ -86,10 +87,9 @@ def main():
     out = {"rank": rank, "world_size": dist.get_world_size(), "pid": os.getpid(),
            "checksum": checksum, "loss": loss.item(), "model": args.model}
     if prof is not None:
-        with tempfile.NamedTemporaryFile(suffix=".json") as f:
-            prof.export_chrome_trace(f.name)
-            events = json.load(open(f.name))["traceEvents"]
-        out["kernels"] = sum(1 for e in events if e.get("cat") == "kernel")
+        names = kernel_names(prof)
+        out["kernels"] = sum(names.values())
+        out["kernel_names"] = dict(names)
     print(json.dumps(out), flush=True)
     if args.results:
         os.makedirs(args.results, exist_ok=True)

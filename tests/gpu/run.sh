@@ -10,8 +10,8 @@
 # `handlers`: everything built, then the GPU tests of the CUPTI, Sanitizer and PyTorch handlers
 # (tracing, counters, PC sampling and stall blame, memory accesses, operators) and of in-binary
 # compositions (HANDLERS_TESTS, a regex of case names, replaces that list).
-# `compiled`: capture ranges, torch.compile attribution and CUDA graphs (COMPILED_TESTS, a
-# regex of case names, replaces that list).
+# `compiled`: capture ranges, torch.compile attribution, CUDA graphs and `pasta diff` of eager
+# against compiled (COMPILED_TESTS, a regex of case names, replaces that list).
 # `checks`: the GPU cases whose checks are exact (CHECKS_TESTS, a regex, replaces the list;
 # MATRIX_SKIP and DDP_PIPELINES shorten the results matrix and the DDP job).
 # `multi` builds only the CUDA example and runs the tests that need it (the
@@ -38,7 +38,9 @@
 # GPU case names whose programs the bench targets build (e.g. torch_detach), runs them before the
 # overhead benchmark.
 # A failed step (a GPU test, a benchmark, a recording) makes the exit status 1, and the
-# summary names it.
+# summary names it. A GPU test skipped here fails its step, as does a step whose regex matches
+# no test, unless this machine may skip the case: multi_gpu on one GPU, results_matrix with
+# MATRIX_SKIP set, ddp with DDP_PIPELINES set, and what GPU_MAY_SKIP (a regex of case names) adds.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-$root/gpu-out}
@@ -59,10 +61,11 @@ targets=()
 [ "$what" = bench ] && targets=(--target empty_kernels pasta_inject pasta_bench_kernel_freq
   pasta_bench_kernel_freq_timeline pasta_bench_aten pasta_bench_op_floor inject_torch
   inject_torch_bench pasta_bench_host_clock pasta_bench_aten_ops)
-[ "$what" = torch ] && targets=(--target inject_torch inject_torch_memory inject_torch_record
-  inject_torch_bench libtorch_train tensor_access tensor_access_pasta pasta-trace pasta_torch_tests)
+[ "$what" = torch ] && targets=(--target pasta_inject inject_torch inject_torch_memory
+  inject_torch_record inject_torch_counters inject_torch_bench libtorch_train tensor_access
+  tensor_access_pasta pasta-trace pasta_torch_tests)
 [ "$what" = reliability ] && targets=(--target launches launches_pasta uvm_advice uvm_advice_pasta
-  access_pattern access_pattern_cpu conv pasta_inject pasta_record pasta_memory pasta_memory_cpu
+  access_pattern access_pattern_cpu conv pasta_inject pasta_record pasta_counters pasta_memory pasta_memory_cpu
   pasta_memory_record inject_torch inject_torch_memory inject_torch_record tensor_access pasta-trace)
 [ "$what" = counters ] && targets=(--target counters counters_pasta pasta-trace pasta_counters
   inject_torch_counters)
@@ -76,7 +79,8 @@ targets=()
 [ "$what" = checks ] && targets=(--target launches launches_pasta conv conv_pasta counters
   counters_pasta pasta_counters pasta_inject pasta_record inject_torch libtorch_train pasta-trace
   stalls pasta_stall_sample pasta_stall_access pasta_stall_access_cpu inject_torch_stall_sample
-  inject_torch_stall_access inject_torch_stall_access_cpu pasta_nv_tests access_pattern annotated annotated_pasta pasta_memory pasta_memory_cpu)
+  inject_torch_stall_access inject_torch_stall_access_cpu pasta_nv_tests access_pattern annotated
+  annotated_pasta pasta_memory pasta_memory_cpu uvm_advice tensor_access)
 [ "$what" = compiled ] && targets=(--target pasta_inject pasta_counters inject_torch inject_torch_counters
   inject_torch_memory launches launches_pasta)
 [ "$what" = record-gpt ] && targets=(--target pasta_inject inject_torch_record pasta-trace)
@@ -109,9 +113,26 @@ record() {
   shift 4
   "$@" >>"$log" 2>&1 && cp "$trace" "$copy" || failed "$name (log: $log)"
 }
+# A GPU case exits 77 (skipped) without a GPU, with fewer GPUs than it needs, without ncu or
+# with an example not built, and ctest counts a skip as a pass. Here a skip fails its step
+# (tests/gpu/run_ctest.py), and so does a regex that matches no test, but for the cases this
+# machine may skip: those that need two GPUs on a machine with one, those GPU_MAY_SKIP names
+# (a regex of case names), and those a variable below shortens on purpose.
+gpu_count=$(nvidia-smi -L 2>/dev/null | grep -c "^GPU ")
+may_skip=${GPU_MAY_SKIP:-}
+add_may_skip() { may_skip="${may_skip:+$may_skip|}$1"; echo "may be skipped here: $1 ($2)"; }
+[ "$gpu_count" -ge 2 ] || add_may_skip multi_gpu "$gpu_count GPU"
+[ -z "${MATRIX_SKIP:-}" ] || add_may_skip results_matrix "MATRIX_SKIP=$MATRIX_SKIP"
+[ -z "${DDP_PIPELINES:-}" ] || add_may_skip ddp "DDP_PIPELINES=$DDP_PIPELINES"
+# ctest_step NAME LOG CTEST_ARGS...: ctest in the build as a step; skips judged as above.
+ctest_step() {
+  local name=$1 log=$2
+  shift 2
+  step "$name" "$log" python3 "$root/tests/gpu/run_ctest.py" "$build" "$may_skip" "$@"
+}
 # gpu_tests NAME REGEX: the GPU tests whose names match, verbose, into $out/gpu-tests-NAME.log.
 gpu_tests() {
-  step "GPU tests $1" "gpu-tests-$1.log" bash -c 'cd "$1" && ctest -R "$2" -V' _ "$build" "$2"
+  ctest_step "GPU tests $1" "gpu-tests-$1.log" -R "$2" -V
 }
 if [ "$what" = multi ]; then
   echo "== GPU tests on $(nvidia-smi -L | wc -l) GPUs"
@@ -146,13 +167,13 @@ if [ "$what" = handlers ]; then
 fi
 if [ "$what" = compiled ]; then
   echo "== windows of a run, compiled models and CUDA graphs (issue 35)"
-  gpu_tests compiled "gpu: (${COMPILED_TESTS:-torch_window|torch_graph_capture|graph|torch_compile|torch_graphs|torch_resnet})$"
+  gpu_tests compiled "gpu: (${COMPILED_TESTS:-torch_window|torch_graph_capture|graph|torch_compile|torch_graphs|torch_resnet|diff_compile})$"
   grep -E "^([0-9]+: )?(ok  |FAIL|skip)" "$out/gpu-tests-compiled.log" | sed -E "s/^[0-9]+: //" | tail -60
   grep -E "^ *[0-9]+/[0-9]+ Test" "$out/gpu-tests-compiled.log"
 fi
 if [ "$what" = checks ]; then
   echo "== the GPU cases whose assertions are exact now (issue: tests that cannot pass wrongly)"
-  step "sass tests" nv-sass.log bash -c 'cd "$1" && ctest -R sass -V 2>&1 | tail -5; exit "${PIPESTATUS[0]}"' _ "$build"
+  ctest_step "sass tests" nv-sass.log -R sass
   gpu_tests checks "gpu: (${CHECKS_TESTS:-counters_cupti_replay|outputs_unchanged|cudnn|stall_blame|annotations_full_table|torch_resnet|torch_gpt|torch_libtorch|ddp|results_matrix})"
   grep -E "^([0-9]+: )?(\||ok  |FAIL|skip)" "$out/gpu-tests-checks.log" | sed -E "s/^[0-9]+: //" | tail -80
 fi
@@ -194,7 +215,7 @@ if [ "$what" = counters ]; then
 fi
 if [ "$what" = stalls ]; then
   echo "== stall blame: PC sampling joined with sanitizer accesses"
-  step "sass tests" nv-sass.log bash -c 'cd "$1" && ctest -R sass -V 2>&1 | tail -5; exit "${PIPESTATUS[0]}"' _ "$build"
+  ctest_step "sass tests" nv-sass.log -R sass
   gpu_tests stalls "gpu: (${STALLS_TESTS:-stall_blame|async_copies})"
   cp -r "$build/gpu-out/stall_blame" "$out/stall_blame" 2>/dev/null
   if [ "${STALL_BENCH:-1}" != 0 ]; then
@@ -234,7 +255,7 @@ if [ "$what" = torch ]; then
 fi
 if [ "$what" = all ] || [ "$what" = tests ]; then
   echo "== GPU tests"
-  step "GPU tests" gpu-tests.log bash -c 'cd "$1" && ctest -L gpu -V' _ "$build"
+  ctest_step "GPU tests" gpu-tests.log -L gpu -V
 fi
 if [ "$what" = all ] || [ "$what" = record ]; then
   echo "== record traces for tests/data"

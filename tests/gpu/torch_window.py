@@ -26,11 +26,11 @@ import collections
 import json
 import os
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from torch_setup import deterministic, torch  # noqa: E402
+from torch_trace import kernel_names  # noqa: E402
 
 import torchvision  # noqa: E402
 
@@ -114,12 +114,9 @@ def main():
            "syncs": dict(syncs)}
     if prof:
         prof.stop()
-        with tempfile.TemporaryDirectory() as d:
-            prof.export_chrome_trace(os.path.join(d, "trace.json"))
-            with open(os.path.join(d, "trace.json")) as f:
-                events = json.load(f)["traceEvents"]
-        names = collections.Counter(e["name"].split("(")[0].replace("void ", "")
-                                    for e in events if e.get("cat") == "kernel")
+        names = collections.Counter()
+        for name, n in kernel_names(prof).items():
+            names[name.split("(")[0].replace("void ", "")] += n
         out["kernels"] = sum(names.values())
         out["per_kernel"] = dict(names)
     print(json.dumps(out))

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""gpu_check_test.py: what tests/gpu/check.py reads from reports, on made-up ones, here where
+no GPU is: the launches a rank's own reports count, the kernels on each rank's tracks of a
+timeline the job's merge (share/pasta/job.py) wrote, and a DDP_PIPELINES that names no
+pipeline failing before anything runs."""
+import contextlib
+import io
+import json
+import os
+import shutil
+import sys
+import tempfile
+import types
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests", "gpu"))
+sys.path.insert(0, os.path.join(ROOT, "share", "pasta"))
+sys.path.insert(0, os.path.dirname(HERE))
+import check  # noqa: E402
+import checks  # noqa: E402
+import job  # noqa: E402
+
+
+def write(path, doc):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(doc, f)
+
+
+def rank_launches(tmp):
+    write(f"{tmp}/r0/kernel_freq.json", {"summary": {"launches": 388}})
+    write(f"{tmp}/r1/event_count.json", {"tables": {"events": [
+        {"event": "KernelComplete", "count": 409}, {"event": "KernelLaunch", "count": 409}]}})
+    os.makedirs(f"{tmp}/r2")
+    checks.expect("a rank's kernel_freq.json launches", check.rank_launches(f"{tmp}/r0"), 388)
+    checks.expect("a rank's event_count.json KernelLaunch (--record)",
+                  check.rank_launches(f"{tmp}/r1"), 409)
+    checks.expect("a rank without reports", check.rank_launches(f"{tmp}/r2"), None)
+
+
+def rank_tracks(tmp):
+    """Two ranks' timelines merged by job.merge_timelines: kernels counted by the rank the
+    track's name gives, whatever its number; the second rank's GPU 1 track too."""
+    kernels = {0: [(1, 3), (2, 0)], 1: [(1, 5), (2, 2)]}  # rank: [(device pid, kernels)]
+    procs = []
+    for rank, devices in kernels.items():
+        d = f"{tmp}/job/rank{rank}"
+        events = [{"name": "pasta_origin", "ph": "i", "ts": 0, "args": {"clock_ns": 1000}}]
+        for pid, n in devices:
+            events.append({"name": "process_name", "ph": "M", "pid": pid,
+                           "args": {"name": f"GPU {pid - 1}"}})
+            events += [{"name": f"k{i}", "cat": "kernel", "ph": "X", "pid": pid, "tid": 7,
+                        "ts": 10 * i, "dur": 5} for i in range(n)]
+        write(f"{d}/timeline.trace.json", {"pasta": {"clock_ns": 1000, "wall_ns": 5000},
+                                           "traceEvents": events})
+        procs.append(types.SimpleNamespace(dir=d, has_reports=True, host="h", pid=40 + rank,
+                                           label=job.label(rank, 40 + rank)))
+    # Rank 1's timeline first: its tracks get the lower numbers.
+    job.merge_timelines(procs[::-1], f"{tmp}/job/job.trace.json")
+    checks.expect("kernels on each rank's own tracks of the merged timeline",
+                  check.kernels_per_rank_track(f"{tmp}/job"), {0: 3, 1: 7})
+    with open(f"{tmp}/job/job.trace.json") as f:
+        doc = json.load(f)
+    doc["traceEvents"].append({"name": "stray", "cat": "kernel", "ph": "X", "pid": 999, "ts": 1})
+    write(f"{tmp}/job/job.trace.json", doc)
+    checks.expect("a kernel on a track of no rank",
+                  check.kernels_per_rank_track(f"{tmp}/job"), {0: 3, 1: 7, None: 1})
+
+
+def matrix_cells(tmp):
+    """What each results-matrix pipeline's report says the example launched."""
+    write(f"{tmp}/m/kernel_freq.json", {"summary": {"launches": 698}})
+    write(f"{tmp}/m/op_summary.json", {"summary": {"kernels": 612, "calls": 4000}})
+    write(f"{tmp}/m/timeline.trace.json", {"traceEvents": [
+        {"name": "k", "cat": "kernel", "ph": "X", "pid": 1, "ts": i} for i in range(5)] + [
+        {"name": "copy", "cat": "memcpy", "ph": "X", "pid": 1, "ts": 9}]})
+    write(f"{tmp}/m/sanitizer.json", {"summary": {"launches instrumented": 688,
+                                                  "graph kernel launches (run uninstrumented)": 10}})
+    write(f"{tmp}/s/sanitizer.json", {"summary": {"launches instrumented": 5}})
+    checks.expect("cells: kernel_freq, timeline, op_summary, mem_hotness (instrumented + graph)",
+                  [check.pipeline_launches(f"{tmp}/m", t)
+                   for t in ("kernel_freq", "timeline", "op_summary", "mem_hotness")],
+                  [698, 5, 612, 698])
+    checks.expect("mem_hotness without graph kernels", check.pipeline_launches(f"{tmp}/s",
+                                                                               "mem_hotness"), 5)
+    checks.expect("a cell with no report", check.pipeline_launches(f"{tmp}/none", "kernel_freq"),
+                  None)
+
+
+def ddp_pipelines(tmp):
+    """DDP_PIPELINES naming no pipeline fails the case before it starts a process."""
+    text = io.StringIO()
+    os.environ["DDP_PIPELINES"] = "memory,default"
+    try:
+        with contextlib.redirect_stdout(text):
+            got = check.case_ddp(f"{tmp}/no-build", f"{tmp}/ddp")
+    finally:
+        del os.environ["DDP_PIPELINES"]
+    print(text.getvalue())
+    checks.expect("DDP_PIPELINES=memory,default: the case fails", got, False)
+    checks.expect("... saying which name is unknown", text.getvalue().splitlines(),
+                  ["FAIL DDP_PIPELINES=memory,default names ['memory']; known: "
+                   "default,--torch,--record,--memory"])
+    checks.expect("... having run nothing", os.path.exists(f"{tmp}/ddp"), False)
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="pasta-gpu-check-")
+    try:
+        rank_launches(tmp)
+        rank_tracks(tmp)
+        matrix_cells(tmp)
+        ddp_pipelines(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return checks.summary("check.py: every made-up report read as its maker wrote it")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

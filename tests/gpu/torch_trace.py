@@ -1,0 +1,16 @@
+"""What the PyTorch GPU tests' scripts read from a torch.profiler run: its kernels by name, from
+its raw trace (the exported trace's kernel events). No torch import: a script that must not
+change what CUDA does (tests/gpu/count_kernels.py) can use it too."""
+import collections
+import json
+import os
+import tempfile
+
+
+def kernel_names(prof):
+    """{kernel name: launches} of a finished torch.profiler run, from its raw trace."""
+    with tempfile.TemporaryDirectory() as d:
+        prof.export_chrome_trace(os.path.join(d, "trace.json"))
+        with open(os.path.join(d, "trace.json")) as f:
+            events = json.load(f)["traceEvents"]
+    return collections.Counter(e["name"] for e in events if e.get("cat") == "kernel")
