@@ -1,10 +1,12 @@
 // pasta-trace: look into a recorded trace and replay it through the
 // default analysis tools (and the timeline), on any machine, GPU or not.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <map>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include <fmt/core.h>
 
@@ -91,6 +93,38 @@ int dump(const std::string& path, std::uint64_t limit) {
   }
 }
 
+// run.json for the report page: what was replayed, the program that was
+// recorded, where and when, on which GPUs (the trace's DeviceInfo events).
+void write_run_info(const std::string& path, const std::string& out_dir) {
+  nlohmann::json gpus = nlohmann::json::array();
+  nlohmann::json info = nlohmann::json::object();
+  try {
+    pasta::trace::TraceReader r(path);
+    for (const auto& [key, value] : r.metadata()) {
+      if (key == "command") info["program"] = value;
+      if (key == "recorded_at") info["started"] = value;
+      if (key == "host") info["host"] = value;
+    }
+    const auto want = [](pasta::EventKind k) { return k == pasta::EventKind::device_info; };
+    while (r.next_block(
+        [&](const auto& e) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(e)>, pasta::DeviceInfo>) {
+            const std::string name(pasta::name_of(e.name));
+            if (std::find(gpus.begin(), gpus.end(), name) == gpus.end()) gpus.push_back(name);
+          }
+        },
+        want)) {
+    }
+  } catch (const pasta::trace::TraceError&) {  // the replay itself said what is wrong
+  }
+  info["replay_of"] = path;
+  info["gpus"] = gpus;
+  info["replayed_by"] = std::string("pasta-trace ") + PASTA_VERSION_STRING;
+  const std::string file = pasta::detail::join_path(out_dir, "run.json");
+  if (const auto why = pasta::detail::write_file(file, info.dump(2) + "\n"); !why.empty())
+    fmt::print(stderr, "pasta-trace: {} not written: {}\n", file, why);
+}
+
 int replay(const std::string& path, const std::string& out_dir) {
   pasta::Config cfg;
   cfg.trace_file = path;
@@ -111,6 +145,7 @@ int replay(const std::string& path, const std::string& out_dir) {
   }
   Prof prof(cfg);
   prof.stop();
+  write_run_info(path, cfg.output_dir);
   return prof.handler().complete() ? 0 : 1;
 }
 

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs what building and testing pasta needs on Debian/Ubuntu: the
 # compiler toolchain, Boost (Hana, CRC, Container), fmt, nlohmann/json,
-# doctest, Google Benchmark; with --all also Chromium (for the report test), Debian's HIP and rocPRIM,
-# and from PyPI Conan, Jinja2, matplotlib, atheris and the Compute Sanitizer API wheel. Does nothing for what is already there; safe to run again.
+# doctest, Google Benchmark, and from PyPI Jinja2 and matplotlib (the report page and its
+# charts); with --all also Chromium (for the report test), Debian's HIP and rocPRIM,
+# and from PyPI Conan, atheris and the Compute Sanitizer API wheel. Does nothing for what is
+# already there; safe to run again.
 set -euo pipefail
 
 need_apt=()
@@ -25,17 +27,25 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${need_apt[@]}"
 fi
 
+# The report page: Jinja2 renders it, matplotlib draws its charts. The README's two
+# commands need them, so they come with the default install.
+py=$(command -v python3)
+if ! "$py" -c "import jinja2, matplotlib" >/dev/null 2>&1; then
+  if "$py" -m pip --version >/dev/null 2>&1; then
+    echo "install-deps: installing Jinja2 and matplotlib (the report page and its charts)"
+    "$py" -m pip install -q "jinja2>=3" "matplotlib>=3.7" ||
+      echo "install-deps: Jinja2 or matplotlib did not install: the page or its charts will say so"
+  else
+    echo "install-deps: no pip: the report page needs Jinja2 and matplotlib (python3 -m pip install jinja2 matplotlib)"
+  fi
+fi
+
 if [ "${1:-}" = "--all" ]; then
-  py=$(command -v python3)
   "$py" -m pip --version >/dev/null 2>&1 || { echo "install-deps: pip is missing"; exit 1; }
   "$py" -m pip show conan >/dev/null 2>&1 || "$py" -m pip install -q "conan>=2,<3"
   # The Sanitizer API headers and library for the nv::Sanitizer handler,
   # matching nvcc 13.0.
-  # Jinja2 renders `pasta report`'s HTML page; Chromium (Debian) is the
-  # browser the report test loads it in.
-  "$py" -m pip show jinja2 >/dev/null 2>&1 || "$py" -m pip install -q "jinja2>=3"
-  # matplotlib draws the report's charts as inline SVG (share/pasta/charts.py).
-  "$py" -m pip show matplotlib >/dev/null 2>&1 || "$py" -m pip install -q "matplotlib>=3.7"
+  # Chromium (Debian, below) is the browser the report test loads the page in.
   # jsonschema: checks the per-operator profile against docs/schema.
   "$py" -m pip show jsonschema >/dev/null 2>&1 || "$py" -m pip install -q "jsonschema>=4"
   # atheris: libFuzzer for Python, for the launcher's fuzz target (tests/fuzz).

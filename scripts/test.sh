@@ -16,5 +16,16 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 cmake --build "$build" --parallel "$(nproc)"
 cd "$build"
 ctest --no-tests=error --output-on-failure --parallel "$(nproc)" -LE gpu
-# The GPU tests run where a GPU is, and are listed as skipped where none is.
-ctest --output-on-failure -L gpu
+# The GPU tests run where a GPU is; where none is, each skips, and ctest (which counts a skip
+# as passed) is followed by the count a reader needs.
+gpu_log=$(mktemp)
+trap 'rm -f "$gpu_log"' EXIT
+ctest --output-on-failure -L gpu | tee "$gpu_log"
+skipped=$(grep -c '\*\*\*Skipped' "$gpu_log" || true)
+if [ "$skipped" -gt 0 ]; then
+  if nvidia-smi -L >/dev/null 2>&1; then
+    echo "test.sh: $skipped GPU tests skipped on a machine with a GPU (see the reasons above)"
+  else
+    echo "test.sh: $skipped GPU tests skipped: no GPU (tests/gpu/run.sh runs them on a GPU machine)"
+  fi
+fi

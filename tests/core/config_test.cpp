@@ -7,6 +7,7 @@
 #include <string>
 
 #include <pasta/core/config.hpp>
+#include <pasta/core/detail/profiler_setup.hpp>
 #include <pasta/core/profiler.hpp>
 
 using namespace pasta;

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <pasta/core/detail/this_process.hpp>
 #include <pasta/core/process.hpp>
 #include <pasta/pasta.hpp>
 

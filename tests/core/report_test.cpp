@@ -149,3 +149,23 @@ TEST_CASE("kernel names shorten to the function and its template arguments") {
         "at::native::FillFunctor<float> const&)::{lambda(int)#1}>");
   CHECK(detail::short_kernel_name("sm90_xmma_gemm_kernel") == "sm90_xmma_gemm_kernel");
 }
+
+TEST_CASE("the console's form leaves out tables with no rows; a tool with nothing is one line") {
+  Report r("mixed");
+  r.summary("kernels", 2);
+  r.table("empty", "Nothing here", {"a"});
+  r.table("full", "Something", {"a"}).row(1);
+  const std::string console = detail::render_text(r, 20, true);
+  CHECK(console.find("Nothing here") == std::string::npos);
+  CHECK(console.find("Something") != std::string::npos);
+  CHECK(detail::render_text(r, 20).find("Nothing here") != std::string::npos);  // the file's form
+
+  Report none("mem_hotness");
+  none.summary("accesses", 0);
+  none.table("pages", "Pages", {"page"});
+  none.table("kernels", "Kernels", {"kernel"});
+  CHECK(detail::render_text(none, 20, true) == "== pasta mem_hotness: nothing recorded\n");
+  none.mark_partial("the trace was cut off");
+  CHECK(detail::render_text(none, 20, true) ==
+        "== pasta mem_hotness: nothing recorded (partial: the trace was cut off)\n");
+}

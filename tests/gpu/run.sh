@@ -87,6 +87,9 @@ targets=()
 [ "$what" = memory ] && targets=(--target access_pattern access_pattern_pasta access_pattern_cpu
   annotated annotated_pasta
   pasta_memory pasta_memory_cpu pasta_memory_record memory_workloads uvm_advice uvm_advice_pasta)
+# Everything (`all`) leaves out the benchmarks' own libraries: all and bench build them.
+[ "$what" = all ] && targets=(--target all pasta_bench_kernel_freq pasta_bench_kernel_freq_timeline
+  pasta_bench_aten pasta_bench_op_floor inject_torch_bench)
 cmake --build "$build" --parallel "$(nproc)" "${targets[@]}" >"$work/build.log" 2>&1 ||
   { grep -E "error|Error" "$work/build.log" | head -60 | tee "$out/build-errors.log"; exit 1; }
 

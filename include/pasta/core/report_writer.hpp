@@ -19,7 +19,9 @@ PASTA_FUNC std::string cell_text(const Cell& c, int precision);
 
 // The text report; `top` limits the rows shown per table (the files always
 // hold every row).
-PASTA_FUNC std::string render_text(const Report& r, std::size_t top);
+// `console`: the short form the terminal gets (no empty tables; a tool with
+// nothing recorded is one line).
+PASTA_FUNC std::string render_text(const Report& r, std::size_t top, bool console = false);
 
 // One table as RFC 4180 CSV.
 PASTA_FUNC std::string to_csv(const Table& t);

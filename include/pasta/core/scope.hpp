@@ -3,9 +3,14 @@
 // ScopeBegin/ScopeEnd events for every live profiler and an NVTX range for
 // Nsight. With PASTA_DISABLE defined, all of it compiles to nothing.
 //
-// The client header: it includes no standard header beyond <cstddef> and
-// <cstdint>, so that marking regions costs a translation unit next to
-// nothing once pasta is compiled (PASTA_COMPILED, docs/user-guide.md, "Compile time").
+// The client header: it includes no standard header beyond <cstddef>,
+// <cstdint> and <cstdio>, and no code of pasta's, so that marking regions
+// costs a translation unit next to nothing in every build. The code behind
+// it has C names and is the program's pasta code: pasta::runtime, the unit
+// that defines PASTA_IMPLEMENT, or in a header-only build any unit that
+// includes the profiler (core/detail/scope_impl.hpp). A program with none of
+// that runs, its scopes doing nothing, and says so once
+// (docs/user-guide.md, "Compile time").
 // PASTA_SCOPE interns its name once per call site: give it a literal, or
 // use pasta::Scope for a name that changes.
 #pragma once
@@ -36,17 +41,58 @@ struct Scope {
 
 #else
 
+#include <cstdio>
+
 #include <pasta/core/detail/api.hpp>
+
+// The interned name's id (NameId::value); enters the scope of that name on
+// this thread, with an NVTX range; leaves this thread's innermost scope
+// (logs once if there is none). In a header-only build they are weak, null
+// where the program has no pasta code; a compiled build links the runtime,
+// whose object they pull in.
+#ifdef PASTA_COMPILED
+#define PASTA_DETAIL_SCOPE_LINK
+#else
+#define PASTA_DETAIL_SCOPE_LINK __attribute__((weak))
+#endif
+extern "C" {
+PASTA_DETAIL_SCOPE_LINK std::uint32_t pasta_scope_name_v1(const char* name, std::size_t size);
+PASTA_DETAIL_SCOPE_LINK void pasta_scope_begin_v1(std::uint32_t name);
+PASTA_DETAIL_SCOPE_LINK void pasta_scope_end_v1();
+}
 
 namespace pasta {
 
 namespace detail {
-// The interned name's id (NameId::value).
-PASTA_FUNC std::uint32_t scope_name(const char* name, std::size_t size);
-// Enters the scope of that name on this thread, with an NVTX range.
-PASTA_FUNC void scope_begin(std::uint32_t name);
-// Leaves this thread's innermost scope; logs once if there is none.
-PASTA_FUNC void scope_end();
+// Said once, the first time a scope is marked in a program without pasta's code.
+inline void scope_code_missing() {
+  static bool said = false;
+  if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
+    std::fputs(
+        "pasta: PASTA_SCOPE and pasta::start/end do nothing here: no unit of this program has "
+        "pasta's code (link pasta::runtime, define PASTA_IMPLEMENT in one unit, or include "
+        "the profiler's headers in one)\n",
+        stderr);
+}
+#ifdef PASTA_COMPILED
+inline std::uint32_t scope_name(const char* name, std::size_t size) {
+  return pasta_scope_name_v1(name, size);
+}
+inline void scope_begin(std::uint32_t name) { pasta_scope_begin_v1(name); }
+inline void scope_end() { pasta_scope_end_v1(); }
+#else
+inline std::uint32_t scope_name(const char* name, std::size_t size) {
+  if (pasta_scope_name_v1) return pasta_scope_name_v1(name, size);
+  scope_code_missing();
+  return 0;
+}
+inline void scope_begin(std::uint32_t name) {
+  if (pasta_scope_begin_v1) pasta_scope_begin_v1(name);
+}
+inline void scope_end() {
+  if (pasta_scope_end_v1) pasta_scope_end_v1();
+}
+#endif
 
 // A name as its characters: a string literal or C string, or anything
 // with data() and size() (std::string, std::string_view).
@@ -91,9 +137,5 @@ class Scope {
 #define PASTA_SCOPE(name)                                                                  \
   static const ::pasta::detail::ScopeSite PASTA_DETAIL_CAT(pasta_scope_site_, __LINE__){name}; \
   const ::pasta::Scope PASTA_DETAIL_CAT(pasta_scope_, __LINE__)(PASTA_DETAIL_CAT(pasta_scope_site_, __LINE__))
-
-#ifdef PASTA_DETAIL_DEFINE
-#include <pasta/core/detail/scope_registry.hpp>
-#endif
 
 #endif  // PASTA_DISABLE

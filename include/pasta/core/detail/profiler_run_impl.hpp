@@ -96,6 +96,8 @@ PASTA_FUNC void ProfilerRun::write(Report& r, Pass& pass) const {
   r.set_window(pass.window_line);
   for (auto& f : write_report(r, pass.announce ? config_ : quiet_))
     pass.files.push_back(std::move(f));
+  // The files the tool wrote itself (a timeline, a profile, a picture) are reports too.
+  for (const auto& f : r.attachments()) pass.files.push_back(f);
 }
 
 PASTA_FUNC void ProfilerRun::end_reports(const RunActivity& a, Pass pass, std::uint64_t reentrant,

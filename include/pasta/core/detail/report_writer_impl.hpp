@@ -59,13 +59,22 @@ inline std::string clip(std::string s) {
 }
 
 // `top` limits the rows shown per table; the files always hold every row.
-PASTA_FUNC std::string render_text(const Report& r, std::size_t top) {
+// `console`: what the program's terminal gets, short: a table with no rows
+// is left out, and a tool whose tables all have none is one line.
+PASTA_FUNC std::string render_text(const Report& r, std::size_t top, bool console) {
+  const bool nothing = !r.tables().empty() &&
+                       std::all_of(r.tables().begin(), r.tables().end(),
+                                   [](const Table& t) { return t.rows().empty(); });
+  if (console && nothing)
+    return fmt::format("== pasta {}: nothing recorded{}\n", r.tool(),
+                       r.partial().empty() ? "" : " (partial: " + r.partial() + ")");
   std::string out = fmt::format("== pasta {} ==\n", r.tool());
   if (!r.partial().empty()) out += fmt::format("PARTIAL REPORT: {}\n", r.partial());
   if (!r.window().empty()) out += fmt::format("WINDOW: {}\n", r.window());
   for (const auto& [key, value] : r.summary())
     out += fmt::format("  {}: {}\n", key, cell_text(value, 3));
   for (const Table& t : r.tables()) {
+    if (console && t.rows().empty()) continue;
     const std::size_t shown = std::min(top, t.rows().size());
     out += fmt::format("\n{}", t.title());
     if (shown < t.rows().size()) out += fmt::format(" (top {} of {})", shown, t.rows().size());
@@ -166,10 +175,11 @@ PASTA_FUNC bool prepare_output_dir(const Config& cfg) {
 // Prints and writes one report. Returns the files written.
 PASTA_FUNC std::vector<std::string> write_report(const Report& r, const Config& cfg) {
   std::vector<std::string> written;
-  const std::string text = render_text(r, cfg.top);
+  const std::string text = render_text(r, cfg.top, false);
   if (cfg.print != PrintTo::none) {
     std::FILE* to = cfg.print == PrintTo::stdout_ ? stdout : stderr;
-    std::fwrite(text.data(), 1, text.size(), to);
+    const std::string console = render_text(r, cfg.top, true);
+    std::fwrite(console.data(), 1, console.size(), to);
     std::fflush(to);
   }
   if (cfg.formats == 0 || !prepare_output_dir(cfg)) return written;

@@ -97,15 +97,23 @@ PASTA_FUNC bool scope_exit(bool nvtx) {
   return true;
 }
 
-PASTA_FUNC std::uint32_t scope_name(const char* name, std::size_t size) {
-  return intern(std::string_view(name, size)).value;
-}
-
-PASTA_FUNC void scope_begin(std::uint32_t name) { scope_enter(NameId{name}, true); }
-
-PASTA_FUNC void scope_end() {
-  if (!scope_exit(true))
-    log_once("scope:unbalanced", "pasta::end() without a matching pasta::start(); ignored");
-}
-
 }  // namespace pasta::detail
+
+// What core/scope.hpp's client calls reach. `used`: emitted by every unit
+// that includes this in a header-only build, though none of them calls them.
+extern "C" {
+__attribute__((used)) PASTA_FUNC std::uint32_t pasta_scope_name_v1(const char* name,
+                                                                   std::size_t size) {
+  return pasta::intern(std::string_view(name, size)).value;
+}
+
+__attribute__((used)) PASTA_FUNC void pasta_scope_begin_v1(std::uint32_t name) {
+  pasta::detail::scope_enter(pasta::NameId{name}, true);
+}
+
+__attribute__((used)) PASTA_FUNC void pasta_scope_end_v1() {
+  if (!pasta::detail::scope_exit(true))
+    pasta::detail::log_once("scope:unbalanced",
+                            "pasta::end() without a matching pasta::start(); ignored");
+}
+}
