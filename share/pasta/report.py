@@ -75,15 +75,35 @@ def _row(row, columns):
     return cells
 
 
+# A tool whose summary counts none of these recorded nothing, whatever its tables hold
+# (tensor_alloc's lifetime table has a row per decade, all zeros).
+COUNTED_BY = {"tensor_alloc": "allocations", "op_summary": "calls",
+              "module_summary": "operator calls", "mem_hotness": "accesses"}
+# The order a tool's tables are shown in, where it is not the alphabet's.
+TABLE_ORDER = {"op_counters": ["verdicts", "operators", "kernel_verdicts"],
+               "module_summary": ["modules", "lines", "module_kernels"],
+               "tensor_alloc": ["devices", "lines", "operators", "sizes", "lifetimes", "timeline"]}
+
+
 def _nothing(name, report, tables):
     """The one line a tool with nothing to show gets, or None."""
     summary = report.get("summary", {})
     if name == "op_counters" and not summary.get("measured") and not summary.get(
             "propagated from a measured launch of the same signature"):
         return NOTHING[name]
+    if name in COUNTED_BY and summary.get(COUNTED_BY[name]) == 0:
+        return NOTHING.get(name, "nothing recorded")
     if report.get("tables") and not any(t["total"] for t in tables):
         return NOTHING.get(name, "nothing recorded")
     return None
+
+
+def _ordered(name, tables):
+    order = TABLE_ORDER.get(name)
+    if order:
+        return sorted(tables, key=lambda t: (order.index(t["name"]) if t["name"] in order
+                                             else len(order), t["name"]))
+    return sorted(tables, key=lambda t: t["name"], reverse=(name == "uvm_hotness"))
 
 
 def collect(out_dir, window=None, step=None):
@@ -132,7 +152,7 @@ def collect(out_dir, window=None, step=None):
                       "nothing": _nothing(name, report, tables),
                       "chart": _tool_chart(name, report),
                       "tree": module_tree(report) if name == "module_summary" else None,
-                      "tables": [t for t in tables if t["total"]]})
+                      "tables": _ordered(name, [t for t in tables if t["total"]])})
     timeline = next((f for f in files if f.endswith(".trace.json") and f != "job.trace.json"),
                     None)
     job = None

@@ -84,6 +84,8 @@ targets=()
 [ "$what" = compiled ] && targets=(--target pasta_inject pasta_counters inject_torch inject_torch_counters
   inject_torch_memory launches launches_pasta)
 [ "$what" = record-gpt ] && targets=(--target pasta_inject inject_torch_record pasta-trace)
+[ "$what" = modules ] && targets=(--target pasta_inject inject_torch inject_torch_record
+  inject_torch_counters pasta-trace)
 [ "$what" = memory ] && targets=(--target access_pattern access_pattern_pasta access_pattern_cpu
   annotated annotated_pasta
   pasta_memory pasta_memory_cpu pasta_memory_record memory_workloads uvm_advice uvm_advice_pasta)
@@ -187,6 +189,26 @@ if [ "$what" = record-gpt ]; then
     "$out/gpt12_torch_h100.pasta" "$build/bin/pasta" run --torch --record -o "$work/rec-gpt" -- \
     python3 examples/pytorch/gpt_block.py --layers 12 --steps 3
   tail -3 "$work/record-gpt.log"; ls -la "$out"/*.pasta
+fi
+if [ "$what" = modules ]; then
+  echo "== nn.Modules, source lines and verdicts (issue 53)"
+  gpu_tests modules "gpu: (${MODULES_TESTS:-modules_small|modules_gpt2|modules_resnet18|verdicts})$"
+  grep -E "^([0-9]+: )?(FAIL|modules and|verdicts|aten::|ceilings|[0-9]+ forward|GPT2|ResNet|Net)" \
+    "$out/gpu-tests-modules.log" | sed -E "s/^[0-9]+: //" | head -80
+  cp "$build/gpu-out/verdicts/op_counters.json" "$out/verdicts_op_counters.json" 2>/dev/null
+  if [ "${MODULES_RECORD:-1}" = 1 ]; then
+    echo "== record traces with modules and lines for tests/data (GPT-2 eager at 2 and 8, compiled at 2)"
+    : >"$work/record-modules.log"
+    for rec in "gpt2_b2 --batch 2" "gpt2_b8 --batch 8" "gpt2_compiled_b2 --batch 2 --compile"; do
+      set -- $rec
+      name=$1
+      shift
+      record "record $name" "$work/record-modules.log" "$work/rec-$name/trace.pasta" \
+        "$out/${name}_h200.pasta" "$build/bin/pasta" run --torch --record -o "$work/rec-$name" -- \
+        python3 tests/torch/modules_model.py --model gpt2 --device cuda --steps 3 "$@"
+    done
+    tail -3 "$work/record-modules.log"; ls -la "$out"/*.pasta
+  fi
 fi
 if [ "$what" = annotations ]; then
   echo "== device-annotation GPU tests"

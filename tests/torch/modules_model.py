@@ -77,36 +77,40 @@ class Net(nn.Module):
             return self.head(x)  # line: net head
 
 
-def small(device):
+# Each model is built on the CPU, before any profiler starts; then the model
+# and its inputs go to the device, inside the profiled span.
+def small():
     torch.manual_seed(0)
-    model = Net().to(device)
-    x = torch.randn(4, 8, device=device)
-    y = torch.randn(4, 4, device=device)
-    return model, lambda out: ((out - y) ** 2).mean(), x  # line: loss
+
+    def inputs(device):
+        return torch.randn(4, 8, device=device), torch.randn(4, 4, device=device)  # line: inputs
+
+    def loss(out, y):
+        return ((out - y) ** 2).mean()  # line: loss
+    return Net(), loss, inputs
 
 
-def gpt2(device):
+def gpt2(batch):
     from transformers import GPT2Config, GPT2LMHeadModel
     torch.manual_seed(0)
     cfg = GPT2Config(n_layer=2, n_head=4, n_embd=128, vocab_size=1000, n_positions=64)
-    model = GPT2LMHeadModel(cfg).to(device)
-    ids = torch.randint(0, 1000, (2, 32), device=device)
-    return model, lambda out: out.logits.float().mean(), ids
+    return (GPT2LMHeadModel(cfg), lambda out, y: out.logits.float().mean(),
+            lambda device: (torch.randint(0, 1000, (batch, 32), device=device), None))
 
 
-def resnet18(device):
+def resnet18(batch):
     import torchvision
     torch.manual_seed(0)
-    model = torchvision.models.resnet18(num_classes=10).to(device)
-    x = torch.randn(2, 3, 64, 64, device=device)
-    return model, lambda out: out.mean(), x
+    return (torchvision.models.resnet18(num_classes=10), lambda out, y: out.mean(),
+            lambda device: (torch.randn(batch, 3, 64, 64, device=device), None))
 
 
-def steps(model, loss_fn, x, n):
+def steps(model, loss_fn, xy, n):
+    x, y = xy
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     for _ in range(n):
         opt.zero_grad(set_to_none=True)  # line: zero_grad
-        loss = loss_fn(model(x))
+        loss = loss_fn(model(x), y)
         loss.backward()  # line: backward
         opt.step()  # line: step
 
@@ -119,20 +123,21 @@ def no_modules(device, n):
 
 
 def write_truth(prof, path):
+    """Every event of torch.profiler's run, raw (prof.events() would merge an
+    operator into a same-named only child): operators with their thread, times,
+    scope, sequence number and forward thread, and kernels with the correlation
+    id of the operator that launched them."""
     rows = []
-    for e in prof.events():
-        if e.device_type != torch.autograd.DeviceType.CPU:
-            continue
+    for e in prof.profiler.kineto_results.events():
         rows.append({
-            "id": e.id, "name": e.name, "thread": e.thread, "scope": e.scope,
-            "sequence": e.sequence_nr, "fwd_thread": e.fwd_thread,
-            "start": e.time_range.start, "end": e.time_range.end,
-            "parent": e.cpu_parent.id if e.cpu_parent is not None else None,
-            "stack": list(e.stack or []),
-            "kernels": [[k.name, k.duration] for k in e.kernels],
+            "name": e.name(), "thread": e.start_thread_id(), "scope": e.scope(),
+            "sequence": e.sequence_nr(), "fwd_thread": e.fwd_thread_id(),
+            "start": e.start_ns(), "end": e.start_ns() + e.duration_ns(),
+            "id": e.correlation_id(), "linked": e.linked_correlation_id(),
+            "device": str(e.device_type()).rsplit(".", 1)[-1],
         })
     with open(path, "w") as f:
-        json.dump({"events": rows, "torch_dir": os.path.dirname(torch.__file__)}, f)
+        json.dump({"events": rows}, f)
 
 
 def main():
@@ -140,29 +145,35 @@ def main():
     p.add_argument("--model", choices=["small", "none", "gpt2", "resnet18"], default="small")
     p.add_argument("--device", default="cpu")
     p.add_argument("--steps", type=int, default=2)
+    p.add_argument("--batch", type=int, default=2, help="gpt2 and resnet18: the batch size")
+    p.add_argument("--compile", action="store_true", help="torch.compile the model")
     p.add_argument("--probe", help="a pasta pipeline library to load after torch")
     p.add_argument("--truth", help="write torch.profiler's operator events here")
     args = p.parse_args()
+    if args.model != "none":
+        build = {"small": small, "gpt2": gpt2, "resnet18": resnet18}[args.model]
+        model, loss_fn, inputs = build() if args.model == "small" else build(args.batch)
+    # The profiled span begins here, for pasta and for torch.profiler alike.
     if args.device == "cuda":
-        torch.cuda.init()  # pasta run starts at cuInit: before the first step
+        torch.cuda.init()  # pasta run starts at cuInit
     if args.probe:
         lib = ctypes.CDLL(args.probe, mode=ctypes.RTLD_GLOBAL)
         lib.InitializeInjection()
-    if args.model != "none":
-        model, loss_fn, x = {"small": small, "gpt2": gpt2, "resnet18": resnet18}[args.model](
-            args.device)
     prof = None
     if args.truth:
         from torch.profiler import ProfilerActivity, profile
         acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if args.device == "cuda" else [])
         if args.model != "none":
             install_truth_hooks(model)
-        prof = profile(activities=acts, with_stack=True)
+        prof = profile(activities=acts)
         prof.__enter__()
     if args.model == "none":
         no_modules(args.device, args.steps)
     else:
-        steps(model, loss_fn, x, args.steps)
+        model = model.to(args.device)  # line: to device
+        if args.compile:
+            model = torch.compile(model)
+        steps(model, loss_fn, inputs(args.device), args.steps)
     if args.device == "cuda":
         torch.cuda.synchronize()
     if prof is not None:

@@ -34,6 +34,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -200,6 +201,9 @@ class Aten {
     std::array<Named, 512> recent{};  // 2^9: op_name takes the hash's top 9 bits
     std::unordered_map<std::string_view, NameId> names;  // views of interned text
     std::vector<OpContext> launches;  // open compiled-kernel launches (id 0: not recorded)
+    // autograd's evaluate_function wrapper, held back until the node it runs
+    // starts and says the forward the wrapper belongs to (see place()).
+    std::optional<OpBegin> deferred;
   };
   static ThreadState& thread_state() {
     thread_local ThreadState state;
@@ -249,25 +253,31 @@ class Aten {
       ctx->thread = pasta::detail::thread_id();
       ctx->depth = static_cast<std::uint32_t>(t.open.size());
       const std::uint64_t parent = t.open.empty() ? 0 : t.open.back().id;
-      const Open open = self->place(t, fn, *ctx);
+      const bool wrapper = self->tracking_ && is_backward_wrapper(fn.name());
+      Open open = wrapper ? Open{.id = ctx->id, .backward = true} : self->place(t, fn, *ctx);
+      if (t.deferred) self->flush_deferred(t, open);
       t.open.push_back(open);
       if (const auto* hooks = pasta::detail::op_correlator().load(std::memory_order_acquire)) {
         hooks->enter(ctx->id, ctx->name);
         ctx->tagged = true;
       }
       self->stats_.ops.fetch_add(1, std::memory_order_relaxed);
-      self->emit_begin_(
-          self->sink_, OpBegin{.id = ctx->id,
-                               .parent = parent,
-                               .sequence = fn.seqNr(),
-                               .name = ctx->name,
-                               .inputs = self->inputs_ ? intern(detail::inputs_text(fn)) : NameId{},
-                               .thread = ctx->thread,
-                               .depth = ctx->depth,
-                               .time_ns = pasta::detail::now_ns(),
-                               .module = open.module,
-                               .source = open.source,
-                               .backward = open.backward});
+      const OpBegin begin{.id = ctx->id,
+                          .parent = parent,
+                          .sequence = fn.seqNr(),
+                          .name = ctx->name,
+                          .inputs = self->inputs_ ? intern(detail::inputs_text(fn)) : NameId{},
+                          .thread = ctx->thread,
+                          .depth = ctx->depth,
+                          .time_ns = pasta::detail::now_ns(),
+                          .module = open.module,
+                          .source = open.source,
+                          .backward = open.backward};
+      if (wrapper) {
+        t.deferred = begin;
+        return ctx;
+      }
+      self->emit_begin_(self->sink_, begin);
       if (self->views_) self->emit_views(fn, ctx->id, ctx->thread);
       return ctx;
     } catch (...) {
@@ -287,6 +297,12 @@ class Aten {
     }
     const std::uint64_t now = pasta::detail::now_ns();
     const bool same_thread = ctx->thread == pasta::detail::thread_id();
+    if (same_thread && thread_state().deferred) {
+      if (Aten* self = current().load(std::memory_order_acquire)) {
+        Open none{};
+        self->flush_deferred(thread_state(), none);
+      }
+    }
     if (same_thread) {
       auto& open = thread_state().open;
       if (!open.empty() && open.back().id == ctx->id)
@@ -321,7 +337,8 @@ class Aten {
   Open place(ThreadState& t, const at::RecordFunction& fn, const OpContext& ctx) {
     Open open{.id = ctx.id, .scope = fn.scope() == at::RecordScope::USER_SCOPE};
     const Open* caller = t.open.empty() ? nullptr : &t.open.back();
-    if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
+    // autograd's evaluate_function wrapper is a FUNCTION, with its node's forward thread.
+    if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION || fn.forwardThreadId() != 0) {
       open.backward = true;
       if (tracking_) {
         const auto origin = origins_.find(fn.forwardThreadId(), fn.seqNr());
@@ -341,6 +358,31 @@ class Aten {
     if (tracking_ && !open.backward)
       origins_.put(at::RecordFunction::currentThreadId(), fn.seqNr(), {open.module, open.source});
     return open;
+  }
+
+  // autograd's "autograd::engine::evaluate_function: XBackward0" wrapper: a
+  // FUNCTION that learns its sequence number only after it started.
+  static bool is_backward_wrapper(const char* name) {
+    static constexpr std::string_view prefix = "autograd::engine::evaluate_function: ";
+    return name && std::strncmp(name, prefix.data(), prefix.size()) == 0;
+  }
+  // Emits the held-back wrapper, with the module and line of `first`, the
+  // first operator it runs (the backward node, which knows its forward), when
+  // that is a backward one; before that operator's own OpBegin.
+  void flush_deferred(ThreadState& t, const Open& first) noexcept {
+    OpBegin begin = *t.deferred;
+    t.deferred.reset();
+    if (first.backward && !t.open.empty() && t.open.back().id == begin.id) {
+      begin.module = first.module;
+      begin.source = first.source;
+      t.open.back().module = first.module;
+      t.open.back().source = first.source;
+    }
+    try {
+      emit_begin_(sink_, begin);
+    } catch (...) {
+      pasta::detail::log_once("aten:start", "torch::Aten: an operator callback failed");
+    }
   }
 
   // A module call returned (detail::ModuleTracker, on the Python thread).
@@ -526,7 +568,12 @@ class Aten {
         const auto address = reinterpret_cast<std::uint64_t>(ptr);
         const std::uint64_t now = pasta::detail::now_ns();
         if (bytes > 0) {
-          const auto& open = thread_state().open;
+          ThreadState& t = thread_state();
+          if (t.deferred) {
+            Open none{};
+            self->flush_deferred(t, none);
+          }
+          const auto& open = t.open;
           self->stats_.allocations.fetch_add(1, std::memory_order_relaxed);
           self->emit_alloc_(self->sink_, TensorAlloc{.address = address,
                                                      .bytes = static_cast<std::uint64_t>(bytes),

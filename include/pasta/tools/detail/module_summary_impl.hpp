@@ -7,9 +7,7 @@
 
 #include <pasta/tools/module_summary.hpp>
 
-namespace pasta::tools {
-
-namespace detail {
+namespace pasta::detail {
 // The key of the largest value in `m` (the smallest key on ties); {} if empty.
 template <class Map>
 typename Map::key_type top_key(const Map& m) {
@@ -20,7 +18,9 @@ typename Map::key_type top_key(const Map& m) {
     if (!any || v > most || (v == most && k.value < best.value)) best = k, most = v, any = true;
   return best;
 }
-}  // namespace detail
+}  // namespace pasta::detail
+
+namespace pasta::tools {
 
 PASTA_FUNC ModuleSummary::Stats& ModuleSummary::at(NameId module) {
   auto [it, added] = modules_.try_emplace(module);

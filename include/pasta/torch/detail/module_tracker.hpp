@@ -110,22 +110,35 @@ class ModuleTracker {
   }
   static const Stats& stats() { return state().stats; }
 
-  // From an operator callback: until the monitoring is in, asks the Python
-  // main thread (a pending call) to look for torch.nn, at most every retry_ns.
+  // From an operator callback: until the monitoring is in, looks for
+  // torch.nn, at most every retry_ns: at once when the calling thread runs
+  // Python (taking the GIL it released for the operator), so that the first
+  // operators already carry their lines; otherwise through a pending call,
+  // which the Python main thread runs between two bytecodes.
   static constexpr std::uint64_t retry_ns = 5'000'000;
   static void poll() {
     State& s = state();
     if (!s.active.load(std::memory_order_relaxed) || s.installed.load(std::memory_order_relaxed) ||
         s.given_up.load(std::memory_order_relaxed))
       return;
-    thread_local std::uint32_t calls = 0;
-    if (++calls % 16 != 1) return;
     const std::uint64_t now = pasta::detail::now_ns();
     if (now - s.last_try_ns.load(std::memory_order_relaxed) < retry_ns) return;
     if (s.pending.exchange(true)) return;
     s.last_try_ns.store(now, std::memory_order_relaxed);
-    if (!s.api.is_initialized() || s.api.add_pending_call(&try_install, nullptr) != 0)
+    if (!s.api.is_initialized()) {
       s.pending.store(false);
+      return;
+    }
+    if (s.api.gil_this_thread() && !s.exiting.load() && !module_thread().walking) {
+      ModuleThread& t = module_thread();
+      t.walking = true;  // Python runs: its operators look nothing up
+      const int gil = s.api.gil_ensure();
+      try_install(nullptr);
+      s.api.gil_release(gil);
+      t.walking = false;
+      return;
+    }
+    if (s.api.add_pending_call(&try_install, nullptr) != 0) s.pending.store(false);
   }
 
   // The module the calling thread runs in now (0 = none).
