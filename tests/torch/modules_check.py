@@ -62,9 +62,12 @@ RUNTIME = re.compile(r"^cu(da)?[A-Z]|^INVALID$")
 
 
 def nest(events):
-    """Each CPU event's parent: the innermost event of its thread whose span holds it."""
+    """Each CPU event's parent: the innermost event of its thread whose span holds it.
+    Events are keyed by their place in the list ("key"): an operator's correlation id and
+    a CUDA API call's come from two counters and can be equal."""
     threads = collections.defaultdict(list)
-    for e in events:
+    for i, e in enumerate(events):
+        e["key"] = i
         if e["device"] == "CPU":
             threads[e["thread"]].append(e)
     for evs in threads.values():
@@ -73,7 +76,7 @@ def nest(events):
         for e in evs:
             while stack and stack[-1]["end"] < e["end"]:
                 stack.pop()
-            e["parent"] = stack[-1]["id"] if stack else None
+            e["parent"] = stack[-1]["key"] if stack else None
             stack.append(e)
 
 
@@ -96,13 +99,13 @@ def truth_modules(events):
     for a backward function (and what it calls) the module of the forward operator
     with its sequence number and forward thread, as torch.profiler links them."""
     nest(events)
-    by_id = {e["id"]: e for e in events if e["device"] == "CPU"}
+    by_key = {e["key"]: e for e in events if e["device"] == "CPU"}
 
     def ancestors(e):
-        p = by_id.get(e["parent"])
+        p = by_key.get(e["parent"])
         while p is not None:
             yield p
-            p = by_id.get(p["parent"])
+            p = by_key.get(p["parent"])
 
     ops = [e for e in events if is_op(e)]
     result, forward = {}, {}
@@ -111,24 +114,24 @@ def truth_modules(events):
             continue
         m = next((a["name"][len("module: "):] for a in ancestors(e)
                   if a["name"].startswith("module: ")), NO_MODULE)
-        result[e["id"]] = m
+        result[e["key"]] = m
         # The last operator with a sequence number made its node (the number goes up
         # after it; operators before it that made none show the same number).
         if e["sequence"] >= 0:
             forward[(e["thread"], e["sequence"])] = m
     for e in ops:
-        if e["id"] in result:
+        if e["key"] in result:
             continue
         outer = [a for a in [e, *ancestors(e)] if backward_root(a)][-1]  # the outermost
-        result[e["id"]] = forward.get((outer["fwd_thread"], outer["sequence"]), NO_MODULE)
+        result[e["key"]] = forward.get((outer["fwd_thread"], outer["sequence"]), NO_MODULE)
     return ops, result
 
 
-def is_backward(e, by_id):
+def is_backward(e, by_key):
     while e is not None:
         if backward_root(e):
             return True
-        e = by_id.get(e["parent"])
+        e = by_key.get(e["parent"])
     return False
 
 
@@ -171,7 +174,7 @@ def expected_line(module, name, marks):
 
 
 def run(cmd, env=None, **kw):
-    r = subprocess.run(cmd, env=env, capture_output=True, text=True, **kw)
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=400, **kw)
     if r.returncode != 0:
         sys.exit(f"modules_check: {' '.join(cmd)} exited {r.returncode}:\n{r.stdout}\n{r.stderr}")
     return r
@@ -221,13 +224,13 @@ def main():
         truth = json.load(f)
     events = truth["events"]
     ops, module_of = truth_modules(events)
-    by_id = {e["id"]: e for e in events if e["device"] == "CPU"}
+    by_key = {e["key"]: e for e in events if e["device"] == "CPU"}
 
     failures = []
     # 1. Forward operators on the main thread, in order: names and modules.
     main_thread = min(e["thread"] for e in ops)
     t_fwd = [e for e in sorted(ops, key=lambda e: e["start"])
-             if e["thread"] == main_thread and not is_backward(e, by_id)]
+             if e["thread"] == main_thread and not is_backward(e, by_key)]
     p_main = pasta_ops[0]["thread"] if pasta_ops else None
     p_fwd = [o for o in pasta_ops if o["thread"] == p_main and o.get("backward", "0") == "0"]
     names_t = [e["name"] for e in t_fwd]
@@ -240,16 +243,16 @@ def main():
                         f"({len(names_t)} against {len(names_p)})")
     module_mismatch = 0
     for e, o in zip(t_fwd, p_fwd):
-        if e["name"] == o["name"] and module_of[e["id"]] != (o.get("module") or NO_MODULE):
+        if e["name"] == o["name"] and module_of[e["key"]] != (o.get("module") or NO_MODULE):
             if module_mismatch < 5:
                 failures.append(f"{e['name']}: module {o.get('module') or NO_MODULE!r}, "
                                 f"torch.profiler's ranges say {module_of[e['id']]!r}")
             module_mismatch += 1
 
     # 2. Operators per module, forward and backward, over every thread.
-    t_counts = collections.Counter(module_of[e["id"]] for e in ops)
+    t_counts = collections.Counter(module_of[e["key"]] for e in ops)
     p_counts = collections.Counter(o.get("module") or NO_MODULE for o in pasta_ops)
-    t_back = collections.Counter(module_of[e["id"]] for e in ops if is_backward(e, by_id))
+    t_back = collections.Counter(module_of[e["key"]] for e in ops if is_backward(e, by_key))
     p_back = collections.Counter(o.get("module") or NO_MODULE for o in pasta_ops
                                  if o.get("backward", "0") != "0")
     for what, t, pc in (("operators", t_counts, p_counts), ("backward operators", t_back, p_back)):
@@ -269,13 +272,12 @@ def main():
     # 4. Kernels per module (GPU): each kernel's module is its operator's.
     if args.device == "cuda":
         t_kernels = collections.Counter()
+        op_by_id = {e["id"]: e for e in ops}  # operators' correlation ids, which kernels link to
         for k in events:
             if k["device"] != "CUDA":
                 continue
-            op = by_id.get(k["linked"])
-            while op is not None and not is_op(op):  # a launch call: its operator
-                op = by_id.get(op["parent"])
-            t_kernels[module_of[op["id"]] if op is not None else NO_MODULE] += 1
+            op = op_by_id.get(k["linked"])
+            t_kernels[module_of[op["key"]] if op is not None else NO_MODULE] += 1
         op_module = {o["id"]: o.get("module") or NO_MODULE for o in pasta_ops}
         p_kernels = collections.Counter(op_module.get(k["op"], NO_MODULE) for k in kernels)
         for m in sorted(set(t_kernels) | set(p_kernels)):

@@ -150,6 +150,9 @@ def main():
     p.add_argument("--probe", help="a pasta pipeline library to load after torch")
     p.add_argument("--truth", help="write torch.profiler's operator events here")
     args = p.parse_args()
+    if os.environ.get("PASTA_TEST_HANG_S"):  # a hang prints every thread's stack and ends
+        import faulthandler
+        faulthandler.dump_traceback_later(int(os.environ["PASTA_TEST_HANG_S"]), exit=True)
     if args.model != "none":
         build = {"small": small, "gpt2": gpt2, "resnet18": resnet18}[args.model]
         model, loss_fn, inputs = build() if args.model == "small" else build(args.batch)
