@@ -196,6 +196,11 @@ if [ "$what" = modules ]; then
   grep -E "^([0-9]+: )?(FAIL|modules and|verdicts|aten::|ceilings|[0-9]+ forward|GPT2|ResNet|Net)" \
     "$out/gpu-tests-modules.log" | sed -E "s/^[0-9]+: //" | head -80
   cp "$build/gpu-out/verdicts/op_counters.json" "$out/verdicts_op_counters.json" 2>/dev/null
+  # What each check compared, to read again where no GPU is.
+  for m in small gpt2; do
+    cp "$build/gpu-out/modules_$m/truth.json" "$out/modules_${m}_truth.json" 2>/dev/null
+    cp "$build/gpu-out/modules_$m/pasta/trace.pasta" "$out/modules_${m}_trace.pasta" 2>/dev/null
+  done
   if [ "${MODULES_RECORD:-1}" = 1 ]; then
     echo "== record traces with modules and lines for tests/data (GPT-2 eager at 2 and 8, compiled at 2)"
     : >"$work/record-modules.log"

@@ -246,7 +246,7 @@ def main():
         if e["name"] == o["name"] and module_of[e["key"]] != (o.get("module") or NO_MODULE):
             if module_mismatch < 5:
                 failures.append(f"{e['name']}: module {o.get('module') or NO_MODULE!r}, "
-                                f"torch.profiler's ranges say {module_of[e['id']]!r}")
+                                f"torch.profiler's ranges say {module_of[e['key']]!r}")
             module_mismatch += 1
 
     # 2. Operators per module, forward and backward, over every thread.
