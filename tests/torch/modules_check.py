@@ -59,6 +59,9 @@ def marked_lines(path):
 
 
 RUNTIME = re.compile(r"^cu(da)?[A-Z]|^INVALID$")
+# CUPTI's own work as torch.profiler lists it on the host: neither operators nor their parents.
+OVERHEAD = {"Activity Buffer Request", "Instrumentation", "Resource", "Lazy Function Loading",
+            "Runtime Triggered Module Loading", "CUPTI", "Profiler"}
 
 
 def nest(events):
@@ -68,7 +71,7 @@ def nest(events):
     threads = collections.defaultdict(list)
     for i, e in enumerate(events):
         e["key"] = i
-        if e["device"] == "CPU":
+        if e["device"] == "CPU" and e["name"] not in OVERHEAD:
             threads[e["thread"]].append(e)
     for evs in threads.values():
         evs.sort(key=lambda e: (e["start"], -e["end"]))
@@ -83,7 +86,7 @@ def nest(events):
 def is_op(e):
     """An operator as pasta records them: not a module range of the truth run, not a
     CUDA API call, not a profiler's own event."""
-    return (e["device"] == "CPU" and e["scope"] in (0, 1, 7)
+    return (e["device"] == "CPU" and e["scope"] in (0, 1, 7) and e["name"] not in OVERHEAD
             and not e["name"].startswith(("module: ", "profiler::", "ProfilerStep"))
             and not RUNTIME.match(e["name"]))
 
@@ -190,33 +193,44 @@ def main():
     p.add_argument("--model", default="small")
     p.add_argument("--steps", type=int, default=2)
     p.add_argument("--out", required=True)
+    p.add_argument("--reuse", action="store_true",
+                   help="check OUT/pasta/trace.pasta and OUT/truth.json a run left, running nothing")
     args = p.parse_args()
 
-    probe = subprocess.run([args.python, "-c", "import sys, torch; "
-                            "print(hasattr(sys, 'monitoring'), torch.cuda.is_available())"],
-                           capture_output=True, text=True)
-    has = probe.stdout.split()
-    if probe.returncode != 0 or not has or has[0] != "True":
-        print(f"skipped: {args.python} has no torch, or no sys.monitoring (Python 3.12+): "
-              f"{(probe.stderr.strip().splitlines() or [''])[-1]}")
-        return 77
-    if args.device == "cuda" and has[1] != "True":
-        print("skipped: no GPU (torch.cuda.is_available() is not True)")
-        return 77
+    if not args.reuse:
+        probe = subprocess.run([args.python, "-c", "import sys, torch; "
+                                "print(hasattr(sys, 'monitoring'), torch.cuda.is_available())"],
+                               capture_output=True, text=True)
+        has = probe.stdout.split()
+        if probe.returncode != 0 or not has or has[0] != "True":
+            print(f"skipped: {args.python} has no torch, or no sys.monitoring (Python 3.12+): "
+                  f"{(probe.stderr.strip().splitlines() or [''])[-1]}")
+            return 77
+        if args.device == "cuda" and has[1] != "True":
+            print("skipped: no GPU (torch.cuda.is_available() is not True)")
+            return 77
 
     os.makedirs(args.out, exist_ok=True)
     pasta_dir = os.path.join(args.out, "pasta")
     model_args = ["--model", args.model, "--device", args.device, "--steps", str(args.steps)]
     env = dict(os.environ, PASTA_OUTPUT_DIR=pasta_dir, PASTA_PRINT="none")
-    if args.pasta:
-        run([args.python, args.pasta, "run", "--torch", "--record", "-f", "-o", pasta_dir, "--",
-             args.python, MODEL] + model_args, env=env)
-    else:
-        run([args.python, MODEL, "--probe", args.probe] + model_args, env=env)
     truth_path = os.path.join(args.out, "truth.json")
-    run([args.python, MODEL, "--truth", truth_path] + model_args)
-
     trace = os.path.join(pasta_dir, "trace.pasta")
+    if not args.reuse:
+        if args.pasta:
+            run([args.python, args.pasta, "run", "--torch", "--record", "-f", "-o", pasta_dir,
+                 "--", args.python, MODEL] + model_args, env=env)
+        else:
+            run([args.python, MODEL, "--probe", args.probe] + model_args, env=env)
+        run([args.python, MODEL, "--truth", truth_path] + model_args)
+    # module_summary's own table: the probe's pipeline has the tool; a --record run's
+    # trace is replayed through it.
+    summary_dir = pasta_dir
+    if not os.path.exists(os.path.join(pasta_dir, "module_summary.json")):
+        summary_dir = os.path.join(args.out, "replayed")
+        run([args.pasta_trace, "replay", trace, "-o", summary_dir],
+            env=dict(os.environ, PASTA_PRINT="none"))
+
     dump = parse_dump(run([args.pasta_trace, "dump", trace]).stdout)
     pasta_ops = [f for k, f in dump if k == "OpBegin"]
     kernels = [f for k, f in dump if k == "KernelComplete"]
@@ -261,7 +275,7 @@ def main():
                 failures.append(f"{what} in {m}: pasta {pc[m]}, torch.profiler {t[m]}")
 
     # 3. module_summary's own table against the same counts.
-    with open(os.path.join(pasta_dir, "module_summary.json")) as f:
+    with open(os.path.join(summary_dir, "module_summary.json")) as f:
         summary = json.load(f)
     table = {r["module"]: r for r in summary["tables"]["modules"]}
     for m, n in t_counts.items():
@@ -273,8 +287,12 @@ def main():
     if args.device == "cuda":
         t_kernels = collections.Counter()
         op_by_id = {e["id"]: e for e in ops}  # operators' correlation ids, which kernels link to
+        # On the device timeline torch.profiler also shows copies, memsets and the ranges of
+        # record_function (each module's here): kernels are the rest.
+        ranges = {e["name"] for e in events if e["device"] == "CPU" and e["scope"] == 7}
         for k in events:
-            if k["device"] != "CUDA":
+            if (k["device"] != "CUDA" or k["name"] in ranges
+                    or k["name"].startswith(("Memcpy", "Memset", "module: "))):
                 continue
             op = op_by_id.get(k["linked"])
             t_kernels[module_of[op["key"]] if op is not None else NO_MODULE] += 1
