@@ -529,6 +529,7 @@ def strip(name):
 PAIRS = [
     ("ddp_rank0_h100", "ddp_rank1_h100", "two ranks of one DDP job: one program, one GPU"),
     ("gpt12_torch_h100", "resnet18_torch_h100", "two --torch programs: a 12-block GPT, ResNet-18"),
+    ("gpt2_b2_h200", "gpt2_b8_h200", "one transformers GPT-2 with modules, at batch 2 and 8"),
 ]
 
 
