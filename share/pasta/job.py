@@ -466,7 +466,8 @@ def analyse(processes, usable, rows, doc, out_dir):
     parts = store.breakdown()
     causes = store.idle_by_cause()
     delays = store.launch_delays()
-    worst, matched, waits = store.collectives(COLLECTIVES)
+    every, matched, waits = store.collectives()
+    worst = sorted(every, key=lambda c: -c["skew_us"])[:COLLECTIVES]
     ranks = []
     for p in usable:
         rid = index[id(p)]
@@ -504,7 +505,7 @@ def analyse(processes, usable, rows, doc, out_dir):
                                  if any(o["process"] == r["process"] for o in named)) or None
     doc["kernels"] = store.spread("kernels", "kernel", "total_ms", labels)
     doc["operators"] = store.spread("operators", "operator", "device_self_ms", labels)
-    for c in worst:
+    for c in every:
         c["last"] = labels[c.pop("last_rid")]
     charted = [index[id(p)] for p in usable]
     kinds = store.kinds_by_kernel(charted, kernel_kinds.kind)
@@ -517,7 +518,7 @@ def analyse(processes, usable, rows, doc, out_dir):
         rows[rid]["kinds"] = [(kind, k[kind]) for kind in kernel_kinds.KINDS if k.get(kind)]
     doc["analysis"] = {
         "ranks": ranks, "over_ranks": over_ranks(ranks), "outliers": outliers,
-        "collectives": {"matched": matched, "by_skew": worst},
+        "collectives": {"matched": matched, "by_skew": worst, "all": every},
         "launch_gap_us": job_store.LAUNCH_GAP_US, "tables": "tables/"}
 
 
@@ -571,12 +572,16 @@ def verdicts(ranks):
     return out
 
 
+COLLECTIVE_COLUMNS = ["grp", "seq", "name", "processes", "last", "skew_us", "behind_median_us",
+                      "after_last_us"]
 RANK_COLUMNS = ["process", "rank", "host", "span_ms", "compute_ms", "communication_ms",
                 "memory_ms", "idle_ms", "overlap_pct", "collective_ms", "wait_ms",
                 "last_arrivals", "verdict"]
 
 
 def write_files(doc, out_dir):
+    """job.json (the collectives by skew only), the CSVs (every row) and job.txt."""
+    every = (doc.get("analysis") or {}).get("collectives", {}).pop("all", [])
     tmp = os.path.join(out_dir, "job.json.tmp")
     with open(tmp, "w") as f:
         json.dump(doc, f, indent=1)
@@ -593,6 +598,7 @@ def write_files(doc, out_dir):
                         for k in ("median", "max")}) for r in analysis["ranks"]]
         _csv(os.path.join(out_dir, "job.ranks.csv"), flat, RANK_COLUMNS +
              [f"idle {c} ms" for c in causes] + ["launch delay median us", "launch delay max us"])
+        _csv(os.path.join(out_dir, "job.collectives.csv"), every, COLLECTIVE_COLUMNS)
     with open(os.path.join(out_dir, "job.txt"), "w") as f:
         f.write(job_text(doc))
 

@@ -304,12 +304,12 @@ class Store:
             FROM {self._device()} d JOIN l USING (rid, correlation)
             WHERE d.class IS NOT NULL GROUP BY ALL""")}
 
-    def collectives(self, top):
+    def collectives(self):
         """NCCL collectives matched across processes: a process's NCCL streams are numbered
         by first use (its process groups, in the order it first used them) and each stream's
-        kernels by start (the sequence number every rank of a group shares). Returns (the
-        `top` collectives by skew, how many were matched, per process: how long it waited for
-        the last rank in all and how often it was the last)."""
+        kernels by start (the sequence number every rank of a group shares). Returns (every
+        collective of more than one process, in order, how many were matched, per process:
+        how long it waited for the last rank in all and how often it was the last)."""
         self.con.execute(f"""
             CREATE OR REPLACE TEMP TABLE matched AS
             WITH c AS (SELECT rid, stream, name, start_us, end_us,
@@ -327,18 +327,18 @@ class Store:
             SELECT n.rid, n.grp, n.seq, n.start_us, k.* EXCLUDE (grp, seq)
             FROM n JOIN k USING (grp, seq)""")
         count = self.con.execute("SELECT count(DISTINCT (grp, seq)) FROM matched").fetchone()[0]
-        worst = self.query(f"""
+        every = self.query("""
             SELECT DISTINCT grp, seq, name, names, processes, last_rid,
                    last_arrival - first_arrival AS skew_us,
                    last_arrival - median_arrival AS behind_median_us,
                    ended - last_arrival AS after_last_us
-            FROM matched WHERE processes > 1 ORDER BY skew_us DESC, grp, seq LIMIT {int(top)}""")
+            FROM matched WHERE processes > 1 ORDER BY grp, seq""")
         per = {r["rid"]: r for r in self.query("""
             SELECT rid, sum(last_arrival - start_us) AS wait_us,
                    count(*) FILTER (WHERE rid = last_rid AND processes > 1) AS last,
                    count(*) AS collectives
             FROM matched GROUP BY rid""")}
-        return worst, count, per
+        return every, count, per
 
     def per_process(self):
         """Per process: device time (its kernels' total), compute (NCCL left out), the top
