@@ -8,7 +8,9 @@ and kept for the next run.
                      [--pasta bin/pasta]
 
 --pasta: the launcher to time (another checkout's, for before and after). The page's size
-and the job timeline's are printed too: both must stay bounded whatever the rank count."""
+and the job timeline's are printed too: both must stay bounded whatever the rank count. The
+CPU seconds (the merge and its page workers) and the load average (1 min) say how much of the
+machine the merge had: the wall clock of a shared machine tells little alone."""
 import argparse
 import csv
 import os
@@ -34,22 +36,26 @@ def prepare(work, ranks, kernels, steps):
         open(done, "w").close()
         print(f"  wrote {ranks} ranks in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     for f in os.listdir(job):  # the last merge's output
-        if f.startswith("job.") or f in ("report.html", "tables"):
+        if f.startswith("job.") or f in ("report.html", "tables", "merge.log"):
             subprocess.run(["rm", "-rf", os.path.join(job, f)], check=True)
     return job
 
 
 def merge(pasta, job):
-    """(seconds, peak resident MB of the merging process) of one `pasta report`."""
+    """(seconds, CPU seconds, peak resident MB of the merging process, exit code) of one
+    `pasta report`: CPU seconds too, as the wall clock of a shared machine tells little."""
+    log = os.path.join(job, "merge.log")  # a file: job.txt alone can outgrow a pipe
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, pasta, "report", job], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
-    _, status, usage = os.wait4(proc.pid, 0)
+    with open(log, "w") as err:
+        proc = subprocess.Popen([sys.executable, pasta, "report", job], stdout=subprocess.DEVNULL,
+                                stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - t0
-    err = proc.stderr.read()
     if os.waitstatus_to_exitcode(status) != 0:
-        print(err[-2000:], file=sys.stderr)
-    return seconds, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
+        with open(log) as f:
+            print(f.read()[-2000:], file=sys.stderr)
+    return (seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024,
+            os.waitstatus_to_exitcode(status))
 
 
 def size_mb(path):
@@ -70,12 +76,14 @@ def main():
     print(f"pasta report over synthetic ranks ({args.steps * (args.kernels + 1)} kernels, "
           f"{args.steps * args.kernels * 2} operator edges, {args.steps * (args.kernels + 2)} "
           f"launches a rank), {cpu_name()}, {os.cpu_count()} CPUs, launcher {args.pasta}")
-    print("| ranks | merge s | peak MB | report.html MB | job.trace.json MB | job.json MB | exit |")
-    print("|---:|---:|---:|---:|---:|---:|---:|")
+    print("| ranks | merge s | CPU s | load | peak MB | report.html MB | job.trace.json MB | "
+          "job.json MB | exit |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for n in [int(x) for x in args.ranks.split(",")]:
         job = prepare(args.work, n, args.kernels, args.steps)
-        seconds, peak, code = merge(args.pasta, job)
-        row = {"ranks": n, "seconds": round(seconds, 2), "peak_mb": round(peak),
+        seconds, cpu, peak, code = merge(args.pasta, job)
+        row = {"ranks": n, "seconds": round(seconds, 2), "cpu_s": round(cpu, 2),
+               "load": os.getloadavg()[0], "peak_mb": round(peak),
                "page_mb": size_mb(os.path.join(job, "report.html")),
                "timeline_mb": size_mb(os.path.join(job, "job.trace.json")),
                "job_json_mb": size_mb(os.path.join(job, "job.json")), "exit": code}

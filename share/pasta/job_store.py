@@ -33,10 +33,14 @@ LAUNCH_GAP_US = 10.0
 CLASS = ("CASE WHEN cat = 'kernel' AND (name LIKE 'nccl%' OR name LIKE 'void nccl%') "
          "THEN 'communication' WHEN cat = 'kernel' THEN 'compute' "
          "WHEN cat IN ('memcpy', 'memset') THEN 'memory' END")
-# A timeline line as the timeline tool writes it: one event per line, "{...},".
-_LINES = ("read_csv(?, columns={'line': 'VARCHAR'}, header=false, delim='\x01', quote='', "
-          "escape='', filename=true, auto_detect=false, strict_mode=false, "
-          "max_line_size=16777216)")
+# A timeline as the timeline tool writes it, one event a line, its fields in one order (name,
+# cat, ph, pid, tid, ts, dur, args), read by DuckDB's CSV reader split at each `,"`: a comma
+# then an unescaped quote, which no JSON string holds, so every split falls between two
+# fields. Parsing each line as JSON took twice as long.
+_FIELDS = 9
+_LINES = ("read_csv(?, columns={" + ", ".join(f"'c{i}': 'VARCHAR'" for i in range(1, _FIELDS + 1)) +
+          "}, header=false, delim=',\"', quote='', escape='', filename=true, auto_detect=false, "
+          "strict_mode=false, null_padding=true, max_line_size=16777216)")
 
 
 def available():
@@ -67,6 +71,7 @@ def timeline_header(path, limit=1 << 20):
     except (OSError, ValueError):
         return None
     first = head.split(b"\n", 1)[0]
+    whole = whole and first.rstrip().endswith(b"[")  # else: not one event a line
     at = first.find(b'"pasta":')
     if at < 0 or origin is None:
         return None
@@ -142,6 +147,8 @@ class Store:
                     "timeline analyses")
                 continue
             header, origin, whole = found
+            if not whole:
+                path, whole = self._one_event_a_line(path, p["rid"])
             offset = per_host.setdefault(p["host"], header["wall_ns"] - header["clock_ns"])
             files.append((os.path.abspath(path), p["rid"], origin + offset))
             if not whole:
@@ -157,28 +164,56 @@ class Store:
             self.con.executemany("INSERT INTO timeline_files VALUES (?, ?, ?)",
                                  [(f, rid, (wall - self.origin_ns) / 1e3) for f, rid, wall in files])
         paths = [f[0] for f in files] or ["/dev/null"]
-        # Lines of the kinds kept, parsed by DuckDB's JSON functions; a line cut in two
-        # (a file written half) has no timestamp and is dropped.
-        # Lines of the kinds kept, parsed once by DuckDB's JSON functions (MATERIALIZED: else
-        # each use of j parses the line again); a line cut in two (a file written half) has
-        # no timestamp and is dropped.
+        # c1 is {"name":"..." (its JSON escapes undone only where it has one), c2 "cat":"...",
+        # c6 ts":..., c7 dur":... (or a launch's args); the correlation is in the args. A line
+        # cut in two (a file written half) lacks the fields after its cut: dropped, and a
+        # correlation cut short is none.
         self._copy("device", f"""
             WITH l AS MATERIALIZED (
-                SELECT filename, try(json_extract_string(rtrim(line, ','),
-                           ['$.name', '$.cat', '$.ph', '$.pid', '$.tid', '$.ts', '$.dur',
-                            '$.args.correlation'])) AS j
-                FROM {_LINES}
-                WHERE line LIKE '{{"name":%' AND (contains(line, '"cat":"kernel"') OR
-                      contains(line, '"cat":"mem') OR contains(line, '"cat":"launch"')))
-            SELECT f.rid, j[2] AS cat, j[1] AS name, TRY_CAST(j[4] AS INTEGER) - 1 AS device,
-                   TRY_CAST(j[5] AS BIGINT) AS stream,
-                   TRY_CAST(j[6] AS DOUBLE) + f.shift_us AS start_us,
-                   TRY_CAST(j[6] AS DOUBLE) + coalesce(TRY_CAST(j[7] AS DOUBLE), 0) + f.shift_us
+                SELECT filename, substr(c2, 7, length(c2) - 7) AS cat, c1, c4, c5, c6, c7, c8,
+                       c9 FROM {_LINES}
+                WHERE c2 IN ('cat":"kernel"', 'cat":"memcpy"', 'cat":"memset"', 'cat":"launch"')
+                  AND c1 LIKE '{{"name":"%' AND c7 IS NOT NULL
+                  AND (c2 = 'cat":"launch"' OR c8 IS NOT NULL))
+            SELECT f.rid, cat,
+                   CASE WHEN contains(c1, '\\') THEN json_extract_string(substr(c1, 9), '$')
+                        ELSE substr(c1, 10, length(c1) - 10) END AS name,
+                   TRY_CAST(substr(c4, 6) AS INTEGER) - 1 AS device,
+                   TRY_CAST(substr(c5, 6) AS BIGINT) AS stream,
+                   TRY_CAST(substr(c6, 5) AS DOUBLE) + f.shift_us AS start_us,
+                   TRY_CAST(substr(c6, 5) AS DOUBLE) + f.shift_us +
+                     CASE WHEN cat = 'launch' THEN 0 ELSE TRY_CAST(substr(c7, 6) AS DOUBLE) END
                      AS end_us,
-                   TRY_CAST(j[8] AS BIGINT) AS correlation
+                   TRY_CAST(regexp_extract(concat(c7, c8, c9), 'correlation":(\\d+)[^\\d]', 1)
+                            AS BIGINT) AS correlation
             FROM l JOIN timeline_files f ON l.filename = f.file
-            WHERE j IS NOT NULL AND j[2] IN ('kernel', 'memcpy', 'memset', 'launch')
-                  AND j[6] IS NOT NULL""", [paths])
+            WHERE TRY_CAST(substr(c6, 5) AS DOUBLE) IS NOT NULL
+              AND (cat = 'launch' OR TRY_CAST(substr(c7, 6) AS DOUBLE) IS NOT NULL)""", [paths])
+
+    def _one_event_a_line(self, path, rid):
+        """A timeline not as the timeline tool writes it (on one line, or cut short), read
+        whole in Python and written one event a line: (that file, whether it was whole)."""
+        with open(path) as f:
+            text = f.read()
+        try:
+            events, whole = json.loads(text).get("traceEvents", []), True
+        except (ValueError, AttributeError):
+            lines = [l.rstrip(",") for l in text.split("\n")[1:]]
+            events, whole = [], False
+            for line in lines:
+                try:
+                    events.append(json.loads(line))
+                except ValueError:
+                    continue
+        out = os.path.join(self.dir, ".lines", f"{rid}.trace.json")
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+        with open(out, "w") as f:
+            f.write('{"traceEvents":[\n')
+            for e in events:
+                if isinstance(e, dict) and e:
+                    f.write(json.dumps(e, separators=(",", ":")) + ",\n")
+            f.write("{}]}\n")
+        return out, whole
 
     def _ingest_reports(self, processes, problems, tool, table, name, columns):
         """One table of each process's <tool>.json; a file that is not whole JSON is named."""
@@ -219,63 +254,64 @@ class Store:
     def _device(self):
         return f"(SELECT *, {CLASS} AS class FROM {self.table('device')} WHERE cat <> 'launch')"
 
+    def _sweep(self):
+        """One pass over each process's device records by start: for each set of classes,
+        the running end of the set's records so far, so that each record adds to the set's
+        union what it reaches past that end, and starts a gap of the whole device's work
+        where it starts past it. (A window of islands a set took four sorts and 4x the time.)"""
+        if getattr(self, "_swept", False):
+            return
+        sets = {"compute": "class = 'compute'", "communication": "class = 'communication'",
+                "busy_cc": "class IN ('compute', 'communication')", "busy": "true"}
+        running = ",\n".join(
+            f"max(end_us) FILTER (WHERE {c}) OVER w AS end_{k}" for k, c in sets.items())
+        before = ",\n".join(f"lag(end_{k}) OVER w AS before_{k}" for k in sets)
+        grow = ",\n".join(
+            f"sum(CASE WHEN {c} THEN greatest(0, end_us - greatest(start_us, "
+            f"coalesce(before_{k}, start_us))) ELSE 0 END) AS {k}_us" for k, c in sets.items())
+        self.con.execute(f"""
+            CREATE OR REPLACE TEMP TABLE swept AS
+            WITH d AS (SELECT rid, class, start_us, end_us, correlation FROM {self._device()}
+                       WHERE class IS NOT NULL),
+            r AS (SELECT *, {running} FROM d
+                  WINDOW w AS (PARTITION BY rid ORDER BY start_us, end_us
+                               ROWS UNBOUNDED PRECEDING)),
+            b AS (SELECT *, {before} FROM r
+                  WINDOW w AS (PARTITION BY rid ORDER BY start_us, end_us))
+            SELECT * FROM b""")
+        self.con.execute(f"""
+            CREATE OR REPLACE TEMP TABLE unions AS
+            SELECT rid, {grow}, min(start_us) AS first, max(end_us) AS last
+            FROM swept GROUP BY rid""")
+        self._swept = True
+
     def breakdown(self):
         """Per process (rid): the union of its compute, communication and memory records
         partitioned by that priority (compute first, HTA's temporal breakdown), idle for the
         rest of its span, and the communication overlapped by compute (us)."""
-        sets = {"compute": "class = 'compute'", "communication": "class = 'communication'",
-                "busy_cc": "class IN ('compute', 'communication')", "busy": "class IS NOT NULL"}
-        tagged = " UNION ALL ".join(
-            f"SELECT rid, '{k}' AS set, start_us, end_us FROM {self._device()} WHERE {c}"
-            for k, c in sets.items())
-        rows = self.query(f"""
-            WITH s AS ({tagged}),
-            o AS (SELECT *, max(end_us) OVER (PARTITION BY rid, set ORDER BY start_us, end_us
-                         ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before FROM s),
-            g AS (SELECT *, sum(CASE WHEN before IS NULL OR start_us > before THEN 1 ELSE 0 END)
-                         OVER (PARTITION BY rid, set ORDER BY start_us, end_us
-                               ROWS UNBOUNDED PRECEDING) AS island FROM o),
-            i AS (SELECT rid, set, island, min(start_us) AS s, max(end_us) AS e FROM g
-                  GROUP BY ALL)
-            SELECT rid, set, sum(e - s) AS us, min(s) AS first, max(e) AS last FROM i GROUP BY ALL""")
-        out = {}
-        for r in rows:
-            out.setdefault(r["rid"], {})[r["set"]] = r
+        self._sweep()
         result = {}
-        for rid, u in out.items():
-            def length(k):
-                return u[k]["us"] if k in u else 0.0
-            span = u["busy"]["last"] - u["busy"]["first"]
-            compute, comm = length("compute"), length("communication")
-            result[rid] = {
-                "span_us": span, "busy_us": length("busy"),
-                "compute_us": compute,
-                "communication_us": length("busy_cc") - compute,
-                "memory_us": length("busy") - length("busy_cc"),
-                "idle_us": span - length("busy"),
-                "comm_total_us": comm,
-                "overlap_us": compute + comm - length("busy_cc"),
-            }
+        for u in self.query("SELECT * FROM unions"):
+            span = u["last"] - u["first"]
+            compute, comm = u["compute_us"], u["communication_us"]
+            result[u["rid"]] = {
+                "span_us": span, "busy_us": u["busy_us"], "compute_us": compute,
+                "communication_us": u["busy_cc_us"] - compute,
+                "memory_us": u["busy_us"] - u["busy_cc_us"],
+                "idle_us": span - u["busy_us"], "comm_total_us": comm,
+                "overlap_us": compute + comm - u["busy_cc_us"]}
         return result
 
     def idle_by_cause(self):
-        """Per process: its device's idle gaps (between the islands of device work) by cause:
-        launch overhead (shorter than LAUNCH_GAP_US), host (the work after the gap was
-        launched after the gap began), dependency (launched before it: it waited on another
-        stream, an event or a rank), or unknown (no launch times in the timeline)."""
+        """Per process: its device's idle gaps (before each record that starts past the end
+        of all the work before it) by cause: launch overhead (shorter than LAUNCH_GAP_US),
+        host (that record was launched after the gap began), dependency (launched before
+        it: it waited on another stream, an event or a rank), or unknown (no launch times in
+        the timeline)."""
+        self._sweep()
         rows = self.query(f"""
-            WITH d AS (SELECT * FROM {self._device()} WHERE class IS NOT NULL),
-            o AS (SELECT *, max(end_us) OVER (PARTITION BY rid ORDER BY start_us, end_us
-                         ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before FROM d),
-            g AS (SELECT *, sum(CASE WHEN before IS NULL OR start_us > before THEN 1 ELSE 0 END)
-                         OVER (PARTITION BY rid ORDER BY start_us, end_us
-                               ROWS UNBOUNDED PRECEDING) AS island FROM o),
-            i AS (SELECT rid, island, min(start_us) AS s, max(end_us) AS e,
-                         arg_min(correlation, start_us) AS first_correlation FROM g GROUP BY ALL),
-            gaps AS (SELECT rid, e AS gap_start,
-                            lead(s) OVER (PARTITION BY rid ORDER BY island) AS gap_end,
-                            lead(first_correlation) OVER (PARTITION BY rid ORDER BY island)
-                              AS next_correlation FROM i),
+            WITH gaps AS (SELECT rid, before_busy AS gap_start, start_us AS gap_end, correlation
+                          FROM swept WHERE start_us > before_busy),
             l AS (SELECT rid, correlation, min(start_us) AS launched
                   FROM {self.table('device')} WHERE cat = 'launch' GROUP BY ALL),
             has AS (SELECT DISTINCT rid FROM l)
@@ -285,9 +321,9 @@ class Store:
                      WHEN l.launched >= gap_start THEN 'host'
                      ELSE 'dependency' END AS cause,
                    sum(gap_end - gap_start) AS us, count(*) AS gaps
-            FROM gaps LEFT JOIN l ON l.rid = gaps.rid AND l.correlation = gaps.next_correlation
+            FROM gaps LEFT JOIN l ON l.rid = gaps.rid AND l.correlation = gaps.correlation
                  LEFT JOIN has ON has.rid = gaps.rid
-            WHERE gap_end IS NOT NULL GROUP BY ALL""")
+            GROUP BY ALL""")
         out = {}
         for r in rows:
             out.setdefault(r["rid"], {})[r["cause"]] = r["us"]
