@@ -4,8 +4,8 @@
 the CPU's name and writes job_merge.csv. Each rank's directory is written once under WORK
 and kept for the next run.
 
-  bench/job_merge.py [--ranks 64,1024,4096] [--kernels 499] [--steps 10] [--work DIR]
-                     [--pasta bin/pasta]
+  bench/job_merge.py [--ranks 64,1024,4096] [--kernels 499] [--steps 10] [--launches]
+                     [--work DIR] [--pasta bin/pasta]
 
 --pasta: the launcher to time (another checkout's, for before and after). The page's size
 and the job timeline's are printed too: both must stay bounded whatever the rank count. The
@@ -24,13 +24,13 @@ import job_ranks  # noqa: E402
 from aten_ops import cpu_name  # noqa: E402
 
 
-def prepare(work, ranks, kernels, steps):
+def prepare(work, ranks, kernels, steps, launches):
     """The job's directory, written unless a complete one is there."""
-    job = os.path.join(work, f"ranks{ranks}-k{kernels}-s{steps}")
+    job = os.path.join(work, f"ranks{ranks}-k{kernels}-s{steps}" + ("-launches" if launches else ""))
     done = os.path.join(job, ".complete")
     if not os.path.exists(done):
         subprocess.run(["rm", "-rf", job], check=True)
-        p = job_ranks.params(ranks=ranks, kernels=kernels, steps=steps)
+        p = job_ranks.params(ranks=ranks, kernels=kernels, steps=steps, launches=launches)
         t0 = time.perf_counter()
         job_ranks.generate(job, p)
         open(done, "w").close()
@@ -71,16 +71,19 @@ def main():
     ap.add_argument("--work", default="/tmp/pasta-job-merge")
     ap.add_argument("--pasta", default=os.path.join(os.path.dirname(HERE), "bin", "pasta"))
     ap.add_argument("--csv", default="job_merge.csv")
+    ap.add_argument("--launches", action="store_true",
+                    help="host launch times in every timeline, as --launch-callbacks writes them")
     args = ap.parse_args()
     rows = []
+    launches = f", {args.steps * (args.kernels + 2)} host launches" if args.launches else ""
     print(f"pasta report over synthetic ranks ({args.steps * (args.kernels + 1)} kernels, "
-          f"{args.steps * args.kernels * 2} operator edges, {args.steps * (args.kernels + 2)} "
-          f"launches a rank), {cpu_name()}, {os.cpu_count()} CPUs, launcher {args.pasta}")
+          f"{args.steps} copies, {args.steps * args.kernels * 2} operator edges{launches} a "
+          f"rank), {cpu_name()}, {os.cpu_count()} CPUs, launcher {args.pasta}")
     print("| ranks | merge s | CPU s | load | peak MB | report.html MB | job.trace.json MB | "
           "job.json MB | exit |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for n in [int(x) for x in args.ranks.split(",")]:
-        job = prepare(args.work, n, args.kernels, args.steps)
+        job = prepare(args.work, n, args.kernels, args.steps, args.launches)
         seconds, cpu, peak, code = merge(args.pasta, job)
         row = {"ranks": n, "seconds": round(seconds, 2), "cpu_s": round(cpu, 2),
                "load": os.getloadavg()[0], "peak_mb": round(peak),

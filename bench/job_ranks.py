@@ -12,7 +12,8 @@ kernel_us long (slower on the slow rank, faster on the waiting rank) with gap_us
 them, and an all-reduce on stream 9 launched with the compute kernel number K - overlapped
 (it overlaps the last `overlapped` kernels); every rank's all-reduce ends allreduce_us after
 the last rank arrives. Each device record's host launch is launch_us before it starts, and
-each compute kernel runs inside one operator. --damage adds one rank of each kind of bad
+each compute kernel runs inside one operator. --no-launches leaves the host launches out (as
+a run without --launch-callbacks has none). --damage adds one rank of each kind of bad
 input (missing, half written, from another job, from another pasta version).
 """
 import argparse
@@ -26,8 +27,9 @@ DEFAULTS = {
     "ranks": 64, "per_host": 8, "steps": 10, "kernels": 499, "names": 40, "operators": 20,
     "kernel_us": 20.0, "gap_us": 4.0, "copy_us": 30.0, "overlapped": 100, "allreduce_us": 3000.0,
     "host_gap_us": 200.0, "launch_us": 6.0, "slow_rank": None, "slow": 0.25,
-    "waiting_rank": 0, "fast": 0.1, "run_id": "synthetic", "damage": False,
+    "waiting_rank": 0, "fast": 0.1, "run_id": "synthetic", "damage": False, "launches": True,
 }
+LAUNCH = '{"name":"launch","cat":"launch","ph":"i","pid":0,"tid":11,"ts":'
 CLOCK0 = 5_000_000_000  # every host's clock at the job's time 0, before its own offset
 WALL0 = 1_800_000_000_000_000_000
 
@@ -80,12 +82,13 @@ def host_of(p, rank):
 
 
 def rank_events(p, rank):
-    """The rank's timeline events on the job's clock (us): (ts, text before ts, text after)."""
+    """The rank's timeline events on the job's clock (us): (ts, text before ts, text after).
+    Host launches only with p["launches"] (pasta run --launch-callbacks writes them)."""
     d, g, k = kernel_us(p, rank), p["gap_us"], p["kernels"]
     names = [json.dumps(n) for n in kernel_names(p)]
     ops = [json.dumps(f"aten::op{i}") for i in range(p["operators"])]
     lead = p["launch_us"]
-    launch = '{"name":"launch","cat":"launch","ph":"i","pid":0,"tid":11,"ts":'
+    launch = LAUNCH
 
     def device(name, cat, stream, dur, corr, extra=""):
         return (f'{{"name":{name},"cat":"{cat}","ph":"X","pid":1,"tid":{stream},"ts":',
@@ -157,7 +160,8 @@ def write_rank(p, job, rank, dir_name=None, entry_extra=None, cut=None):
     # Each host its own clock, offset from the job's; the header maps it to the wall clock.
     h = rank // p["per_host"]
     clock_offset_ns = h * 1_000_000_007
-    events = sorted(rank_events(p, rank), key=lambda e: e[0])
+    events = sorted((e for e in rank_events(p, rank) if e[1] != LAUNCH or p["launches"]),
+                    key=lambda e: e[0])
     first = events[0][0]
     origin_ns = CLOCK0 + clock_offset_ns + round(first * 1e3)
     header = {"clock_ns": CLOCK0 + clock_offset_ns, "wall_ns": WALL0, "pid": pid, "host": host,
@@ -253,8 +257,10 @@ def main():
     ap.add_argument("--steps", type=int, default=DEFAULTS["steps"])
     ap.add_argument("--kernels", type=int, default=DEFAULTS["kernels"])
     ap.add_argument("--damage", action="store_true")
+    ap.add_argument("--no-launches", action="store_true")
     args = ap.parse_args()
-    p = params(ranks=args.ranks, steps=args.steps, kernels=args.kernels, damage=args.damage)
+    p = params(ranks=args.ranks, steps=args.steps, kernels=args.kernels, damage=args.damage,
+               launches=not args.no_launches)
     generate(args.dir, p)
     print(f"{args.ranks} ranks x {p['steps'] * (p['kernels'] + 1)} kernels in {args.dir}")
 
