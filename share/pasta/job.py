@@ -363,7 +363,7 @@ def vet(processes):
                          f"{p.entry.get('run_id') or '?'}): left out")
         elif p.has_reports and not os.path.isdir(p.dir):
             p.trouble = f"its directory {p.dir} is missing: nothing of it merged"
-        elif p.entry.get("pasta_version", PASTA_VERSION) != PASTA_VERSION:
+        elif (p.entry.get("pasta_version") or PASTA_VERSION) != PASTA_VERSION:
             notes.append(f"{p.label}: written by pasta {p.entry['pasta_version']}, merged by "
                          f"{PASTA_VERSION}")
     return notes
@@ -389,6 +389,9 @@ def choose_timeline_ranks(rows, verdicts, asked=()):
         chosen.setdefault(timed[-1]["label"], "slowest in compute")
         chosen.setdefault(timed[0]["label"], "fastest in compute")
         chosen.setdefault(timed[(len(timed) - 1) // 2]["label"], "median in compute")
+    else:  # no compute times (no DuckDB): the first by rank
+        for r in with_reports[:TIMELINE_RANKS]:
+            chosen.setdefault(r["label"], "first by rank")
     for verdict, named in verdicts.items():
         for o in named:
             if len(chosen) >= TIMELINE_RANKS + len(asked):

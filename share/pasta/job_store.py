@@ -18,6 +18,7 @@ arrived last and how long the others waited.
 """
 import json
 import os
+import shutil
 
 try:
     import duckdb
@@ -189,6 +190,7 @@ class Store:
             FROM l JOIN timeline_files f ON l.filename = f.file
             WHERE TRY_CAST(substr(c6, 5) AS DOUBLE) IS NOT NULL
               AND (cat = 'launch' OR TRY_CAST(substr(c7, 6) AS DOUBLE) IS NOT NULL)""", [paths])
+        shutil.rmtree(os.path.join(self.dir, ".lines"), ignore_errors=True)
 
     def _one_event_a_line(self, path, rid):
         """A timeline not as the timeline tool writes it (on one line, or cut short), read
@@ -261,28 +263,42 @@ class Store:
         where it starts past it. (A window of islands a set took four sorts and 4x the time.)"""
         if getattr(self, "_swept", False):
             return
-        sets = {"compute": "class = 'compute'", "communication": "class = 'communication'",
+        # Communication is a few records a step: its own union is a query of its own; the
+        # running ends of compute, compute with communication, and all work (each a
+        # cumulative max, the costly part) share one sort.
+        sets = {"compute": "class = 'compute'",
                 "busy_cc": "class IN ('compute', 'communication')", "busy": "true"}
         running = ",\n".join(
             f"max(end_us) FILTER (WHERE {c}) OVER w AS end_{k}" for k, c in sets.items())
         before = ",\n".join(f"lag(end_{k}) OVER w AS before_{k}" for k in sets)
-        grow = ",\n".join(
-            f"sum(CASE WHEN {c} THEN greatest(0, end_us - greatest(start_us, "
-            f"coalesce(before_{k}, start_us))) ELSE 0 END) AS {k}_us" for k, c in sets.items())
+
+        def grow(sets):
+            return ",\n".join(
+                f"sum(CASE WHEN {c} THEN greatest(0, end_us - greatest(start_us, "
+                f"coalesce(before_{k}, start_us))) ELSE 0 END) AS {k}_us" for k, c in sets.items())
         self.con.execute(f"""
             CREATE OR REPLACE TEMP TABLE swept AS
             WITH d AS (SELECT rid, class, start_us, end_us, correlation FROM {self._device()}
                        WHERE class IS NOT NULL),
             r AS (SELECT *, {running} FROM d
                   WINDOW w AS (PARTITION BY rid ORDER BY start_us, end_us
-                               ROWS UNBOUNDED PRECEDING)),
-            b AS (SELECT *, {before} FROM r
-                  WINDOW w AS (PARTITION BY rid ORDER BY start_us, end_us))
-            SELECT * FROM b""")
+                               ROWS UNBOUNDED PRECEDING))
+            SELECT rid, class, start_us, end_us, correlation, {before} FROM r
+            WINDOW w AS (PARTITION BY rid ORDER BY start_us, end_us)""")
+        comm = {"communication": "true"}
         self.con.execute(f"""
             CREATE OR REPLACE TEMP TABLE unions AS
-            SELECT rid, {grow}, min(start_us) AS first, max(end_us) AS last
-            FROM swept GROUP BY rid""")
+            WITH c0 AS (SELECT rid, start_us, end_us, max(end_us) OVER w AS end_communication
+                        FROM {self._device()} WHERE class = 'communication'
+                        WINDOW w AS (PARTITION BY rid ORDER BY start_us, end_us
+                                     ROWS UNBOUNDED PRECEDING)),
+            c AS (SELECT *, lag(end_communication) OVER (PARTITION BY rid
+                              ORDER BY start_us, end_us) AS before_communication FROM c0),
+            cu AS (SELECT rid, {grow(comm)} FROM c GROUP BY rid),
+            u AS (SELECT rid, {grow(sets)}, min(start_us) AS first, max(end_us) AS last
+                  FROM swept GROUP BY rid)
+            SELECT u.*, coalesce(cu.communication_us, 0) AS communication_us
+            FROM u LEFT JOIN cu USING (rid)""")
         self._swept = True
 
     def breakdown(self):

@@ -137,7 +137,20 @@ def no_duckdb(job):
     expect("without DuckDB: every process listed", len(doc["processes"]), PARAMS["ranks"] + 2)
 
 
+def versions():
+    """The version the merge compares entries with, and the generator writes, are pasta's."""
+    root = os.path.dirname(os.path.dirname(HERE))
+    with open(os.path.join(root, "include", "pasta", "core", "version.hpp")) as f:
+        version = next(l.split('"')[1] for l in f if "PASTA_VERSION_STRING" in l)
+    sys.path.insert(0, os.path.join(root, "share", "pasta"))
+    import job
+    expect("share/pasta/job.py's PASTA_VERSION is version.hpp's", job.PASTA_VERSION, version)
+    expect("bench/job_ranks.py's PASTA_VERSION is version.hpp's", job_ranks.PASTA_VERSION,
+           version)
+
+
 def main():
+    versions()
     tmp = tempfile.mkdtemp(prefix="pasta-job-analysis-")
     try:
         job = os.path.join(tmp, "job")
