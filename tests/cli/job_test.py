@@ -288,7 +288,7 @@ def many(tmp, n=64, kernels=1000):
     if importlib.util.find_spec("jinja2") and expect("the job page", os.path.exists(page), True):
         with open(page) as f:
             html = f.read()
-        table = html[html.index('<section id="job">'):]
+        table = html[html.index('<table class="data" id="job-processes">'):]
         table = table[table.index("<tbody>"):table.index("</tbody>")]
         ranks = [int(m) for m in re.findall(r'<tr><td class="num">(\d+)</td>', table)]
         # 50 rows: the straggler (rank n - 1), then the first ranks; job.txt lists them all.
