@@ -167,9 +167,7 @@ def main():
         no_duckdb(job)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print("job analyses: every check exact" if checks.failures == 0 else
-          f"{checks.failures} checks failed")
-    return 1 if checks.failures else 0
+    return checks.summary("job analyses: every check exact")
 
 
 if __name__ == "__main__":

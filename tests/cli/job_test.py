@@ -316,9 +316,7 @@ def main():
         many(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print("jobs: every check exact" if checks.failures == 0 else
-          f"{checks.failures} checks failed")
-    return 1 if checks.failures else 0
+    return checks.summary("jobs: every check exact")
 
 
 if __name__ == "__main__":
