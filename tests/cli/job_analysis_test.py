@@ -81,6 +81,25 @@ def analyses(doc, want):
            f"rank {want['slow_in_compute']}")
 
 
+def swept_per_process(doc, job):
+    """A job too long for the sweep's keys is swept a process at a time: the same answers."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "share", "pasta"))
+    import job_store
+    job_store.KEY_BITS = 0
+    store = job_store.Store(job)
+    parts, causes = store.breakdown(), store.idle_by_cause()
+    ranks = {r["rank"]: r for r in doc["analysis"]["ranks"]}
+    rank_of = {r["rid"]: r["rank"] for r in store.query(
+        f"SELECT rid, rank FROM {store.table('processes')}")}
+    got = {rank_of[rid]: (round(p["compute_us"] / 1e3, 6), round(p["idle_us"] / 1e3, 6),
+                          {k: round(v / 1e3, 6) for k, v in causes.get(rid, {}).items()})
+           for rid, p in parts.items()}
+    expect("swept a process at a time: compute, idle and idle by cause (ms), the same",
+           got, {r: (round(x["compute_ms"], 6), round(x["idle_ms"], 6),
+                     {k: round(v, 6) for k, v in x["idle_by_cause_ms"].items()})
+                 for r, x in ranks.items()})
+
+
 def bad_input(doc, want, job):
     bad = want["bad"]
     problems = "\n".join(doc["problems"])
@@ -162,6 +181,7 @@ def main():
         with open(os.path.join(job, "job.json")) as f:
             doc = json.load(f)
         analyses(doc, want)
+        swept_per_process(doc, job)
         bad_input(doc, want, job)
         page(job, doc)
         no_duckdb(job)
