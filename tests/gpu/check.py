@@ -2309,8 +2309,14 @@ def case_ddp_analyses(build, out):
     proc = run([f"{build}/bin/pasta", "run", "-o", d, "--"] + torchrun +
                ["--results", os.path.join(out, "results-pasta")], env, check=False, timeout=600)
     ok = expect("pasta run: exit code", proc.returncode, 0)
+    if not expect("the job's files", all(os.path.exists(os.path.join(d, f)) for f in
+                                          ("job.json", "job.collectives.csv")), True):
+        print(proc.stderr[-3000:])
+        return False
     with open(os.path.join(d, "job.json")) as f:
         job = json.load(f)
+    with open(os.path.join(d, "job.txt")) as f:
+        print(f.read()[-4000:])  # the analyses over ranks, for the log
     if not expect("the merge's analyses (DuckDB on this machine)", job.get("analysis_missing"),
                   None):
         return False
