@@ -26,7 +26,8 @@ from aten_ops import cpu_name  # noqa: E402
 
 def prepare(work, ranks, kernels, steps, launches):
     """The job's directory, written unless a complete one is there."""
-    job = os.path.join(work, f"ranks{ranks}-k{kernels}-s{steps}" + ("-launches" if launches else ""))
+    job = os.path.join(work, f"ranks{ranks}-k{kernels}-s{steps}" +
+                       ("-launches" if launches else ""))
     done = os.path.join(job, ".complete")
     if not os.path.exists(done):
         subprocess.run(["rm", "-rf", job], check=True)

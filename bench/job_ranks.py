@@ -89,12 +89,14 @@ def rank_events(p, rank):
     ops = [json.dumps(f"aten::op{i}") for i in range(p["operators"])]
     lead = p["launch_us"]
     launch = LAUNCH
+    host = '"pid":0,"tid":11,"ts":'
 
     def device(name, cat, stream, dur, corr, extra=""):
         return (f'{{"name":{name},"cat":"{cat}","ph":"X","pid":1,"tid":{stream},"ts":',
                 f',"dur":{dur:.3f},"args":{{"correlation":{corr}{extra}}}}}')
 
-    kernel_args = ',"device":0,"stream":{},"grid":"(64,1,1)","block":"(128,1,1)","shared_mem_bytes":0'
+    kernel_args = (',"device":0,"stream":{},"grid":"(64,1,1)","block":"(128,1,1)",'
+                   '"shared_mem_bytes":0')
     corr = 0
     for s in range(p["steps"]):
         t0 = s * period_us(p)
@@ -112,10 +114,11 @@ def rank_events(p, rank):
                                   kernel_args.format(9)))
             corr += 1
             op = ops[i % p["operators"]]
-            yield (start - lead - 1, f'{{"name":{op},"cat":"op","ph":"B","pid":0,"tid":11,"ts":', "}")
+            yield (start - lead - 1, f'{{"name":{op},"cat":"op","ph":"B",{host}', "}")
             yield (start - lead, launch, f',"args":{{"correlation":{corr}}}}}')
-            yield (start - lead + 1, f'{{"name":{op},"cat":"op","ph":"E","pid":0,"tid":11,"ts":', "}")
-            yield (start, *device(names[i % p["names"]], "kernel", 7, d, corr, kernel_args.format(7)))
+            yield (start - lead + 1, f'{{"name":{op},"cat":"op","ph":"E",{host}', "}")
+            yield (start, *device(names[i % p["names"]], "kernel", 7, d, corr,
+                                  kernel_args.format(7)))
 
 
 def write_rank(p, job, rank, dir_name=None, entry_extra=None, cut=None):
@@ -172,7 +175,8 @@ def write_rank(p, job, rank, dir_name=None, entry_extra=None, cut=None):
              '{"name":"process_name","ph":"M","pid":0,"tid":0,"args":{"name":"Host"}},',
              '{"name":"process_name","ph":"M","pid":1,"tid":0,"args":{"name":"GPU 0: '
              'Synthetic GPU"}},',
-             f'{{"name":"pasta_origin","ph":"M","pid":0,"tid":0,"args":{{"clock_ns":{origin_ns}}}}},']
+             '{"name":"pasta_origin","ph":"M","pid":0,"tid":0,"args":{"clock_ns":'
+             f'{origin_ns}}}}},']
     lines += [f"{before}{ts - first:.3f}{after}," for ts, before, after in events]
     text = "\n".join(lines) + "\n{}]}\n"
     if cut is not None:

@@ -166,7 +166,8 @@ class Store:
                          "shift_us DOUBLE)")
         if files:
             self.con.executemany("INSERT INTO timeline_files VALUES (?, ?, ?)",
-                                 [(f, rid, (wall - self.origin_ns) / 1e3) for f, rid, wall in files])
+                                 [(f, rid, (wall - self.origin_ns) / 1e3)
+                                  for f, rid, wall in files])
         paths = [f[0] for f in files] or ["/dev/null"]
         # c1 is {"name":"..." (its JSON escapes undone only where it has one), c2 "cat":"...",
         # c6 ts":..., c7 dur":... (or a launch's args); the correlation is in the args. A line
@@ -251,7 +252,8 @@ class Store:
         if good:
             self._copy(name, select, [good])
         else:  # the table's columns, no row
-            empty = ", ".join(f"NULL::{c.split()[1]} AS {c.split()[0]}" for c in columns.split(", "))
+            empty = ", ".join(f"NULL::{c.split()[1]} AS {c.split()[0]}"
+                              for c in columns.split(", "))
             self._copy(name, f"SELECT NULL::INTEGER AS rid, {empty} WHERE false")
 
     # --- the analyses ---------------------------------------------------------------
@@ -394,7 +396,8 @@ class Store:
                          row_number() OVER (PARTITION BY rid, stream ORDER BY start_us) AS seq
                   FROM c),
             k AS (SELECT grp, seq, max(start_us) AS last_arrival, min(start_us) AS first_arrival,
-                         median(start_us) AS median_arrival, arg_max(rid, start_us) AS last_rid,
+                         median(start_us) AS median_arrival,
+                         first(rid ORDER BY start_us DESC, rid) AS last_rid,  -- ties: the first
                          count(*) AS processes, min(name) AS name, count(DISTINCT name) AS names,
                          max(end_us) AS ended
                   FROM n GROUP BY ALL)
@@ -420,7 +423,8 @@ class Store:
         out = {r["rid"]: r for r in self.query(f"""
             SELECT rid, sum(total_ms) AS device_ms,
                    sum(total_ms) FILTER (WHERE NOT (kernel LIKE 'nccl%')) AS compute_ms,
-                   arg_max(coalesce(kernel, signature), total_ms) AS top_kernel
+                   first(coalesce(kernel, signature) ORDER BY total_ms DESC, kernel)
+                     AS top_kernel
             FROM {self.table('kernels')} WHERE total_ms IS NOT NULL GROUP BY rid""")}
         for r in self.query(f"""
                 SELECT rid, sum(end_us - start_us) FILTER (WHERE cat = 'memcpy') / 1e3 AS memcpy_ms,
@@ -440,7 +444,8 @@ class Store:
         out = {}
         for r in self.query(f"""
                 SELECT k.rid, kinds.kind, sum(k.total_ms) AS ms
-                FROM {self.table('kernels')} k JOIN kinds ON coalesce(k.signature, k.kernel) = kinds.name
+                FROM {self.table('kernels')} k
+                     JOIN kinds ON coalesce(k.signature, k.kernel) = kinds.name
                 WHERE k.rid IN (SELECT unnest(?::INTEGER[])) GROUP BY ALL""", [list(rids)]):
             out.setdefault(r["rid"], {})[r["kind"]] = r["ms"]
         return out
@@ -452,7 +457,8 @@ class Store:
             WITH t AS (SELECT rid, {key} AS name, sum({value}) AS v FROM {self.table(table)}
                        WHERE {key} IS NOT NULL AND {value} IS NOT NULL GROUP BY ALL)
             SELECT name, count(*) AS processes, min(v) AS min, median(v) AS median, max(v) AS max,
-                   arg_max(rid, v) AS slowest FROM t GROUP BY name ORDER BY max DESC, name""")
+                   first(rid ORDER BY v DESC, rid) AS slowest  -- ties: the first process
+            FROM t GROUP BY name ORDER BY max DESC, name""")
         for r in rows:
             r["slowest"] = labels[r["slowest"]]
         return rows
