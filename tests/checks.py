@@ -32,3 +32,15 @@ def near(what, got, want, tol=1e-6):
     failures += not ok
     print(f"{'ok  ' if ok else 'FAIL'} {what}: {got!r}" + ("" if ok else f" (expected {want!r})"))
     return ok
+
+
+def union_us(spans):
+    """Length of the union of (start, end) intervals: the independent truth the tests hold
+    timelines' busy time and overlaps to."""
+    total, end = 0.0, None
+    for s, t in sorted(spans):
+        if end is None or s > end:
+            total, end = total + t - s, t
+        elif t > end:
+            total, end = total + t - end, t
+    return total

@@ -319,25 +319,17 @@ def run_overview(out_dir, window=None, step=None):
 
 
 def job_overview(job, job_dir):
-    """A job's processes side by side: time by kind per process, the straggler, and the
-    kernels and operators over processes (median, with the min-max range)."""
+    """A job's processes side by side: time by kind per process (the merge's, job.json),
+    the straggler, and the kernels and operators over processes (median, with the min-max
+    range)."""
     processes = []
     straggler = (job.get("straggler") or {}).get("process")
     for row in job.get("processes", []):
-        if not row.get("dir"):
+        if not row.get("dir") or "kinds" not in row:
             continue
-        # A process's directory is relative to the job directory it was listed in.
-        d = next((c for c in (os.path.join(base, row["dir"]) for base in
-                              [job_dir] + job.get("sources", [])) if os.path.isdir(c)), None)
-        if d is None:
-            continue
-        kf_rows = table(read_report(d, "kernel_freq"), "kernels")
-        events = read_timeline(d)
-        records = device_records(events) if events else []
-        busy_us, span_us, _ = busy(records)
         name = (f"rank {row['rank']}" if row.get("rank") is not None else f"pid {row['pid']}")
         processes.append({"name": name, "straggler": name == straggler,
-                          "kinds": kinds(kf_rows, records, span_us - busy_us),
+                          "kinds": [tuple(k) for k in row["kinds"]],
                           "compute_ms": row.get("compute_ms"), "busy_pct": row.get("busy_pct")})
     spread = [{"name": kernel_kinds.short_name(r["name"]), "full": r["name"], "ms": r["median"],
                "min": r["min"], "max": r["max"], "slowest": r["slowest"],

@@ -2,7 +2,8 @@
 """gpu_check_test.py: what tests/gpu/check.py reads from reports, on made-up ones, here where
 no GPU is: the launches a rank's own reports count, the kernels on each rank's tracks of a
 timeline the job's merge (share/pasta/job.py) wrote, and a DDP_PIPELINES that names no
-pipeline failing before anything runs."""
+pipeline failing before anything runs, and ddp_analyses' truth (overlap and collectives from
+each rank's own trace) on two synthetic ranks whose answers are known (bench/job_ranks.py)."""
 import contextlib
 import io
 import json
@@ -17,7 +18,9 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "gpu"))
 sys.path.insert(0, os.path.join(ROOT, "share", "pasta"))
 sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
 import check  # noqa: E402
+import job_ranks  # noqa: E402
 import checks  # noqa: E402
 import job  # noqa: E402
 
@@ -105,6 +108,32 @@ def ddp_pipelines(tmp):
     checks.expect("... having run nothing", os.path.exists(f"{tmp}/ddp"), False)
 
 
+def ddp_truth(tmp):
+    """Two ranks' Chrome traces, the second's ts counting from a base 1 ms later (as two
+    Kineto exports each count from their own baseTimeNanoseconds)."""
+    p = job_ranks.params(ranks=2, steps=3, kernels=40, overlapped=8, allreduce_us=400.0,
+                         slow_rank=1, waiting_rank=0)
+    job_ranks.generate(f"{tmp}/ddp-job", p)
+    for r in (0, 1):
+        with open(f"{tmp}/ddp-job/rank{r}/timeline.trace.json") as f:
+            doc = json.load(f)
+        for e in doc["traceEvents"]:
+            if "ts" in e:
+                e["ts"] -= 1000.0 * r
+        doc["baseTimeNanoseconds"] = 1_700_000_000_000_000_000 + 1_000_000 * r
+        write(f"{tmp}/traces/rank{r}.trace.json", doc)
+    overlap, matched = check.ddp_truth(f"{tmp}/traces", 2)
+    want = job_ranks.answers(p)
+    checks.expect("ddp_truth: each rank's communication overlapped by compute (%)",
+                  {r: round(v, 6) for r, v in overlap.items()},
+                  {r: round(100 * want["ranks"][r]["overlap_us"] / want["ranks"][r]["comm_total_us"],
+                            6) for r in (0, 1)})
+    checks.expect("ddp_truth: collectives matched", len(matched), want["collectives"])
+    checks.expect("ddp_truth: each one's last rank and skew (us)",
+                  [(max(a, key=a.get), round(max(a.values()) - min(a.values()), 6))
+                   for _, a in matched], [(1, want["skew_us"])] * want["collectives"])
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="pasta-gpu-check-")
     try:
@@ -112,6 +141,7 @@ def main():
         rank_tracks(tmp)
         matrix_cells(tmp)
         ddp_pipelines(tmp)
+        ddp_truth(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return checks.summary("check.py: every made-up report read as its maker wrote it")

@@ -31,7 +31,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 sys.path.insert(0, os.path.join(ROOT, "share", "pasta"))
 import checks  # noqa: E402
-from checks import expect  # noqa: E402
+from checks import expect, union_us  # noqa: E402
 import kernel_kinds  # noqa: E402  (its own test checks it on real names)
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"]
@@ -100,17 +100,6 @@ def classes(node):
 def load(path):
     with open(path) as f:
         return json.load(f)
-
-
-def union_us(spans):
-    """Length of the union of (start, end) intervals."""
-    total, end = 0.0, None
-    for s, t in sorted(spans):
-        if end is None or s > end:
-            total, end = total + t - s, t
-        elif t > end:
-            total, end = total + t - end, t
-    return total
 
 
 def device_spans(out):

@@ -123,8 +123,9 @@ TEST_CASE("unknown PASTA_* variables are found, known ones and others are not") 
   CHECK(detail::unknown_variables(env) ==
         std::vector<std::string>{"PASTA_OUTPT_DIR", "PASTA_TOOL"});
   // What building pasta reads (CMake) and what the launcher reads are not typos either.
-  char f[] = "PASTA_SANITIZER_ROOT=/opt/s", g[] = "PASTA_TORCH_ROOT=/t", h[] = "PASTA_STALL_ACCESS_LIB=l";
-  char* more[] = {f, g, h, nullptr};
+  char f[] = "PASTA_SANITIZER_ROOT=/opt/s", g[] = "PASTA_TORCH_ROOT=/t", h[] = "PASTA_STALL_ACCESS_LIB=l",
+       i[] = "PASTA_JOB_MEMORY=4GB";
+  char* more[] = {f, g, h, i, nullptr};
   CHECK(detail::unknown_variables(more).empty());
 }
 

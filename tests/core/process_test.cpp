@@ -170,6 +170,7 @@ TEST_CASE("in a job, each process writes its own reports and enters the job's li
   CHECK(e["world_size"] == 2);
   CHECK(e["rank_variable"] == "RANK");
   CHECK(e["run_id"] == "run-a");
+  CHECK(e["pasta_version"] == PASTA_VERSION_STRING);  // the job merge names another version's
   CHECK(e["dir"] == "rank1");
   CHECK(e["launches"] == 1);
   CHECK(e["pid"] == ::getpid());

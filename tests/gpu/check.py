@@ -16,6 +16,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -2247,6 +2248,114 @@ def case_ddp(build, out):
         print(f"DDP_PIPELINES={','.join(only)}: {len(pipelines) - len(chosen)} pipelines left "
               "out: the case is skipped, not passed")
         return combine(ok, SKIP)
+    return ok
+
+
+def ddp_truth(trace_dir, nproc):
+    """From each rank's own torch.profiler trace, independently of pasta: per rank the share
+    of its NCCL kernels' time that its other kernels overlap (%), and its NCCL kernels
+    matched across ranks as the job merge matches them (per stream in start order, streams
+    by first use): [(name, {rank: start us})] in order."""
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    from checks import union_us as union
+    overlap, per_rank, docs = {}, {}, {}
+    for r in range(nproc):
+        with open(os.path.join(trace_dir, f"rank{r}.trace.json")) as f:
+            docs[r] = json.load(f)
+    # A Kineto trace's ts count from its own baseTimeNanoseconds: onto the earliest rank's.
+    base = min(d.get("baseTimeNanoseconds", 0) for d in docs.values())
+    for r, doc in docs.items():
+        shift = (doc.get("baseTimeNanoseconds", 0) - base) / 1e3
+        kernels = [(e["ts"] + shift, e["ts"] + shift + e["dur"], e["name"],
+                    e.get("args", {}).get("stream"))
+                   for e in doc["traceEvents"] if e.get("cat") == "kernel"]
+        nccl = ("nccl", "void nccl")
+        comm = [(s, t) for s, t, n, _ in kernels if n.startswith(nccl)]
+        compute = [(s, t) for s, t, n, _ in kernels if not n.startswith(nccl)]
+        overlap[r] = 100 * (union(comm) + union(compute) - union(comm + compute)) / union(comm)
+        streams = {}
+        for s, t, n, stream in sorted(k for k in kernels if k[2].startswith(nccl)):
+            streams.setdefault(stream, []).append((s, n))
+        per_rank[r] = [calls for _, calls in sorted(streams.items(), key=lambda kv: kv[1][0][0])]
+    matched = []
+    for g in range(min(len(v) for v in per_rank.values())):
+        for q in range(min(len(per_rank[r][g]) for r in per_rank)):
+            matched.append((per_rank[0][g][q][1], {r: per_rank[r][g][q][0] for r in per_rank}))
+    return overlap, matched
+
+
+def case_ddp_analyses(build, out):
+    """The job merge's analyses on a DDP job with NCCL, one rank per GPU, rank 1 made slow
+    (its GPU spins after each forward): the collectives matched across ranks, which rank
+    arrived last and by how much, and each rank's communication overlapped by compute,
+    against each rank's own torch.profiler trace. torch.profiler and pasta's CUPTI cannot
+    share a process, so they see two runs of the same job: the collectives and their order
+    are the same (exact), times within a tolerance (run-to-run noise, stated per check)."""
+    if gpus() < 2:
+        print("fewer than 2 GPUs: skipped")
+        return SKIP
+    nproc, slow_ms, steps = 2, 20.0, 5
+    script = os.path.join(ROOT, "tests", "gpu", "ddp_train.py")
+    torchrun = [sys.executable, "-m", "torch.distributed.run", "--standalone",
+                f"--nproc_per_node={nproc}", script, "--backend", "nccl", "--steps", str(steps),
+                "--slow-rank", "1", "--slow-ms", str(slow_ms)]
+    env = {"PASTA_PRINT": "none", "NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+           "NVSHMEM_DISABLE_NVLS": "1", "OMP_NUM_THREADS": "2"}
+    traces = os.path.join(out, "torch-traces")
+    run(torchrun + ["--trace", traces, "--results", os.path.join(out, "results-torch")], env,
+        timeout=600)
+    overlap, matched = ddp_truth(traces, nproc)
+    d = os.path.join(out, "pasta")
+    proc = run([f"{build}/bin/pasta", "run", "-o", d, "--"] + torchrun +
+               ["--results", os.path.join(out, "results-pasta")], env, check=False, timeout=600)
+    ok = expect("pasta run: exit code", proc.returncode, 0)
+    if not expect("the job's files", all(os.path.exists(os.path.join(d, f)) for f in
+                                          ("job.json", "job.collectives.csv")), True):
+        print(proc.stderr[-3000:])
+        return False
+    with open(os.path.join(d, "job.json")) as f:
+        job = json.load(f)
+    with open(os.path.join(d, "job.txt")) as f:
+        print(f.read()[-4000:])  # the analyses over ranks, for the log
+    if not expect("the merge's analyses (DuckDB on this machine)", job.get("analysis_missing"),
+                  None):
+        return False
+    with open(os.path.join(d, "job.collectives.csv")) as f:
+        mine = list(csv.DictReader(f))
+    # Exact: the same collectives, in the same order, on both ranks.
+    ok &= expect("collectives matched across ranks", job["analysis"]["collectives"]["matched"],
+                 len(matched))
+    # Named up to the parameters (the two demanglers may spell a type differently).
+    ok &= expect("each collective's kernel, in order", [c["name"].split("(")[0] for c in mine],
+                 [name.split("(")[0] for name, _ in matched])
+    reduce_torch = [(max(a, key=a.get), max(a.values()) - min(a.values()))
+                    for name, a in matched if "AllReduce" in name]
+    reduce_pasta = [(c["last"], float(c["skew_us"])) for c in mine if "AllReduce" in c["name"]]
+    # Rank 1 spins slow_ms before each backward: it arrives last at the backward's all-reduces
+    # (the first step's may wait on start-up work; at least 80% of them, in both runs).
+    for who, rows, name in (("torch.profiler", reduce_torch, 1), ("pasta", reduce_pasta,
+                                                                  "rank 1")):
+        last = sum(1 for l, _ in rows if l == name)
+        ok &= expect(f"{who}: all-reduces where rank 1 arrived last (at least 80% of "
+                     f"{len(rows)})", last >= 0.8 * len(rows) and len(rows) > 0, True)
+    # Skew: rank 1's extra work is what the others wait for; the two runs' medians within 25%.
+    t_skew = statistics.median(s for _, s in reduce_torch) if reduce_torch else 0.0
+    p_skew = statistics.median(s for _, s in reduce_pasta) if reduce_pasta else 0.0
+    print(f"  all-reduce skew, median: torch.profiler {t_skew:.1f} us, pasta {p_skew:.1f} us "
+          f"(rank 1 spins about {slow_ms * 1e3:.0f} us)")
+    ok &= expect("median all-reduce skew, pasta within 25% of torch.profiler's",
+                 abs(p_skew - t_skew) <= 0.25 * t_skew and t_skew > 0, True)
+    # Overlap: how DDP's buckets meet the backward's kernels; two runs, within 15 points.
+    ranks = {r["rank"]: r for r in job["analysis"]["ranks"]}
+    for r in range(nproc):
+        print(f"  rank {r}: communication overlapped by compute: torch.profiler "
+              f"{overlap[r]:.1f}%, pasta {ranks[r]['overlap_pct']:.1f}%")
+        ok &= expect(f"rank {r}: overlap (%), pasta within 15 points of torch.profiler's",
+                     abs(ranks[r]["overlap_pct"] - overlap[r]) <= 15, True)
+    verdicts = {v: [o["process"] for o in named]
+                for v, named in job["analysis"]["outliers"].items()}
+    ok &= expect("what each rank is slow in", verdicts,
+                 {"slow in compute": ["rank 1"], "waits in collectives": ["rank 0"]})
     return ok
 
 

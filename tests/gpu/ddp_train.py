@@ -5,6 +5,7 @@ downloaded) or torchvision's ResNet-18, trained a few steps with AdamW.
 
     torchrun --standalone --nproc_per_node=2 ddp_train.py [--model gpt2|resnet18]
              [--steps N] [--count-kernels] [--backend gloo|nccl] [--results DIR]
+             [--trace DIR] [--slow-rank R --slow-ms MS]
 
 With the gloo backend every rank shares GPU 0 (one GPU is enough); with nccl
 each rank takes the GPU of its LOCAL_RANK. Each rank prints one JSON line:
@@ -14,7 +15,9 @@ raw trace's "kernel" events, from right after CUDA is initialised to the
 end; "kernel_names": how many of each name), the independent count the test
 compares pasta's per-rank report with.
 torch.profiler and pasta's CUPTI cannot share a process: count in a run of
-its own.
+its own. --trace DIR also writes each rank's torch.profiler trace (Chrome JSON) to
+DIR/rank<R>.trace.json; --slow-rank R makes rank R spin its GPU about MS ms after each forward,
+so that it arrives last at every all-reduce of the backward.
 """
 import argparse
 import contextlib
@@ -61,6 +64,9 @@ def main():
     p.add_argument("--count-kernels", action="store_true")
     p.add_argument("--results", help="also write each rank's line to RESULTS/rank<R>.json "
                                      "(the ranks' stdout lines may interleave)")
+    p.add_argument("--trace", help="write each rank's torch.profiler trace to DIR/rank<R>.trace.json")
+    p.add_argument("--slow-rank", type=int, default=-1)
+    p.add_argument("--slow-ms", type=float, default=0.0)
     args = p.parse_args()
 
     dist.init_process_group(args.backend)
@@ -70,7 +76,7 @@ def main():
     torch.cuda.set_device(device)
     deterministic()
     prof = None
-    if args.count_kernels:
+    if args.count_kernels or args.trace:
         from torch.profiler import ProfilerActivity, profile
         prof = profile(activities=[ProfilerActivity.CUDA])
     with prof or contextlib.nullcontext():
@@ -80,6 +86,8 @@ def main():
         for _ in range(args.steps):
             opt.zero_grad(set_to_none=True)
             loss = loss_of(ddp)
+            if rank == args.slow_rank:  # about 2e6 cycles a ms at an H200's clock
+                torch.cuda._sleep(int(args.slow_ms * 2e6))
             loss.backward()
             opt.step()
         torch.cuda.synchronize()
@@ -90,6 +98,9 @@ def main():
         names = kernel_names(prof)
         out["kernels"] = sum(names.values())
         out["kernel_names"] = dict(names)
+        if args.trace:  # the whole export: its ts count from its baseTimeNanoseconds
+            os.makedirs(args.trace, exist_ok=True)
+            prof.export_chrome_trace(os.path.join(args.trace, f"rank{rank}.trace.json"))
     print(json.dumps(out), flush=True)
     if args.results:
         os.makedirs(args.results, exist_ok=True)

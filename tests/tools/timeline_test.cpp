@@ -84,6 +84,33 @@ TEST_CASE("Timeline writes kernels, copies, scopes and operators as a Chrome tra
   CHECK(named_gpu);
 }
 
+TEST_CASE("a host-side launch is an instant on its thread, joined to its kernel by correlation") {
+  test::TempDir dir;
+  Config cfg;
+  cfg.output_dir = dir.path();
+  {
+    tools::Timeline t(cfg);
+    // From a launch callback: a host thread and time.
+    t.on(KernelLaunch{.correlation = 9, .stream = 7, .name = intern("_Z1kv"), .thread = 42,
+                      .time_ns = 2'000'000});
+    // From a device record (no launch callbacks): no host thread, the kernel's start.
+    t.on(KernelLaunch{.correlation = 10, .stream = 7, .name = intern("_Z1kv"), .thread = 0,
+                      .time_ns = 2'010'000});
+    t.on(KernelComplete{.correlation = 9, .stream = 7, .name = intern("_Z1kv"),
+                        .start_ns = 2'006'500, .end_ns = 2'008'000});
+  }
+  const auto trace = load(dir.path() + "/timeline.trace.json");
+  const auto launches = of_cat(trace, "launch");
+  REQUIRE(launches.size() == 1);
+  CHECK(launches[0]["ph"] == "i");
+  CHECK(launches[0]["pid"] == 0);
+  CHECK(launches[0]["tid"] == 42);
+  CHECK(launches[0]["args"]["correlation"] == 9);
+  const auto kernels = of_cat(trace, "kernel");
+  REQUIRE(kernels.size() == 1);
+  CHECK(kernels[0]["ts"].get<double>() - launches[0]["ts"].get<double>() == doctest::Approx(6.5));
+}
+
 TEST_CASE("a timeline cut off before it is closed still parses once closed by hand") {
   test::TempDir dir;
   Config cfg;

@@ -60,6 +60,16 @@ class Timeline {
         e.grid.z, e.block.x, e.block.y, e.block.z, e.shared_mem_bytes);
     ++kernels_;
   }
+  // A launch the host's launch callbacks saw (--launch-callbacks: a host thread and time) is
+  // an instant on that thread, joined to its kernel by correlation: how long the kernel
+  // waited to start (the job merge's launch delays and idle causes). Launches taken from
+  // the device records (thread 0, the kernel's own start) say nothing more: left out.
+  void on(const KernelLaunch& e) {
+    if (e.thread == 0 || e.time_ns == 0) return;
+    line(R"j({{"name":"launch","cat":"launch","ph":"i","pid":{},"tid":{},"ts":{:.3f},)j"
+         R"j("args":{{"correlation":{}}}}})j",
+         host_pid, e.thread, us(e.time_ns), e.correlation);
+  }
   void on(const Memcpy& e) {
     if (!e.start_ns || e.end_ns < e.start_ns) return;
     line(R"j({{"name":"memcpy {} {}","cat":"memcpy","ph":"X","pid":{},"tid":{},"ts":{:.3f},)j"

@@ -12,6 +12,7 @@
 #include <pasta/core/detail/process_registry.hpp>
 #include <pasta/core/detail/this_process.hpp>
 #include <pasta/core/log.hpp>
+#include <pasta/core/version.hpp>
 
 namespace pasta::detail {
 
@@ -67,6 +68,7 @@ PASTA_FUNC void ProcessRegistry::write() {
     return v ? nlohmann::json(*v) : nlohmann::json();
   };
   nlohmann::json entry = {{"pasta_process", format_version},
+                          {"pasta_version", PASTA_VERSION_STRING},
                           {"pid", id_.pid},
                           {"host", id_.host},
                           {"rank", optional(id_.rank)},

@@ -18,8 +18,9 @@ namespace pasta::detail {
 // leaves these alone. Handlers and launchers add theirs here.
 inline constexpr std::string_view other_known_variables[] = {
     "PASTA_HANDLER", "PASTA_CUPTI_SKIP", "PASTA_SANITIZER_LIB",
-    // read by the pasta launcher (bin/pasta)
+    // read by the pasta launcher (bin/pasta) and its job merge (share/pasta/job_store.py)
     "PASTA_BUILD_DIR", "PASTA_INJECT_LIB", "PASTA_TRACE_TOOL", "PASTA_STALL_ACCESS_LIB",
+    "PASTA_JOB_MEMORY",
     // read by CMake when pasta is built: often left exported in a shell that also runs programs
     "PASTA_SANITIZER_ROOT", "PASTA_TORCH_ROOT",
     // set by the launcher for the processes it starts (core/process.hpp)
