@@ -98,4 +98,15 @@ if [ "${1:-}" = "--all" ]; then
   # GPU machine has, which the tests' exact counts are for.
   "$py" -m pip show torch >/dev/null 2>&1 ||
     "$py" -m pip install -q --no-deps "torch==2.11.0"
+  # The same PyTorch for a Python 3.12 (pyenv's, where there is one): the modules and
+  # source-lines test needs sys.monitoring (tests/torch/modules_check.py). With the three
+  # CUDA libraries `import torch` needs that the CUDA toolkit does not have, and the
+  # packages `import torch` imports.
+  py312=$(command -v python3.12 || ls "$HOME"/.pyenv/versions/3.12*/bin/python3 2>/dev/null | head -1 || true)
+  if [ -n "$py312" ] && ! "$py312" -m pip show torch >/dev/null 2>&1; then
+    echo "install-deps: PyTorch for $py312 (the modules test)"
+    "$py312" -m pip install -q --no-deps "torch==2.11.0" nvidia-cufile nvidia-cusparselt-cu13 \
+      nvidia-nvshmem-cu13 sympy mpmath networkx fsspec filelock typing_extensions jinja2 \
+      markupsafe numpy
+  fi
 fi
