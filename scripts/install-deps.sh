@@ -102,7 +102,7 @@ if [ "${1:-}" = "--all" ]; then
   # source-lines test needs sys.monitoring (tests/torch/modules_check.py). With the three
   # CUDA libraries `import torch` needs that the CUDA toolkit does not have, and the
   # packages `import torch` imports.
-  py312=$(command -v python3.12 || ls "$HOME"/.pyenv/versions/3.12*/bin/python3 2>/dev/null | head -1 || true)
+  py312=$(ls "$HOME"/.pyenv/versions/3.12*/bin/python3 2>/dev/null | head -1 || command -v python3.12 || true)
   if [ -n "$py312" ] && ! "$py312" -m pip show torch >/dev/null 2>&1; then
     echo "install-deps: PyTorch for $py312 (the modules test)"
     "$py312" -m pip install -q --no-deps "torch==2.11.0" nvidia-cufile nvidia-cusparselt-cu13 \

@@ -64,18 +64,13 @@ class InductorBridge {
   // At an operator call: until the wrapper is in, asks the Python main
   // thread (a pending call: it runs between two bytecodes, holding the GIL)
   // to look for Inductor's runtime, at most every `retry_ns`.
-  static constexpr std::uint64_t retry_ns = 5'000'000;
   static void poll() {
     State& s = state();
-    if (!s.active.load(std::memory_order_relaxed) || s.installed.load(std::memory_order_relaxed) ||
-        s.given_up.load(std::memory_order_relaxed))
+    if (!s.active.load(std::memory_order_relaxed) || s.installed.load(std::memory_order_relaxed))
       return;
     thread_local std::uint32_t calls = 0;
     if (++calls % 16 != 1) return;
-    const std::uint64_t now = pasta::detail::now_ns();
-    if (now - s.last_try_ns.load(std::memory_order_relaxed) < retry_ns) return;
-    if (s.pending.exchange(true)) return;
-    s.last_try_ns.store(now, std::memory_order_relaxed);
+    if (!s.due(pasta::detail::now_ns())) return;
     if (!s.api.is_initialized() || s.api.add_pending_call(&try_install, nullptr) != 0)
       s.pending.store(false);
   }
@@ -83,11 +78,10 @@ class InductorBridge {
   static std::uint64_t launches() { return state().launches.load(); }
 
  private:
-  struct State {
+  struct State : LazyInstall {
     PythonApi api;
     bool resolved = false, python = false, verbose = false;
-    std::atomic<bool> active{false}, installed{false}, given_up{false}, pending{false};
-    std::atomic<std::uint64_t> last_try_ns{0}, launches{0}, described{0};
+    std::atomic<std::uint64_t> launches{0}, described{0};
     std::uint64_t logged = 0;  // kernels described in the log (the first 60)
     Enter enter = nullptr;
     Leave leave = nullptr;

@@ -115,16 +115,9 @@ class ModuleTracker {
   // Python (taking the GIL it released for the operator), so that the first
   // operators already carry their lines; otherwise through a pending call,
   // which the Python main thread runs between two bytecodes.
-  static constexpr std::uint64_t retry_ns = 5'000'000;
   static void poll() {
     State& s = state();
-    if (!s.active.load(std::memory_order_relaxed) || s.installed.load(std::memory_order_relaxed) ||
-        s.given_up.load(std::memory_order_relaxed))
-      return;
-    const std::uint64_t now = pasta::detail::now_ns();
-    if (now - s.last_try_ns.load(std::memory_order_relaxed) < retry_ns) return;
-    if (s.pending.exchange(true)) return;
-    s.last_try_ns.store(now, std::memory_order_relaxed);
+    if (!s.due(pasta::detail::now_ns())) return;
     if (!s.api.is_initialized()) {
       s.pending.store(false);
       return;
@@ -185,6 +178,18 @@ class ModuleTracker {
   struct Named {
     NameId module{}, class_name{};
   };
+  struct CodeSite {  // an instruction of a code object
+    const void* code = nullptr;
+    int lasti = 0;
+    friend bool operator==(const CodeSite&, const CodeSite&) = default;
+  };
+  struct CodeSiteHash {
+    std::size_t operator()(const CodeSite& k) const noexcept {
+      return static_cast<std::size_t>(
+          (reinterpret_cast<std::uintptr_t>(k.code) * 0x9E3779B97F4A7C15ull) ^
+          static_cast<std::uint64_t>(static_cast<unsigned>(k.lasti)));
+    }
+  };
   struct NamedKey {  // a module object (and its type) called from a parent module
     std::uint32_t parent = 0;
     const void* self = nullptr;
@@ -198,13 +203,11 @@ class ModuleTracker {
       return static_cast<std::size_t>(a ^ b ^ k.parent);
     }
   };
-  struct State {
+  struct State : LazyInstall {
     PythonApi api;
     bool resolved = false, python = false, verbose = false;
     bool modules = false, sources = false;
-    std::atomic<bool> active{false}, installed{false}, given_up{false}, pending{false};
     std::atomic<bool> exiting{false};  // the interpreter is finalising: no frame walks
-    std::atomic<std::uint64_t> last_try_ns{0};
     std::atomic<std::uint32_t> main_thread{0};  // pasta's id of the thread that runs pending calls
     Emit emit = nullptr;
     Stats stats;
@@ -214,7 +217,7 @@ class ModuleTracker {
     std::vector<std::string> extra_skip;
     std::unordered_map<NamedKey, Named, NamedKeyHash> named;
     std::unordered_map<PythonApi::Obj, bool> user_code;  // code object -> the program's own
-    std::unordered_map<std::string, NameId> lines;       // code address:lasti -> "file:line"
+    std::unordered_map<CodeSite, NameId, CodeSiteHash> lines;  // -> "file:line"
   };
   static State& state() {
     static State s;
@@ -447,7 +450,7 @@ def install(start, ret, unwind, configure, exiting):
     while (frame) {
       PythonApi::Obj code = py.frame_code(frame);
       if (code && is_user(s, code)) {
-        const std::string key = fmt::format("{}:{}", static_cast<void*>(code), py.frame_lasti(frame));
+        const CodeSite key{code, py.frame_lasti(frame)};
         std::scoped_lock lock(s.mutex);
         if (auto it = s.lines.find(key); it != s.lines.end()) {
           site = it->second;

@@ -6,12 +6,34 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <initializer_list>
 #include <string_view>
 #include <type_traits>
 
 namespace pasta::torch::detail {
+
+// The state of a Python-side helper that installs itself lazily, from operator
+// callbacks: on (a handler started it), in, or given up, and a try at most
+// every retry_ns, one at a time.
+struct LazyInstall {
+  static constexpr std::uint64_t retry_ns = 5'000'000;
+  std::atomic<bool> active{false}, installed{false}, given_up{false}, pending{false};
+  std::atomic<std::uint64_t> last_try_ns{0};
+
+  // Whether the caller should try now; `pending` stays set until the try ends.
+  bool due(std::uint64_t now_ns) {
+    if (!active.load(std::memory_order_relaxed) || installed.load(std::memory_order_relaxed) ||
+        given_up.load(std::memory_order_relaxed))
+      return false;
+    if (now_ns - last_try_ns.load(std::memory_order_relaxed) < retry_ns) return false;
+    if (pending.exchange(true)) return false;
+    last_try_ns.store(now_ns, std::memory_order_relaxed);
+    return true;
+  }
+};
 
 struct PythonApi {
   using Obj = void*;
