@@ -316,3 +316,25 @@ TEST_CASE("OpSummary splits a compiled kernel's time equally among the operators
   CHECK(cell<std::string>(ck, 1, 2) == "unattributed");
   CHECK(cell<std::string>(ck, 1, 3) == "");
 }
+
+TEST_CASE("OpSummary names each operator's line: the one whose calls of it took the most device "
+          "time") {
+  tools::OpSummary s;
+  auto at = [](std::uint64_t id, std::string_view op, std::string_view line) {
+    return OpBegin{.id = id, .name = intern(op), .thread = 1, .source = intern(line)};
+  };
+  s.on(at(1, "aten::mm", "model.py:10"));
+  s.on(at(2, "aten::mm", "model.py:20"));
+  s.on(at(3, "aten::mm", "model.py:20"));
+  s.on(OpBegin{.id = 4, .name = intern("aten::add"), .thread = 1});  // no line known
+  s.on(kernel(1, "gemm", 1000, 1500));
+  s.on(kernel(2, "gemm", 2000, 2300));
+  s.on(kernel(3, "gemm", 3000, 3300));  // line 20: 600 ns, line 10: 500 ns
+  s.on(kernel(4, "add", 4000, 4010));
+  Report r("op_summary");
+  s.report(r);
+  const auto& ops = test::table(r, "operators");
+  CHECK(test::text(ops, 0, "operator") == "aten::mm");
+  CHECK(test::text(ops, 0, "top_line") == "model.py:20");
+  CHECK(test::text(ops, 1, "top_line") == "");
+}

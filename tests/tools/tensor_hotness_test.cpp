@@ -150,3 +150,15 @@ TEST_CASE("TensorHotness keeps rows for at most max_tensors freed tensors, and s
   REQUIRE(ops.rows().size() == 1);
   CHECK(cell<std::uint64_t>(ops, 0, 2) == 16);
 }
+
+TEST_CASE("TensorHotness names the line of the program that made each hot tensor") {
+  tools::TensorHotness h;
+  h.on(OpBegin{.id = 1, .name = intern("aten::empty"), .thread = 3,
+               .source = intern("train.py:7")});
+  h.on(alloc(0x1000, 4096, 1));
+  h.on(OpEnd{.id = 1, .thread = 3});
+  h.on(bin(0x1000, 4096, 8, 0));
+  Report r("tensor_hotness");
+  h.report(r);
+  CHECK(test::text(test::table(r, "tensors"), 0, "line") == "train.py:7");
+}

@@ -91,7 +91,7 @@ class OpSummary {
  private:
   struct Instance {
     std::uint64_t id = 0, parent = 0;
-    NameId name{}, inputs{};
+    NameId name{}, inputs{}, source{};
     std::uint32_t thread = 0;
     std::uint32_t compiled = 0;  // a compiled kernel's launch: 1 + its index in compiled_
   };
@@ -137,6 +137,7 @@ class OpSummary {
   std::unordered_map<std::uint32_t, std::vector<Open>> stacks_;      // per thread: open operators
   std::vector<Stats> by_name_;                                       // indexed by NameId
   std::unordered_map<std::uint64_t, InputStats> inputs_;             // (name, inputs) -> stats
+  std::unordered_map<std::uint64_t, std::uint64_t> lines_;           // (name, source) -> self ns
   std::unordered_map<NameId, KernelStats> unattributed_;             // kernel name -> stats
   std::vector<CompiledStats> compiled_;                              // compiled kernels
   std::unordered_map<std::uint64_t, std::uint32_t> compiled_index_;  // source -> 1 + index

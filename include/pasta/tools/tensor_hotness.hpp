@@ -33,7 +33,8 @@ class TensorHotness {
     std::uint64_t n = 0;  // 1 for the first allocation seen, 2 for the next, ...
     std::uint64_t base = 0, bytes = 0;
     std::uint32_t device = 0;
-    NameId op{};  // allocating operator; 0 = none
+    NameId op{};      // allocating operator; 0 = none
+    NameId source{};  // the line of the program that called it; 0 = not known
     AccessCounts counts;
     bool live = false;
   };

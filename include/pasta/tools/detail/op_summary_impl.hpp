@@ -42,10 +42,21 @@ PASTA_FUNC void OpSummary::report(Report& out) const {
         "launching call, named after the kernel, and that call's callers get the whole time in "
         "device_total_ms only");
 
+  // Per operator, the line of the program whose calls of it took the most device time.
+  std::unordered_map<std::uint32_t, std::pair<std::uint64_t, std::uint32_t>> top_line;
+  for (const auto& [key, ns] : lines_) {
+    auto& best = top_line[static_cast<std::uint32_t>(key >> 32)];
+    const auto source = static_cast<std::uint32_t>(key);
+    if (ns > best.first || (ns == best.first && source < best.second)) best = {ns, source};
+  }
+  auto line_of = [&](std::uint32_t op) -> std::string {
+    auto it = top_line.find(op);
+    return it == top_line.end() ? std::string() : std::string(name_of(NameId{it->second.second}));
+  };
   auto& ops = out.table("operators", "Operators by device time",
                         {"rank", "operator", "calls", "kernels", "copies", "device_self_ms",
                          "device_total_ms", "host_self_ms", "host_total_ms", "device_self_pct",
-                         "fused_kernels", "fused_ms", "attribution"});
+                         "fused_kernels", "fused_ms", "attribution", "top_line"});
   for (std::size_t c = 5; c <= 8; ++c) ops.precision(c, 3);
   ops.precision(9, 1);
   ops.precision(11, 3);
@@ -56,7 +67,7 @@ PASTA_FUNC void OpSummary::report(Report& out) const {
     ops.row(++rank, std::string(name_of(NameId{i})), s.calls, s.kernels, s.copies,
             s.device_self_ns * ms, s.device_total_ns * ms, s.host_self_ns * ms,
             s.host_total_ns * ms, pct(s.device_self_ns), s.fused_kernels, s.fused_ns * ms,
-            std::string(attribution(s)));
+            std::string(attribution(s)), line_of(i));
   }
   if (evicted_.kernels || evicted_.copies)
     ops.row(Cell{}, "(operator record evicted)", Cell{}, evicted_.kernels, evicted_.copies,
@@ -113,7 +124,7 @@ PASTA_FUNC void OpSummary::report(Report& out) const {
 }
 
 PASTA_FUNC void OpSummary::on(const OpBegin& e) {
-  const Instance inst{e.id, e.parent, e.name, e.inputs, e.thread};
+  const Instance inst{e.id, e.parent, e.name, e.inputs, e.source, e.thread};
   table_.put(inst);
   auto& stack = stacks_[e.thread];
   if (stack.size() > e.depth) stack.resize(e.depth);  // ends we missed
@@ -255,6 +266,7 @@ PASTA_FUNC auto OpSummary::charge(std::uint64_t op, std::uint64_t d) -> const In
   if (!self) return nullptr;
   at(self->name).device_self_ns += d;
   if (self->inputs) inputs_[input_key(self->name, self->inputs)].device_self_ns += d;
+  if (self->source) lines_[input_key(self->name, self->source)] += d;
   chain_.clear();  // a member: its capacity is kept, so no allocation per event
   const Instance* inst = self;
   for (std::size_t depth = 0; inst && depth < max_depth; ++depth) {

@@ -39,12 +39,13 @@ PASTA_FUNC void TensorHotness::report(Report& out) const {
 
   auto& tensors = out.table("tensors", "Hottest tensors",
                             {"rank", "tensor", "device", "address", "bytes", "allocated_by",
-                             "accesses", "reads", "writes", "read_bytes", "write_bytes"});
+                             "accesses", "reads", "writes", "read_bytes", "write_bytes", "line"});
   std::uint64_t rank = 0;
   for (const Tensor* t : rows)
     tensors.row(++rank, fmt::format("#{}", t->n), t->device, fmt::format("0x{:x}", t->base),
                 t->bytes, detail::LiveOps::label(t->op), t->counts.accesses(), t->counts.reads,
-                t->counts.writes, t->counts.read_bytes, t->counts.write_bytes);
+                t->counts.writes, t->counts.read_bytes, t->counts.write_bytes,
+                t->source ? std::string(name_of(t->source)) : "");
 
   std::vector<std::uint32_t> ops;
   for (std::uint32_t i = 0; i < by_op_.size(); ++i)
@@ -77,6 +78,7 @@ PASTA_FUNC void TensorHotness::on(const pasta::TensorAlloc& e) {
                  .bytes = e.bytes,
                  .device = e.device,
                  .op = op,
+                 .source = ops_.source(e.thread, e.op),
                  .counts = {},
                  .live = true};
   // Tensors it overlaps were freed without our seeing it.
