@@ -153,7 +153,8 @@ TEST_CASE("stall_blame: tensors of a framework allocator are blamed, with their 
   cfg.stall_samples = dir.file("s.json");
   tools::StallBlame t(cfg);
   t.on(MemAlloc{.address = 0x100000, .bytes = 0x1000000});  // the allocator's segment
-  t.on(OpBegin{.id = 1, .name = intern("aten::randn"), .thread = 7});
+  // The line that made the tensor names it in the blame table (torch::Aten's OpBegin::source).
+  t.on(OpBegin{.id = 1, .name = intern("aten::randn"), .thread = 7, .source = intern("train.py:3")});
   t.on(TensorAlloc{.address = 0x100000, .bytes = 0x100000, .op = 1, .thread = 7});
   t.on(OpEnd{.id = 1, .name = intern("aten::randn"), .thread = 7});
   t.on(OpBegin{.id = 2, .name = intern("aten::blend"), .thread = 7});
@@ -170,7 +171,8 @@ TEST_CASE("stall_blame: tensors of a framework allocator are blamed, with their 
   t.report(r);
   const auto& blame = test::table(r, "blame");
   REQUIRE(blame.rows().size() == 1);
-  CHECK(std::get<std::string>(blame.rows()[0][0]) == "tensor #1 (1048576 B, aten::randn)");
+  CHECK(std::get<std::string>(blame.rows()[0][0]) ==
+        "tensor #1 (1048576 B, aten::randn at train.py:3)");
   CHECK(std::get<std::string>(blame.rows()[0][1]) == "aten::blend");
   CHECK(cell_double(r, "blame", 0, 2) == 400);
   // allocation -> tensor -> operator

@@ -143,6 +143,7 @@ class BasicStallBlame {
                                   targets_.add({.base = e.address,
                                                 .bytes = e.bytes,
                                                 .op = ops_.name(e.thread, e.op),
+                                                .source = ops_.source(e.thread, e.op),
                                                 .kind = Target::tensor,
                                                 .parent = segment ? segment->index : no_target})});
   }

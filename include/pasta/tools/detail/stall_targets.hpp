@@ -74,7 +74,8 @@ struct Target {
   };
   enum Kind : std::uint8_t { allocation, tensor, view };
   std::uint64_t base = 0, bytes = 0;
-  NameId op{};  // the allocating operator (tensors)
+  NameId op{};      // the allocating operator (tensors)
+  NameId source{};  // the line of the program that called it (tensors); 0 = not known
   Kind kind = allocation;
   std::uint32_t parent = no_target;  // the allocation of a tensor, the tensor of a view
   std::uint64_t n = 0;               // 1 for the first target of its kind
@@ -126,8 +127,10 @@ class Targets {
     const Target& x = all_[t];
     switch (x.kind) {
       case Target::tensor:
-        return fmt::format("tensor #{} ({} B, {})", x.n, x.bytes,
-                           pasta::detail::LiveOps::label(x.op));
+        return x.source ? fmt::format("tensor #{} ({} B, {} at {})", x.n, x.bytes,
+                                      pasta::detail::LiveOps::label(x.op), name_of(x.source))
+                        : fmt::format("tensor #{} ({} B, {})", x.n, x.bytes,
+                                      pasta::detail::LiveOps::label(x.op));
       case Target::view:
         return fmt::format("view {} at +{} B", name_of(x.layout), x.base - all_[x.parent].base);
       default:
