@@ -308,7 +308,18 @@ def main():
 
     # 5. Source lines.
     lines_checked = 0
-    if args.model == "small":
+    if args.model == "none":
+        # A script without any nn.Module: everything outside every module, at its lines.
+        marks = marked_lines(MODEL)
+        for o in pasta_ops:
+            want = marks["no module input" if o["name"] == "aten::randn" else "no module"]
+            if (o.get("module") or NO_MODULE) != NO_MODULE:
+                failures.append(f"{o['name']}: module {o.get('module')!r} in a script without one")
+            if o["depth"] == "0":
+                lines_checked += 1
+                if o.get("source") != f"{MODEL}:{want}":
+                    failures.append(f"{o['name']}: line {o.get('source')!r}, expected {MODEL}:{want}")
+    elif args.model == "small":
         marks = marked_lines(MODEL)
         p_by_id = {o["id"]: o for o in pasta_ops}
 

@@ -116,7 +116,7 @@ def steps(model, loss_fn, xy, n):
 
 
 def no_modules(device, n):
-    a = torch.randn(8, 8, device=device)
+    a = torch.randn(8, 8, device=device)  # line: no module input
     for _ in range(n):
         a = (a @ a).tanh()  # line: no module
     return a
