@@ -10,7 +10,7 @@
 using namespace pasta;
 
 static_assert(detail::events_are_consistent);
-static_assert(detail::event_type_count == 22);
+static_assert(detail::event_type_count == 23);
 static_assert(sizeof(KernelLaunch) <= 96, "events stay small");
 
 TEST_CASE("every event type has a unique kind, a name and a full field list") {
