@@ -384,6 +384,9 @@ def read_modules(p, doc):
     rows = rows_of(doc, "modules")
     if doc is None:
         return
+    # A run whose operators ran in no module (no nn.Module, or no Python 3.12) has no modules.
+    if not any(r.get("module") and r["module"] != "(no module)" for r in rows):
+        return
     p.modules = {r["module"]: r for r in rows if r.get("module")}
     p.module_kernels = {}
     for r in rows_of(doc, "module_kernels"):

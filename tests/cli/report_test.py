@@ -175,12 +175,21 @@ def common(dom, console, page, what):
     return sections, tables, source
 
 
+# What a tool counts, when it counts none of it, it recorded nothing (as the page's spec says,
+# docs/report.md): no allocations, no operator calls.
+COUNTS = {"tensor_alloc": "allocations", "op_summary": "calls", "module_summary": "operator calls",
+          "mem_hotness": "accesses"}
+
+
 def nothing_to_show(report):
-    """A tool has nothing to show: every table empty, or no counters measured."""
+    """A tool has nothing to show: every table empty, no counters measured, or none of what
+    it counts."""
     s = report.get("summary", {})
     if report.get("tool") == "op_counters":
         return not s.get("measured") and not s.get(
             "propagated from a measured launch of the same signature")
+    if s.get(COUNTS.get(report.get("tool")), 1) == 0:
+        return True
     tables = report.get("tables", {})
     return bool(tables) and not any(tables.values())
 
