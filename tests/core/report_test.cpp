@@ -169,3 +169,16 @@ TEST_CASE("the console's form leaves out tables with no rows; a tool with nothin
   CHECK(detail::render_text(none, 20, true) ==
         "== pasta mem_hotness: nothing recorded (partial: the trace was cut off)\n");
 }
+
+TEST_CASE("the console shows a tool's first table, ten rows at most, and names the others") {
+  Report r("many");
+  auto& first = r.table("first", "First", {"n"});
+  for (int i = 0; i < 15; ++i) first.row(i);
+  r.table("second", "Second", {"n"}).row(1);
+  r.table("third", "Third", {"n"}).row(2);
+  const std::string console = detail::render_text(r, 20, true);
+  CHECK(console.find("First (top 10 of 15)") != std::string::npos);
+  CHECK(console.find("Second\n") == std::string::npos);
+  CHECK(console.find("  (and 2 more tables in many.txt: second, third)\n") != std::string::npos);
+  CHECK(detail::render_text(r, 20).find("Second\n") != std::string::npos);  // the file's form
+}

@@ -22,6 +22,8 @@ PASTA_FUNC std::string cell_text(const Cell& c, int precision);
 // `console`: the short form the terminal gets (no empty tables; a tool with
 // nothing recorded is one line).
 PASTA_FUNC std::string render_text(const Report& r, std::size_t top, bool console = false);
+// Rows of a table the console shows at most.
+inline constexpr std::size_t console_rows = 10;
 
 // One table as RFC 4180 CSV.
 PASTA_FUNC std::string to_csv(const Table& t);

@@ -59,8 +59,9 @@ inline std::string clip(std::string s) {
 }
 
 // `top` limits the rows shown per table; the files always hold every row.
-// `console`: what the program's terminal gets, short: a table with no rows
-// is left out, and a tool whose tables all have none is one line.
+// `console`: what the program's terminal gets, short: a tool's first table
+// with rows, at most `console_rows` of them, and a line naming the others (the
+// files hold them all); a tool whose tables all have none is one line.
 PASTA_FUNC std::string render_text(const Report& r, std::size_t top, bool console) {
   const bool nothing = !r.tables().empty() &&
                        std::all_of(r.tables().begin(), r.tables().end(),
@@ -73,9 +74,15 @@ PASTA_FUNC std::string render_text(const Report& r, std::size_t top, bool consol
   if (!r.window().empty()) out += fmt::format("WINDOW: {}\n", r.window());
   for (const auto& [key, value] : r.summary())
     out += fmt::format("  {}: {}\n", key, cell_text(value, 3));
+  std::size_t tables_shown = 0;
+  std::vector<std::string> more;
   for (const Table& t : r.tables()) {
     if (console && t.rows().empty()) continue;
-    const std::size_t shown = std::min(top, t.rows().size());
+    if (console && tables_shown++ > 0) {
+      more.push_back(t.name());
+      continue;
+    }
+    const std::size_t shown = std::min(console ? std::min(top, console_rows) : top, t.rows().size());
     out += fmt::format("\n{}", t.title());
     if (shown < t.rows().size()) out += fmt::format(" (top {} of {})", shown, t.rows().size());
     out += "\n";
@@ -103,6 +110,14 @@ PASTA_FUNC std::string render_text(const Report& r, std::size_t top, bool consol
     for (std::size_t i = 0; i < shown; ++i)
       out += line([&](std::size_t c) { return cells[i][c]; },
                   [&](std::size_t c) { return is_number(t.rows()[i][c]); });
+  }
+  if (!more.empty()) {
+    std::string names;
+    for (const auto& n : more) names += (names.empty() ? "" : ", ") + n;
+    out += fmt::format("  (and {} in {}.txt: {})\n",
+                       more.size() == 1 ? std::string("one more table")
+                                        : fmt::format("{} more tables", more.size()),
+                       r.tool(), names);
   }
   for (const auto& n : r.notes()) out += fmt::format("\n{}", n);
   if (!r.notes().empty()) out += "\n";

@@ -159,10 +159,17 @@ PASTA_FUNC void ModuleSummary::report(Report& out) const {
   out.summary("kernels", kernels_seen_);
   out.summary("kernels in a module (%)", pct(kernels_in_module_, kernels_seen_));
   out.summary("device time (ms)", device_ns_ * ms);
-  if (total.empty() && ops_)
-    out.note(
-        "no operator ran inside an nn.Module: modules are followed in Python 3.12 or newer, with "
-        "PASTA_MODULES on (the log says why when they are not)");
+  if (total.empty()) {
+    // No module at all: the tables would hold one "(no module)" row; they stay empty.
+    out.table("modules", "Modules by device time", {"module"});
+    out.table("module_kernels", "Kernels each module launched itself", {"module"});
+    out.table("lines", "Lines of the program by device time", {"source"});
+    if (ops_)
+      out.note(
+          "no operator ran inside an nn.Module: modules are followed in Python 3.12 or newer, "
+          "with PASTA_MODULES on (the log says why when they are not)");
+    return;
+  }
 
   // The tree, depth first: roots and then each module's children by total device time.
   std::unordered_map<NameId, std::vector<NameId>> children;
