@@ -23,3 +23,4 @@
 #include <pasta/tools/tensor_alloc.hpp>
 #include <pasta/tools/tensor_hotness.hpp>
 #include <pasta/tools/uvm_hotness.hpp>
+#include <pasta/variables.hpp>

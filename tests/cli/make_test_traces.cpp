@@ -74,6 +74,7 @@ int main(int argc, char** argv) {
                              .start_ns = 1000 * i,
                              .end_ns = 1000 * i + 400,
                              .op = 2});
+    // Measured under CUPTI's kernel replay (PASTA_COUNTER_REPLAY=cupti).
     w.write(KernelCounters{.correlation = 11,
                            .passes = 8,
                            .dram_bytes_read = 3 << 20,
@@ -85,7 +86,8 @@ int main(int argc, char** argv) {
                            .achieved_occupancy_pct = 22,
                            .tensor_active_pct = 81,
                            .inst_executed = 1.5e6,
-                           .flops = 6.4e9});
+                           .flops = 6.4e9,
+                           .l2_warm_replay = 1});
     w.write(KernelComplete{.correlation = 20, .name = add, .start_ns = 9000, .end_ns = 9100});
     // aten::relu's kernel measured in one pass, cache-sensitive metrics
     // only: the rest of its metrics are null in the profile.

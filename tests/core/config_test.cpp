@@ -8,7 +8,9 @@
 
 #include <pasta/core/config.hpp>
 #include <pasta/core/detail/profiler_setup.hpp>
+#include <pasta/core/handlers.hpp>
 #include <pasta/core/profiler.hpp>
+#include <pasta/variables.hpp>
 
 using namespace pasta;
 
@@ -32,7 +34,7 @@ TEST_CASE("no PASTA_* variables leave the configuration as the code set it") {
 }
 
 TEST_CASE("valid values override the code's configuration") {
-  Config cfg;
+  ConfigWithAll cfg;
   FakeEnv env{{{"PASTA_OUTPUT_DIR", "/tmp/out"},
                {"PASTA_KERNEL_FILTER", "^gemm|conv"},
                {"PASTA_LAUNCH_SKIP", "10"},
@@ -58,7 +60,7 @@ TEST_CASE("valid values override the code's configuration") {
 }
 
 TEST_CASE("each bad value gives one line naming the variable and what it accepts") {
-  Config cfg;
+  ConfigWithAll cfg;
   FakeEnv env{{{"PASTA_KERNEL_FILTER", "(unclosed"},
                {"PASTA_LAUNCH_SKIP", "-1"},
                {"PASTA_LAUNCH_COUNT", "ten"},
@@ -129,8 +131,66 @@ TEST_CASE("unknown PASTA_* variables are found, known ones and others are not") 
   CHECK(detail::unknown_variables(more).empty());
 }
 
+namespace {
+// Handlers that bring settings of their own.
+struct WithCupti : Direct {
+  using settings = nv::CuptiSettings;
+  nv::CuptiSettings seen;
+  WithCupti(const Config&, const nv::CuptiSettings& own) : seen(own) {}
+};
+struct WithAnnotations : Direct {
+  using settings = device::AnnotationSettings;
+  std::uint64_t bins;
+  WithAnnotations(const Config&, const device::AnnotationSettings& own)
+      : bins(own.annotation_bins) {}
+};
+}  // namespace
+
+TEST_CASE("a pipeline's Config is pasta's own plus its handlers' settings") {
+  static_assert(std::is_same_v<ConfigFor<Direct>, Config>);
+  static_assert(std::is_same_v<ConfigFor<WithCupti>, ConfigWith<nv::CuptiSettings>>);
+  static_assert(std::is_same_v<ConfigFor<Handlers<WithCupti, Direct, WithAnnotations>>,
+                               ConfigWith<nv::CuptiSettings, device::AnnotationSettings>>);
+  // Each handler gets its own part of the composed config.
+  ConfigFor<Handlers<WithCupti, WithAnnotations>> cfg;
+  cfg.top = 3;
+  cfg.flush_ms = 5;
+  cfg.annotation_bins = 4096;
+  Handlers<WithCupti, WithAnnotations> handlers(cfg);
+  CHECK(handlers.get<WithCupti>().seen.flush_ms == 5);
+  CHECK(handlers.get<WithAnnotations>().bins == 4096);
+  // A plain Config converts: the handlers' settings at their defaults.
+  const ConfigWith<nv::CuptiSettings> from_plain = Config{};
+  CHECK(from_plain.flush_ms == nv::CuptiSettings{}.flush_ms);
+  // The environment reaches the handlers' settings too.
+  ConfigWith<nv::CuptiSettings> env_cfg;
+  CHECK(apply_env(env_cfg, FakeEnv{{{"PASTA_FLUSH_MS", "250"}, {"PASTA_TOP", "7"}}}).empty());
+  CHECK(env_cfg.flush_ms == 250);
+  CHECK(env_cfg.top == 7);
+}
+
+TEST_CASE("PASTA_CUPTI_SKIP and PASTA_SANITIZER_LIB are rows of their handlers' tables") {
+  ConfigWithAll cfg;
+  // A name that is no record kind is logged and passed over, as it always was.
+  CHECK(apply_env(cfg, FakeEnv{{{"PASTA_CUPTI_SKIP", "memcpy,kernels,sync"},
+                               {"PASTA_SANITIZER_LIB", "/opt/s/libsanitizer-public.so"}}})
+            .empty());
+  CHECK(cfg.skip == (nv::detail::skip_memcpy | nv::detail::skip_sync));
+  CHECK(cfg.library == "/opt/s/libsanitizer-public.so");
+}
+
+TEST_CASE("the unknown-variable warning knows the variables of the handlers this program holds") {
+  // This file includes every settings header (pasta/variables.hpp).
+  for (auto name : all_variables) {
+    CAPTURE(name);
+    std::string entry = std::string(name) + "=1";
+    char* env[] = {entry.data(), nullptr};
+    CHECK(detail::unknown_variables(env).empty());
+  }
+}
+
 TEST_CASE("memory-access settings: patch, spaces, trace buffer") {
-  Config cfg;
+  ConfigWithAll cfg;
   FakeEnv good{{{"PASTA_ACCESS_PATCH", "object_atomic"},
                 {"PASTA_ACCESS_SPACES", "global,local,async"},
                 {"PASTA_TRACE_BUFFER", "2G"}}};
@@ -157,7 +217,7 @@ TEST_CASE("memory-access settings: patch, spaces, trace buffer") {
 }
 
 TEST_CASE("PASTA_ANNOTATION_BINS: a power of two from 1K to 1G") {
-  Config cfg;
+  ConfigWithAll cfg;
   CHECK(apply_env(cfg, FakeEnv{{{"PASTA_ANNOTATION_BINS", "4M"}}}).empty());
   CHECK(cfg.annotation_bins == (4ull << 20));
   for (const char* bad : {"1000", "512", "2G", "many"}) {
@@ -172,7 +232,7 @@ TEST_CASE("PASTA_ANNOTATION_BINS: a power of two from 1K to 1G") {
 }
 
 TEST_CASE("PASTA_COUNTER_LAUNCHES: a whole number, 0 measuring every launch") {
-  Config cfg;
+  ConfigWithAll cfg;
   CHECK(cfg.counter_launches == 1);
   CHECK(apply_env(cfg, FakeEnv{{{"PASTA_COUNTER_LAUNCHES", "0"}}}).empty());
   CHECK(cfg.counter_launches == 0);
@@ -185,7 +245,7 @@ TEST_CASE("PASTA_COUNTER_LAUNCHES: a whole number, 0 measuring every launch") {
 }
 
 TEST_CASE("PASTA_COUNTER_CACHE: all (the default, like ncu) or none") {
-  Config cfg;
+  ConfigWithAll cfg;
   CHECK(cfg.counter_cache_flush);
   CHECK(apply_env(cfg, FakeEnv{{{"PASTA_COUNTER_CACHE", "none"}}}).empty());
   CHECK_FALSE(cfg.counter_cache_flush);
@@ -201,7 +261,7 @@ TEST_CASE("PASTA_COUNTER_CACHE: all (the default, like ncu) or none") {
 }
 
 TEST_CASE("PASTA_COUNTER_REPLAY: pasta (the default) or cupti") {
-  Config cfg;
+  ConfigWithAll cfg;
   CHECK(cfg.counter_user_replay);
   CHECK(apply_env(cfg, FakeEnv{{{"PASTA_COUNTER_REPLAY", "pasta"}}}).empty());
   CHECK(cfg.counter_user_replay);
@@ -244,7 +304,7 @@ TEST_CASE("docs/configuration.md lists every PASTA_* variable, and no variable p
          at = first.find("`PASTA_", at + 1))
       documented.insert(first.substr(at + 1, first.find('`', at + 1) - at - 1));
   }
-  for (auto name : config_variables) {
+  for (auto name : all_variables) {
     CAPTURE(name);
     CHECK(documented.count(std::string(name)) == 1);
   }
@@ -253,6 +313,6 @@ TEST_CASE("docs/configuration.md lists every PASTA_* variable, and no variable p
     const auto known = [&](const auto& names) {
       return std::find(std::begin(names), std::end(names), name) != std::end(names);
     };
-    CHECK((known(config_variables) || known(detail::other_known_variables)));
+    CHECK((known(all_variables) || known(detail::other_known_variables)));
   }
 }

@@ -1,6 +1,6 @@
 // libFuzzer target: every parser of user input in the core: the PASTA_*
 // variables (apply_env, one value per line of the input, in the order of
-// config_variables) and the kernel filter applied to a name. Bad values must
+// all_variables) and the kernel filter applied to a name. Bad values must
 // give error lines, never a crash or an exception.
 #include <cstddef>
 #include <cstdint>
@@ -8,13 +8,13 @@
 #include <string_view>
 #include <vector>
 
-#include <pasta/core/config.hpp>
 #include <pasta/core/detail/regex.hpp>
+#include <pasta/variables.hpp>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);
   std::vector<std::string> values;
-  for (std::size_t at = 0; at <= input.size() && values.size() < std::size(pasta::config_variables);) {
+  for (std::size_t at = 0; at <= input.size() && values.size() < std::size(pasta::all_variables);) {
     const std::size_t nl = input.find('\n', at);
     const std::size_t end = nl == std::string_view::npos ? input.size() : nl;
     values.emplace_back(input.substr(at, end - at));
@@ -22,10 +22,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   auto getenv = [&](const char* name) -> const char* {
     for (std::size_t i = 0; i < values.size(); ++i)
-      if (pasta::config_variables[i] == name) return values[i].c_str();
+      if (pasta::all_variables[i] == name) return values[i].c_str();
     return nullptr;
   };
-  pasta::Config cfg;
+  pasta::ConfigWithAll cfg;
   const auto errors = pasta::apply_env(cfg, getenv);
   (void)errors;
   // The filter, as accepted, against the last line as a kernel name. (The

@@ -22,7 +22,8 @@ std::vector<std::string> candidates(const Env& env, const std::vector<std::strin
     auto it = env.find(name);
     return it == env.end() ? nullptr : it->second.c_str();
   };
-  return sanitizer_library_candidates(getenv, loaded, hint);
+  const char* wanted = getenv("PASTA_SANITIZER_LIB");  // what SanitizerSettings::library holds
+  return sanitizer_library_candidates(wanted ? wanted : "", getenv, loaded, hint);
 }
 
 const std::string lib = "libsanitizer-public.so";

@@ -72,12 +72,10 @@ std::size_t metric_index(std::string_view key) {
   return 0;
 }
 
-// A configuration that has the tool write its profile into `dir`, under
-// pasta's own replay (PASTA_COUNTER_REPLAY=pasta) or CUPTI's.
-Config writing_into(const test::TempDir& dir, bool user_replay = Config{}.counter_user_replay) {
+// A configuration that has the tool write its profile into `dir`.
+Config writing_into(const test::TempDir& dir) {
   Config cfg;
   cfg.output_dir = dir.path();
-  cfg.counter_user_replay = user_replay;
   return cfg;
 }
 
@@ -253,12 +251,14 @@ TEST_CASE("metrics::from_counters sets the fields of the counters given, NaN the
 
 TEST_CASE("OpCounters takes each metric from the measurements with the fewest replay passes") {
   test::TempDir dir;
-  tools::OpCounters t(writing_into(dir, false));  // PASTA_COUNTER_REPLAY=cupti
+  tools::OpCounters t(writing_into(dir));
   // gemm: measured in full under 9-pass replay (CUPTI's save and restore
-  // left L2 dirty: 2 MB written), then again for the cache-sensitive metrics
-  // in one pass (nothing written); a third launch is propagated.
+  // left L2 dirty: 2 MB written; PASTA_COUNTER_REPLAY=cupti), then again for
+  // the cache-sensitive metrics in one pass (nothing written); a third launch
+  // is propagated.
   KernelCounters full = counters(1, 1000, 2e6, 50, 3000);
   full.passes = 9;
+  full.l2_warm_replay = 1;
   full.l2_hit_rate_pct = 90;
   std::vector<std::size_t> cache;
   for (std::size_t i = 0; i < metrics::counters.size(); ++i)
@@ -278,6 +278,7 @@ TEST_CASE("OpCounters takes each metric from the measurements with the fewest re
   // relu: launched once, measured under replay only.
   KernelCounters once = counters(4, 100, 100, 10, 0);
   once.passes = 9;
+  once.l2_warm_replay = 1;
   t.on(kernel(4, "relu", {4, 1, 1}, 0, 500));
   t.on(once);
 
@@ -308,7 +309,7 @@ TEST_CASE("OpCounters takes each metric from the measurements with the fewest re
 
 TEST_CASE("OpCounters: under pasta's own replay (L2 flushed before every pass) no replay warning") {
   test::TempDir dir;
-  tools::OpCounters t(writing_into(dir, true));  // PASTA_COUNTER_REPLAY=pasta
+  tools::OpCounters t(writing_into(dir));  // PASTA_COUNTER_REPLAY=pasta: l2_warm_replay 0
   KernelCounters once = counters(1, 100, 100, 10, 0);
   once.passes = 9;
   t.on(kernel(1, "relu", {4, 1, 1}, 0, 500));

@@ -225,7 +225,7 @@ TEST_CASE("the header carries the format version, the schema and the metadata") 
   write_trace(dir.file("t.pasta"), every_event());
   TraceReader r(dir.file("t.pasta"));
   CHECK(r.major_version() == 1);
-  CHECK(r.minor_version() == 7);
+  CHECK(r.minor_version() == 8);
   CHECK(r.metadata() == trace::Metadata{{"purpose", "test"}});
   REQUIRE(r.schema().size() == 23);
   const auto& launch = r.schema()[1];

@@ -60,9 +60,12 @@ concept ToolWritesReport = requires(const T& tool, Report& out) {
   tool.report(out);
 };
 
+// Made from the Config, from the Config and its own settings (a handler
+// with `using settings = S;`), or by default.
 template <class T>
 concept ConstructibleFromConfig =
-    std::constructible_from<T, const Config&> || std::default_initializable<T>;
+    std::constructible_from<T, const Config&> || std::default_initializable<T> ||
+    requires { requires std::constructible_from<T, const Config&, const typename T::settings&>; };
 
 template <class T>
 concept Tool =

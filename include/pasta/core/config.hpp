@@ -1,8 +1,9 @@
 // Run-time configuration: set it in code, override it with PASTA_*
-// environment variables. Each variable is one row of a table (below, and the
-// handlers' settings headers that Config inherits from); a bad value is
-// reported in one line that names the variable and what it accepts, and the
-// setting keeps its previous value.
+// environment variables. Each variable is one row of a table: pasta's own
+// below, a handler's in its settings header (nv/cupti/settings.hpp, ...),
+// which core never includes: a pipeline's Config is composed from its
+// handlers' (ConfigFor). A bad value is reported in one line that names the
+// variable and what it accepts, and the setting keeps its previous value.
 #pragma once
 
 #include <algorithm>
@@ -18,8 +19,10 @@
 #include <pasta/core/detail/regex.hpp>
 #include <pasta/core/detail/variables.hpp>
 #include <pasta/core/process_identity.hpp>
-#include <pasta/nv/cupti_settings.hpp>
-#include <pasta/nv/sanitizer_settings.hpp>
+#include <pasta/core/type_list.hpp>
+// The one handler whose settings core still holds: torch::Aten takes them from
+// Config (torch/aten.hpp). They become its own, as nv::Cupti's are, once it
+// takes ConfigFor's (Config, settings) pair.
 #include <pasta/torch/settings.hpp>
 
 namespace pasta {
@@ -31,9 +34,9 @@ inline constexpr unsigned all = text | json | csv;
 
 enum class PrintTo : std::uint8_t { stderr_, stdout_, none };
 
-// Settings of pasta as a whole, and (inherited) those of each handler:
-// nv::CuptiSettings, nv::SanitizerSettings, torch::AtenSettings.
-struct Config : nv::CuptiSettings, nv::SanitizerSettings, torch::AtenSettings {
+// Settings of pasta as a whole: what every pipeline reads, whatever its
+// handler. (torch::AtenSettings: see the include above.)
+struct Config : torch::AtenSettings {
   // PASTA_OUTPUT_DIR: where reports go. In a job (a rank variable, or under
   // `pasta run`) each process writes into a place of its own below it
   // (ProcessIdentity::dir_name), unless the name holds placeholders (%p pid,
@@ -185,22 +188,81 @@ inline constexpr detail::Variable<Config> config_table[] = {
      nullptr, "every tool of the profiler"},
 };
 
-// Calls f(table) for each table of variables, in the order apply_env applies
-// them: pasta's own, then each handler's.
+// Calls f(table) for each table of pasta's own variables, in the order
+// apply_env applies them.
 template <class F>
 constexpr void for_each_variable_table(F&& f) {
   f(config_table);
   f(torch::aten_variables);
-  f(nv::cupti_variables);
-  f(nv::sanitizer_variables);
 }
 
-// Every variable's name, in that order: for docs and the unknown-variable check.
+// A part that brings settings of its own (a handler) names them `using
+// settings = S;`, and S's rows are variables_of(const S*), a function beside
+// S that ADL finds. The Config a pipeline sees holds pasta's own settings and
+// each handler's: ConfigWith<nv::CuptiSettings>, what ConfigFor<nv::Cupti>
+// names. A plain Config converts to it, with the handlers' settings at their
+// defaults.
+template <class... Own>
+struct ConfigWith : Config, Own... {
+  ConfigWith() = default;
+  ConfigWith(const Config& c) : Config(c) {}  // NOLINT(google-explicit-constructor)
+  ConfigWith(const Config& c, const Own&... own) : Config(c), Own(own)... {}
+};
+
+namespace detail {
+template <class H>
+struct settings_of {
+  using type = TypeList<>;
+};
+template <class H>
+  requires requires { typename H::settings; }
+struct settings_of<H> {
+  using type = TypeList<typename H::settings>;
+};
+template <class H>
+  requires requires { typename H::settings_list; }  // pasta::Handlers<...>: each one's
+struct settings_of<H> {
+  using type = typename H::settings_list;
+};
+
+template <class List>
+struct config_with;
+template <>
+struct config_with<TypeList<>> {
+  using type = Config;
+};
+template <class... Own>
+struct config_with<TypeList<Own...>> {
+  using type = ConfigWith<Own...>;
+};
+}  // namespace detail
+
+// The settings handler H brings (a TypeList), and the Config a pipeline with
+// H sees: Config itself when H brings none.
+template <class H>
+using SettingsOf = typename detail::settings_of<H>::type;
+template <class H>
+using ConfigFor = typename detail::config_with<SettingsOf<H>>::type;
+
+namespace detail {
+// Applies the variables of the handlers' settings in `cfg`, not pasta's own.
+template <class Getenv>
+std::vector<std::string> apply_own_env(Config&, Getenv&&) {
+  return {};
+}
+template <class... Own, class Getenv>
+std::vector<std::string> apply_own_env(ConfigWith<Own...>& cfg, Getenv&& getenv) {
+  std::vector<std::string> errors;
+  (apply_variables(static_cast<Own&>(cfg), variables_of(static_cast<const Own*>(nullptr)), getenv,
+                   errors),
+   ...);
+  return errors;
+}
+}  // namespace detail
+
+// Every variable's name of pasta's own tables, in order.
 inline constexpr auto config_variables = [] {
-  std::array<std::string_view, std::size(config_table) + std::size(torch::aten_variables) +
-                                   std::size(nv::cupti_variables) +
-                                   std::size(nv::sanitizer_variables)>
-      names{};
+  std::array<std::string_view, std::size(config_table) + std::size(torch::aten_variables)> names{};
   std::size_t n = 0;
   for_each_variable_table([&](const auto& table) {
     for (const auto& row : table) names[n++] = row.name;
@@ -209,7 +271,8 @@ inline constexpr auto config_variables = [] {
 }();
 
 // Applies the PASTA_* variables that `getenv(name)` returns (nullptr or ""
-// = unset) on top of `cfg`. Returns one line per rejected value.
+// = unset) on top of `cfg`: pasta's own, then each handler's settings in
+// a ConfigWith. Returns one line per rejected value.
 template <class Getenv>
 std::vector<std::string> apply_env(Config& cfg, Getenv&& getenv) {
   std::vector<std::string> errors;
@@ -219,8 +282,15 @@ std::vector<std::string> apply_env(Config& cfg, Getenv&& getenv) {
   });
   return errors;
 }
+template <class... Own, class Getenv>
+std::vector<std::string> apply_env(ConfigWith<Own...>& cfg, Getenv&& getenv) {
+  std::vector<std::string> errors = apply_env(static_cast<Config&>(cfg), getenv);
+  for (auto& line : detail::apply_own_env(cfg, getenv)) errors.push_back(std::move(line));
+  return errors;
+}
 
-inline std::vector<std::string> apply_env(Config& cfg) {
+template <class C>
+std::vector<std::string> apply_env(C& cfg) {
   return apply_env(cfg, [](const char* name) { return std::getenv(name); });
 }
 

@@ -376,6 +376,10 @@ struct KernelCounters {  // hardware counters of one kernel launch, from a profi
   double tensor_active_pct = 0;
   double inst_executed = 0;
   double flops = 0;  // floating-point operations (an FMA counts two), all precisions
+  // 1: replayed by a kernel replay that leaves its restore of the kernel's
+  // memory in L2 (CUPTI's); 0: by one that flushes L2 before every pass
+  // (pasta's own), or measured in one pass.
+  std::uint8_t l2_warm_replay = 0;
 };
 
 struct StallSample {  // PC sampling: warps found stalled at one instruction, for one reason

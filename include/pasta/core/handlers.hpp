@@ -35,7 +35,9 @@ class HandlersImpl;
 template <std::size_t... I, class... Hs>
 class HandlersImpl<std::index_sequence<I...>, Hs...> : Slot<I, Hs>... {
  public:
-  explicit HandlersImpl(const Config& c) : Slot<I, Hs>(c)... {}
+  // `c`: a Config with every handler's own settings (ConfigFor<Handlers<...>>).
+  template <class C>
+  explicit HandlersImpl(const C& c) : Slot<I, Hs>(c)... {}
 
   // What the handlers together see of a capture range's boundaries.
   static constexpr unsigned capture_sources = (0u | ... | capture_sources_of<Hs>());
@@ -88,6 +90,7 @@ class HandlersImpl<std::index_sequence<I...>, Hs...> : Slot<I, Hs>... {
 // in reverse, and lets the profiler reach each one with get<H>().
 template <class... Hs>
 class Handlers : public detail::HandlersImpl<std::index_sequence_for<Hs...>, Hs...> {
+  using Base = detail::HandlersImpl<std::index_sequence_for<Hs...>, Hs...>;
   static_assert(sizeof...(Hs) > 0, "pasta::Handlers needs at least one handler");
   static_assert(detail::all_distinct<Hs...>, "pasta::Handlers names a handler twice");
   static_assert((0 + ... + int(detail::CudaToolsSubscriber<Hs>)) <= 1,
@@ -97,7 +100,9 @@ class Handlers : public detail::HandlersImpl<std::index_sequence_for<Hs...>, Hs.
 
  public:
   static constexpr std::string_view name = "handlers";
-  using detail::HandlersImpl<std::index_sequence_for<Hs...>, Hs...>::HandlersImpl;
+  // The settings each handler brings, in order (ConfigFor composes them).
+  using settings_list = decltype((TypeList<>{} + ... + SettingsOf<Hs>{}));
+  using Base::Base;
 };
 
 }  // namespace pasta

@@ -29,12 +29,29 @@ class AccessRegions;  // core/access_regions.hpp: what Pipeline::access_regions 
 
 namespace pasta::detail {
 
-// Holds one policy object, constructed from the Config when it takes one.
+// Whether T is made from the Config and its own settings (a handler that
+// names `using settings = S;`), which a composed config `C` holds.
+template <class T, class C>
+concept TakesOwnSettings = requires { typename T::settings; } &&
+                           std::derived_from<C, typename T::settings> &&
+                           std::constructible_from<T, const Config&, const typename T::settings&>;
+
+// Holds one policy object, constructed from the Config (and its own settings,
+// out of the composed config `c`) when it takes them.
 template <std::size_t I, class T>
 struct Slot {
   T value;
-  explicit Slot(const Config& c) requires std::constructible_from<T, const Config&> : value(c) {}
-  explicit Slot(const Config&) requires(!std::constructible_from<T, const Config&>) : value() {}
+  template <class C>
+  explicit Slot(const C& c) requires TakesOwnSettings<T, C>
+      : value(c, static_cast<const typename T::settings&>(c)) {}
+  template <class C>
+  explicit Slot(const C& c)
+    requires(!TakesOwnSettings<T, C> && std::constructible_from<T, const Config&>)
+      : value(c) {}
+  template <class C>
+  explicit Slot(const C&)
+    requires(!TakesOwnSettings<T, C> && !std::constructible_from<T, const Config&>)
+      : value() {}
 };
 
 template <class T, class... Ts>
@@ -63,10 +80,13 @@ inline bool tool_selected(const Config& c, std::string_view name) {
   return c.tools.empty() || std::find(c.tools.begin(), c.tools.end(), name) != c.tools.end();
 }
 
-// Constructs `part` from the Config when it takes one, else by default.
-template <class T>
-void emplace_configured(std::optional<T>& part, const Config& c) {
-  if constexpr (std::constructible_from<T, const Config&>)
+// Constructs `part` from the Config (and its own settings, out of the
+// composed config `c`) when it takes them, else by default.
+template <class T, class C>
+void emplace_configured(std::optional<T>& part, const C& c) {
+  if constexpr (TakesOwnSettings<T, C>)
+    part.emplace(c, static_cast<const typename T::settings&>(c));
+  else if constexpr (std::constructible_from<T, const Config&>)
     part.emplace(c);
   else
     part.emplace();

@@ -65,8 +65,9 @@ consteval bool check_handler() {
                 "pasta: this Handler needs `template <class Sink> void start(Sink&)`");
   static_assert(HandlerStops<H>, "pasta: this Handler needs `void stop()` and `void flush()`");
   static_assert(ConstructibleFromConfig<H>,
-                "pasta: this Handler needs a default constructor or one taking const "
-                "pasta::Config&");
+                "pasta: this Handler needs a default constructor, one taking const "
+                "pasta::Config&, or one taking const pasta::Config& and its own settings (`using "
+                "settings = S;`)");
   return true;
 }
 
@@ -97,17 +98,27 @@ class Profiler {
   // The names of the tools, in order: what PASTA_TOOLS chooses among.
   static constexpr std::array<std::string_view, sizeof...(Tools)> tool_names{Tools::name...};
 
-  Profiler() : Profiler(Config{}) {}
+  // pasta's settings and the handlers' own (Config itself when they bring
+  // none); a plain Config converts to it.
+  using config_type = ConfigFor<HandlerSpec>;
 
-  explicit Profiler(Config cfg)
-      : run_(std::move(cfg), tool_names, requires { HandlerSpec::replays_whole; },
-             detail::capture_sources_of<HandlerSpec>()) {
+  Profiler() : Profiler(config_type{}) {}
+
+  explicit Profiler(config_type cfg)
+      : run_(cfg, tool_names, requires { HandlerSpec::replays_whole; },
+             detail::capture_sources_of<HandlerSpec>()),
+        config_(std::move(cfg)) {
+    static_cast<Config&>(config_) = run_.config();
     if (!run_.started()) return;
     try {
+      if (config_.read_env) {  // pasta's own variables: applied by run_
+        auto getenv = [](const char* name) { return std::getenv(name); };
+        for (const auto& line : detail::apply_own_env(config_, getenv)) detail::log(line);
+      }
       pipeline_.emplace(run_.config());
       // The handler exists before the first scope: constructing it may set
       // what NVTX reads when the scope registry initialises it.
-      detail::emplace_configured(handler_, run_.config());
+      detail::emplace_configured(handler_, config_);
       if constexpr (wants<ScopeBegin>() || wants<ScopeEnd>()) {
         detail::scope_registry().add(
             {this, &scope_trampoline<ScopeBegin>, &scope_trampoline<ScopeEnd>});
@@ -192,7 +203,7 @@ class Profiler {
     return pipeline_->processor();
   }
   HandlerSpec& handler() { return *handler_; }
-  const Config& config() const { return run_.config(); }
+  const config_type& config() const { return config_; }
   bool active() const { return pipeline_.has_value() && handler_.has_value(); }
   // Files written by the last flush() or stop().
   const std::vector<std::string>& files() const { return run_.files(); }
@@ -251,6 +262,7 @@ class Profiler {
   }
 
   detail::ProfilerRun run_;  // first: the Config the parts are made with
+  config_type config_;       // run_'s Config with the handlers' own settings
   std::optional<Pipeline> pipeline_;
   std::optional<HandlerSpec> handler_;
   bool scopes_registered_ = false;

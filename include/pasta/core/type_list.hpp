@@ -12,6 +12,12 @@ struct TypeList {
   static constexpr std::size_t size = sizeof...(T);
 };
 
+// Two lists joined: (TypeList<>{} + ... + lists{}) folds several.
+template <class... A, class... B>
+constexpr TypeList<A..., B...> operator+(TypeList<A...>, TypeList<B...>) {
+  return {};
+}
+
 // f(std::type_identity<T>{}) for each T, in order; `typename
 // decltype(type)::type` names T inside f.
 template <class... T, class F>

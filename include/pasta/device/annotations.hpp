@@ -50,6 +50,7 @@
 #include <pasta/device/detail/bins.hpp>
 #include <pasta/device/detail/runtime.hpp>
 #include <pasta/device/layout.hpp>
+#include <pasta/device/settings.hpp>
 
 namespace pasta::device {
 
@@ -60,9 +61,11 @@ class Annotations {
   // Launches between begin and end at once (each has a table of its own).
   static constexpr std::size_t max_in_flight = 16;
 
-  explicit Annotations(const Config& cfg)
+  using settings = AnnotationSettings;
+
+  explicit Annotations(const Config& cfg, const AnnotationSettings& own = {})
       : page_bytes_(std::max<std::uint64_t>(cfg.page_bytes, 1u << default_bin_shift)),
-        bins_(std::bit_ceil(std::max<std::uint64_t>(cfg.annotation_bins, 1024))) {}
+        bins_(std::bit_ceil(std::max<std::uint64_t>(own.annotation_bins, 1024))) {}
   ~Annotations() { stop(); }
   Annotations(const Annotations&) = delete;
   Annotations& operator=(const Annotations&) = delete;

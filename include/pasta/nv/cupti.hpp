@@ -3,7 +3,7 @@
 // activity records, processed in batches off the application's threads;
 // synchronisations from the synchronising calls' API callbacks; host-side
 // launch callbacks are taken only when a tool wants KernelLaunch and
-// Config::launch_callbacks asks for them (they cost about 5 us a launch).
+// CuptiSettings::launch_callbacks asks for them (they cost about 5 us a launch).
 // NVTX ranges of the program become scopes.
 // When a tool wants KernelCounters (tools::OpCounters), every kernel is
 // measured with CUPTI's Range Profiler (detail/range_counters.hpp): slow,
@@ -40,6 +40,7 @@
 #include <pasta/core/log.hpp>
 #include <pasta/core/pipeline.hpp>
 #include <pasta/core/scope.hpp>
+#include <pasta/nv/cupti_settings.hpp>
 #include <pasta/nv/detail/activity_worker.hpp>
 #include <pasta/nv/detail/counter_callbacks.hpp>
 #include <pasta/nv/detail/cupti_api.hpp>
@@ -67,19 +68,21 @@ class Cupti {
 
   using Stats = detail::CuptiStats;
 
-  explicit Cupti(const Config& cfg)
-      : launch_callbacks_(cfg.launch_callbacks),
+  using settings = CuptiSettings;
+
+  explicit Cupti(const Config& cfg, const CuptiSettings& own = {})
+      : skip_(own.skip),
+        launch_callbacks_(own.launch_callbacks),
         verbose_(cfg.verbose),
         self_time_(cfg.self_time),
-        flush_on_sync_(cfg.flush_on_sync),
-        buffer_pool_(cfg.buffer_pool),
-        detach_mode_(cfg.detach),
-        sync_records_(cfg.sync_records),
+        flush_on_sync_(own.flush_on_sync),
+        buffer_pool_(own.buffer_pool),
+        detach_mode_(own.detach),
+        sync_records_(own.sync_records),
         op_tags_(cfg.op_tags),
-        counters_(cfg),
-        sampling_(cfg),
-        activity_(stats_, std::chrono::milliseconds(cfg.flush_ms)) {
-    skip_ = detail::parse_cupti_skip(std::getenv("PASTA_CUPTI_SKIP"));
+        counters_(cfg, own),
+        sampling_(own),
+        activity_(stats_, std::chrono::milliseconds(own.flush_ms)) {
     // Now, before the profiler's first scope initialises NVTX.
     if (!skipped(detail::skip_nvtx)) detail::route_nvtx_to_cupti();
   }
@@ -319,14 +322,14 @@ class Cupti {
   // PASTA_CUPTI_SKIP (detail/cupti_skip.hpp).
   bool skipped(unsigned what) const { return (skip_ & what) != 0; }
 
-  unsigned skip_ = 0;
+  unsigned skip_;  // CuptiSettings::skip (PASTA_CUPTI_SKIP)
   bool launch_callbacks_;
   bool verbose_;
   bool self_time_;  // Config::self_time
   bool flush_on_sync_;
-  bool buffer_pool_;  // Config::buffer_pool
-  CuptiSettings::Detach detach_mode_;  // Config::detach
-  bool sync_records_;                  // Config::sync_records: CUPTI's, not the callbacks'
+  bool buffer_pool_;  // CuptiSettings::buffer_pool
+  CuptiSettings::Detach detach_mode_;  // CuptiSettings::detach
+  bool sync_records_;                  // CuptiSettings::sync_records: CUPTI's, not the callbacks'
   bool sync_events_ = false;           // Synchronize events come from the callbacks (start())
   // every: this pipeline and window allow it (start()), until a window is
   // missed (on_driver)

@@ -1,13 +1,14 @@
-// What nv::Cupti can be told, in code (fields Config inherits) or by PASTA_*
-// variables: how it records launches and flushes device records, and how it
-// measures counters and stall samples. No CUPTI here: core/config.hpp
-// includes it.
+// What nv::Cupti can be told, in code (ConfigFor<nv::Cupti>'s fields) or by
+// PASTA_* variables: how it records launches and flushes device records,
+// which record kinds it leaves out, and how it measures counters and stall
+// samples. No CUPTI here: the docs check and pasta-trace read the table.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
 #include <pasta/core/detail/variables.hpp>
+#include <pasta/nv/detail/cupti_skip.hpp>
 
 namespace pasta::nv {
 
@@ -45,6 +46,9 @@ struct CuptiSettings {
   // may write, and L2 holds that restore when the kernel runs).
   bool counter_user_replay = true;
   unsigned pc_sampling_period = 0;  // PASTA_PC_SAMPLING_PERIOD: 2^N cycles, 5-31 (0 = CUPTI's)
+  // PASTA_CUPTI_SKIP: record kinds left out even when a tool wants them
+  // (detail::CuptiSkip bits, detail/cupti_skip.hpp).
+  unsigned skip = 0;
 };
 
 namespace detail::cupti_rows {
@@ -89,9 +93,18 @@ inline constexpr pasta::detail::Variable<CuptiSettings> cupti_variables[] = {
        return true;
      },
      [](const S& s) { return std::to_string(s.pc_sampling_period); }},
+    // A name that is no record kind is logged and passed over; the rest are kept.
+    {"PASTA_CUPTI_SKIP", "a comma list of memcpy, memset, sync, memory, nvtx, device, graphs",
+     [](S& s, std::string_view v, std::string&) {
+       s.skip = parse_cupti_skip(std::string(v).c_str());
+       return true;
+     },
+     nullptr, "none"},
 };
+inline const bool entered = pasta::detail::enter_known_variables(cupti_variables);
 }  // namespace detail::cupti_rows
 
 using detail::cupti_rows::cupti_variables;
+constexpr const auto& variables_of(const CuptiSettings*) { return cupti_variables; }
 
 }  // namespace pasta::nv

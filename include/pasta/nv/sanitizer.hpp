@@ -49,6 +49,7 @@
 #include <pasta/core/pipeline.hpp>
 #include <pasta/core/report.hpp>
 #include <pasta/nv/detail/cubin.hpp>
+#include <pasta/nv/sanitizer_settings.hpp>
 #include <pasta/nv/detail/sanitizer_buffers.hpp>
 #include <pasta/nv/detail/sanitizer_device.hpp>
 #include <pasta/nv/detail/sanitizer_events.hpp>
@@ -68,8 +69,10 @@ class Sanitizer {
   using Mode = detail::AccessMode;
   using Stats = detail::SanitizerStats;
 
-  explicit Sanitizer(const Config& cfg)
-      : cfg_(cfg),
+  using settings = SanitizerSettings;
+
+  explicit Sanitizer(const Config& cfg, const SanitizerSettings& own = {})
+      : cfg_(cfg, own),
         selector_(cfg),
         buffers_(stats_,
                  std::countr_zero(std::bit_floor(std::max<std::uint64_t>(cfg.page_bytes, 1)))) {}
@@ -95,7 +98,8 @@ class Sanitizer {
 
  private:
   using Launch = detail::LaunchState;
-  // The Sanitizer API's functions, loaded at the first start() (detail/sanitizer_api.hpp).
+  // The Sanitizer API's functions, loaded at the first start(), from
+  // SanitizerSettings::library first when set (detail/sanitizer_api.hpp).
   static const detail::SanitizerApi& api() { return detail::sanitizer_api(); }
   static Launch& this_launch() {
     thread_local Launch l;
@@ -171,7 +175,7 @@ class Sanitizer {
     return it->second;
   }
 
-  Config cfg_;
+  ConfigWith<SanitizerSettings> cfg_;
   KernelSelector selector_;
   Mode mode_ = Mode::none;
   bool active_ = false;
@@ -221,7 +225,7 @@ void Sanitizer::start(Sink& sink) {
     cfg_.access_patch = AccessPatch::automatic;
   }
   sink_ = &sink;
-  if (!api().loaded()) {
+  if (!detail::sanitizer_api(cfg_.library).loaded()) {
     error_ = api().error;
     pasta::detail::log(error_);
     return;

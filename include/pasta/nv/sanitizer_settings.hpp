@@ -1,7 +1,7 @@
-// What nv::Sanitizer can be told, in code (fields Config inherits) or by
-// PASTA_* variables: which patch instruments which memory spaces, and the
-// sizes of its device buffers. No Sanitizer API here: core/config.hpp
-// includes it.
+// What nv::Sanitizer can be told, in code (ConfigFor<nv::Sanitizer>'s fields)
+// or by PASTA_* variables: where the Compute Sanitizer API is loaded from,
+// which patch instruments which memory spaces, and the size of its device
+// buffer. No Sanitizer API here: the docs check and pasta-trace read the table.
 #pragma once
 
 #include <cstdint>
@@ -20,7 +20,7 @@ namespace pasta {
 // allocation, so every access lands on page 0 of its allocation).
 enum class AccessPatch : std::uint8_t { automatic, noop, atomic, object_atomic };
 
-// Bits of Config::access_spaces. `async`: the asynchronous copies from
+// Bits of SanitizerSettings::access_spaces. `async`: the asynchronous copies from
 // global memory (cp.async, cp.async.bulk), counted as global reads.
 namespace space {
 inline constexpr unsigned global = 1, shared = 2, local = 4, async = 8;
@@ -32,7 +32,9 @@ struct SanitizerSettings {
   AccessPatch access_patch = AccessPatch::automatic;  // PASTA_ACCESS_PATCH (benchmarks)
   unsigned access_spaces = space::global;  // PASTA_ACCESS_SPACES: global,shared,local,async
   std::uint64_t trace_buffer_bytes = 256ull << 20;    // PASTA_TRACE_BUFFER: device access records
-  std::uint64_t annotation_bins = 1ull << 20;  // PASTA_ANNOTATION_BINS: device::Annotations table
+  // PASTA_SANITIZER_LIB: the libsanitizer-public.so tried first
+  // (detail/sanitizer_api.hpp searches on if it does not load).
+  std::string library;
 };
 
 namespace detail::sanitizer_rows {
@@ -59,12 +61,13 @@ inline constexpr pasta::detail::Variable<SanitizerSettings> sanitizer_variables[
                                           "the previous spaces"),
     var::size<&S::trace_buffer_bytes, 1ull << 20, 64ull << 30>(
         "PASTA_TRACE_BUFFER", "a size from 1M to 64G (suffixes K, M, G)"),
-    var::power_of_two<&S::annotation_bins, 1024, 1ull << 30>(
-        "PASTA_ANNOTATION_BINS", "a power of two from 1K to 1G (suffixes K, M, G)"),
+    var::text<&S::library>("PASTA_SANITIZER_LIB", "the full path of libsanitizer-public.so"),
 };
+inline const bool entered = pasta::detail::enter_known_variables(sanitizer_variables);
 }  // namespace detail::sanitizer_rows
 
 using detail::sanitizer_rows::sanitizer_variables;
+constexpr const auto& variables_of(const SanitizerSettings*) { return sanitizer_variables; }
 
 }  // namespace nv
 }  // namespace pasta

@@ -47,7 +47,6 @@ class OpCounters {
 
   explicit OpCounters(const Config& cfg)
       : path_(detail::join_path(cfg.output_dir, "op_counters.profile.json")),
-        cupti_replay_(!cfg.counter_user_replay),
         ceilings_override_(cfg.ceilings) {}
 
   // The GPU's name picks its ceilings for the verdicts (detail/roofline.hpp).
@@ -57,7 +56,10 @@ class OpCounters {
   // Operators are looked up when their kernels complete, after they ended.
   void on(const OpBegin& e) { ops_.put({e.id, e.parent, e.name}); }
   void on(const KernelComplete& e);
-  void on(const KernelCounters& e) { counters_[e.correlation] = e; }
+  void on(const KernelCounters& e) {
+    counters_[e.correlation] = e;
+    cupti_replay_ = cupti_replay_ || e.l2_warm_replay;
+  }
 
   // Per signature: launches, device time, and the measured launches' counters.
   struct Group {
@@ -132,10 +134,10 @@ class OpCounters {
                 const std::map<std::string, OpRow>& ops) const;
 
   std::string path_;
-  // Counters from CUPTI's kernel replay (PASTA_COUNTER_REPLAY=cupti; a trace
-  // does not say which replay recorded it): a replayed value of a
-  // cache-sensitive metric saw L2 holding the restored memory.
-  bool cupti_replay_;
+  // Counters from CUPTI's kernel replay (PASTA_COUNTER_REPLAY=cupti;
+  // KernelCounters::l2_warm_replay): a replayed value of a cache-sensitive
+  // metric saw L2 holding the restored memory.
+  bool cupti_replay_ = false;
   detail::OpTable<Op> ops_;
   std::unordered_map<std::uint64_t, NameId> paths_;
   std::unordered_map<Signature, std::size_t, SignatureHash> index_;

@@ -28,10 +28,11 @@ inline constexpr char file_magic[8] = {'P', 'A', 'S', 'T', 'A', 'T', 'R', 'C'};
 inline constexpr char block_magic[4] = {'P', 'B', 'L', 'K'};
 inline constexpr char end_magic[4] = {'P', 'E', 'N', 'D'};
 inline constexpr std::uint16_t version_major = 1;
-inline constexpr std::uint16_t version_minor = 7;  // 1: op ids in events; 2: KernelCounters;
+inline constexpr std::uint16_t version_minor = 8;  // 1: op ids in events; 2: KernelCounters;
                                                    // 3: StallSample; 4: TensorView;
                                                    // 5: FusedKernel; 6: PcAccessCount;
-                                                   // 7: ModuleCall, OpBegin's module and source
+                                                   // 7: ModuleCall, OpBegin's module and source;
+                                                   // 8: KernelCounters' l2_warm_replay
 inline constexpr std::size_t fixed_header_bytes = 20;
 inline constexpr std::size_t block_header_bytes = 16;
 inline constexpr std::size_t max_block_payload = 16u << 20;

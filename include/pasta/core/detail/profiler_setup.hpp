@@ -26,6 +26,10 @@ inline constexpr std::string_view other_known_variables[] = {
     // set by the launcher for the processes it starts (core/process.hpp)
     "PASTA_RUN_ID", "PASTA_LAUNCHER_PID"};
 
+// The variables a Config can be set by here: pasta's own, then those of each
+// handler's settings this program holds.
+PASTA_FUNC std::vector<std::string_view> settable_variables();
+
 // PASTA_* variables in `env` that nothing reads: most likely typos.
 PASTA_FUNC std::vector<std::string> unknown_variables(char** env);
 

@@ -22,16 +22,28 @@ extern char** environ;
 
 namespace pasta::detail {
 
+// pasta's own variables, then those of the handlers' settings this program
+// holds (core/detail/variables.hpp).
+PASTA_FUNC std::vector<std::string_view> settable_variables() {
+  std::vector<std::string_view> names(config_variables.begin(), config_variables.end());
+  auto& entered = known_variables();
+  const std::lock_guard lock(entered.mutex);
+  for (auto name : entered.names)
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  return names;
+}
+
 PASTA_FUNC std::vector<std::string> unknown_variables(char** env) {
   std::vector<std::string> unknown;
+  const auto settable = settable_variables();
   for (char** e = env; e && *e; ++e) {
     const std::string_view entry(*e);
     if (!entry.starts_with("PASTA_")) continue;
     const std::string_view key = entry.substr(0, entry.find('='));
-    bool known = false;
-    for (auto k : config_variables) known = known || k == key;
-    for (auto k : other_known_variables) known = known || k == key;
-    if (!known) unknown.emplace_back(key);
+    const auto known = [&](const auto& names) {
+      return std::find(std::begin(names), std::end(names), key) != std::end(names);
+    };
+    if (!known(settable) && !known(other_known_variables)) unknown.emplace_back(key);
   }
   return unknown;
 }
@@ -63,7 +75,7 @@ PASTA_FUNC Config configure(Config cfg) {
     for (const auto& line : apply_env(cfg)) log(line);
     for (const auto& name : unknown_variables(environ)) {
       log_once("unknown:" + name, fmt::format("{} is not a pasta variable; ignored (known: {})",
-                                              name, join(config_variables, ", ")));
+                                              name, join(settable_variables(), ", ")));
     }
   }
   if (!cfg.kernel_filter.empty()) {

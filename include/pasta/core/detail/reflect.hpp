@@ -52,7 +52,7 @@ BOOST_HANA_ADAPT_STRUCT(pasta::TensorFree, address, bytes, device, total_allocat
 BOOST_HANA_ADAPT_STRUCT(pasta::KernelCounters, correlation, device, passes, dram_bytes_read,
                         dram_bytes_write, dram_throughput_pct, sm_throughput_pct, l1_hit_rate_pct,
                         l2_hit_rate_pct, achieved_occupancy_pct, tensor_active_pct, inst_executed,
-                        flops);
+                        flops, l2_warm_replay);
 BOOST_HANA_ADAPT_STRUCT(pasta::StallSample, function, pc, reason, samples, device);
 BOOST_HANA_ADAPT_STRUCT(pasta::TensorView, address, bytes, base, base_bytes, layout, element_bytes,
                         device, op, thread);

@@ -1,13 +1,15 @@
 // One row per PASTA_* variable: its name, what it accepts, how its text sets
 // a settings field, and what a rejected value leaves in place. Tables of rows
 // (core/config.hpp, and the handlers' settings headers) are the only place a
-// variable is defined; apply_env, the docs check and the fuzzer read them.
+// variable is defined; apply_env, the unknown-variable warning, the docs
+// check and the fuzzer read them.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <iterator>
 #include <limits>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -224,6 +226,28 @@ void apply_variables(Settings& s, const Variable<Settings> (&table)[N], Lookup&&
     errors.push_back(line + "; using " +
                      (row.kept_text.empty() ? row.kept(s) : std::string(row.kept_text)));
   }
+}
+
+// The names of every table of variables that this program holds: a settings
+// header enters its own when it is included (known_variables_entered), so the
+// unknown-variable warning knows each handler compiled in, while core names
+// none. Inline, not compiled: one list per program in either build.
+struct KnownVariables {
+  std::mutex mutex;
+  std::vector<std::string_view> names;
+};
+inline KnownVariables& known_variables() {
+  static KnownVariables known;
+  return known;
+}
+template <class Settings, std::size_t N>
+bool enter_known_variables(const Variable<Settings> (&table)[N]) {
+  auto& known = known_variables();
+  const std::lock_guard lock(known.mutex);
+  for (const auto& row : table)
+    if (std::find(known.names.begin(), known.names.end(), row.name) == known.names.end())
+      known.names.push_back(row.name);
+  return true;
 }
 
 }  // namespace pasta::detail

@@ -15,6 +15,7 @@
 #include <pasta/core/events.hpp>
 #include <pasta/core/log.hpp>
 #include <pasta/core/pipeline.hpp>
+#include <pasta/nv/cupti_settings.hpp>
 #include <pasta/nv/detail/activity_worker.hpp>
 #include <pasta/nv/detail/cupti_api.hpp>
 #include <pasta/nv/detail/launch_callbacks.hpp>
@@ -24,10 +25,10 @@ namespace pasta::nv::detail {
 
 class CounterCallbacks {
  public:
-  explicit CounterCallbacks(const Config& cfg) {
-    counters_.set_per_signature(cfg.counter_launches);
-    counters_.set_flush_cache(cfg.counter_cache_flush);
-    counters_.set_user_replay(cfg.counter_user_replay);
+  CounterCallbacks(const Config& cfg, const CuptiSettings& own) {
+    counters_.set_per_signature(own.counter_launches);
+    counters_.set_flush_cache(own.counter_cache_flush);
+    counters_.set_user_replay(own.counter_user_replay);
     counters_.set_verbose(cfg.verbose);
   }
 

@@ -354,6 +354,7 @@ class RangeCounters {
       c.correlation = p.correlation;
       c.device = device_;
       c.passes = set.passes;
+      c.l2_warm_replay = !user_replay_;  // CUPTI's replay leaves its memory restore in L2
       emit(c);
       ++(&set == &full_ ? tally_.measured : tally_.remeasured);
     }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include <pasta/core/config.hpp>
+#include <pasta/nv/cupti_settings.hpp>
 #include <pasta/core/detail/capture_window.hpp>
 #include <pasta/core/detail/fmt.hpp>
 #include <pasta/core/events.hpp>
@@ -19,8 +20,8 @@ namespace pasta::nv::detail {
 
 class SamplingCallbacks {
  public:
-  explicit SamplingCallbacks(const Config& cfg) {
-    sampler_.set_period(cfg.pc_sampling_period);
+  explicit SamplingCallbacks(const CuptiSettings& own) {
+    sampler_.set_period(own.pc_sampling_period);
   }
 
   // The capture window opened or closed (nv::Cupti listens for it).

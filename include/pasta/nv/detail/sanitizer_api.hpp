@@ -70,15 +70,15 @@ inline std::filesystem::path toolkit_root(const std::filesystem::path& libdir) {
   return up;
 }
 
-// Where to look for the library, in order: PASTA_SANITIZER_LIB (a full
-// path); the bare name, which the dynamic loader looks up (LD_LIBRARY_PATH,
+// Where to look for the library, in order: `wanted` (a full path:
+// SanitizerSettings::library, PASTA_SANITIZER_LIB); the bare name, which the dynamic loader looks up (LD_LIBRARY_PATH,
 // the program's RUNPATH, ld.so.cache); compute-sanitizer/ under $CUDA_HOME,
 // $CUDA_PATH and /usr/local/cuda; beside each CUDA library in `loaded` (the
 // paths of the libraries the process has loaded) and in its toolkit's
 // compute-sanitizer/; and last `hint_dir`. `getenv` is called as std::getenv.
 template <class Getenv>
 std::vector<std::string> sanitizer_library_candidates(
-    Getenv&& getenv, std::span<const std::string> loaded,
+    std::string_view wanted, Getenv&& getenv, std::span<const std::string> loaded,
     std::string_view hint_dir = PASTA_SANITIZER_HINT_DIR) {
   namespace fs = std::filesystem;
   std::vector<std::string> out;
@@ -91,7 +91,7 @@ std::vector<std::string> sanitizer_library_candidates(
     const char* value = getenv(name);
     return value ? value : "";
   };
-  if (const auto lib = variable("PASTA_SANITIZER_LIB"); !lib.empty()) add(lib);
+  if (!wanted.empty()) add(wanted);
   add(sanitizer_library);
   for (const char* root : {"CUDA_HOME", "CUDA_PATH"})
     if (const auto dir = variable(root); !dir.empty()) in(fs::path(dir) / "compute-sanitizer");
@@ -184,13 +184,14 @@ inline SanitizerApi load_sanitizer_api(std::span<const std::string> candidates) 
   return api;
 }
 
-// The process's Sanitizer API, loaded at the first call.
-inline const SanitizerApi& sanitizer_api() {
-  static const SanitizerApi api = [] {
+// The process's Sanitizer API, loaded at the first call: from `wanted`
+// first (SanitizerSettings::library) when the first caller gives one.
+inline const SanitizerApi& sanitizer_api(std::string_view wanted = {}) {
+  static const SanitizerApi api = [&] {
     auto getenv = [](const char* name) { return std::getenv(name); };
-    SanitizerApi a = load_sanitizer_api(sanitizer_library_candidates(getenv, loaded_libraries()));
-    const char* wanted = getenv("PASTA_SANITIZER_LIB");
-    if (a.loaded() && wanted && *wanted && !a.failed.empty())  // it was the first candidate
+    SanitizerApi a =
+        load_sanitizer_api(sanitizer_library_candidates(wanted, getenv, loaded_libraries()));
+    if (a.loaded() && !wanted.empty() && !a.failed.empty())  // it was the first candidate
       a.warning = fmt::format("PASTA_SANITIZER_LIB: {} did not load; using {}", a.failed.front(),
                               a.library);
     return a;

@@ -12,12 +12,12 @@
 #include <unordered_set>
 #include <utility>
 
-#include <pasta/core/config.hpp>
 #include <pasta/core/detail/fmt.hpp>
 #include <pasta/core/detail/thread.hpp>
 #include <pasta/core/log.hpp>
 #include <pasta/nv/detail/sanitizer_api.hpp>
 #include <pasta/nv/detail/sanitizer_device.hpp>
+#include <pasta/nv/sanitizer_settings.hpp>  // space::
 
 namespace pasta::nv::detail {
 
