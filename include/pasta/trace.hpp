@@ -3,7 +3,7 @@
 #pragma once
 
 #include <pasta/pasta.hpp>
-#include <pasta/tools/record.hpp>
 #include <pasta/trace/reader.hpp>
+#include <pasta/trace/record.hpp>
 #include <pasta/trace/replay.hpp>
 #include <pasta/trace/writer.hpp>

@@ -9,7 +9,7 @@
 #include <thread>
 
 #include <pasta/pasta.hpp>
-#include <pasta/tools/record.hpp>
+#include <pasta/trace/record.hpp>
 #include <pasta/tools/timeline.hpp>
 
 int main(int argc, char** argv) {

@@ -12,7 +12,7 @@
 #include <string>
 
 #include <pasta/pasta.hpp>
-#include <pasta/tools/record.hpp>
+#include <pasta/trace/record.hpp>
 
 using Prof = pasta::Profiler<pasta::Direct, pasta::proc::Cpu, pasta::tools::KernelFreq>;
 using Recorder = pasta::Profiler<pasta::Direct, pasta::proc::PassThrough, pasta::tools::Record>;

@@ -6,7 +6,7 @@
 #include <pasta/pasta.hpp>
 #include <pasta/proc/pass_through.hpp>
 #include <pasta/tools/module_summary.hpp>
-#include <pasta/tools/record.hpp>
+#include <pasta/trace/record.hpp>
 #include <pasta/torch/aten.hpp>
 
 using Pipeline = pasta::Profiler<pasta::torch::Aten, pasta::proc::PassThrough,

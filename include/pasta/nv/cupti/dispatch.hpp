@@ -2,10 +2,11 @@
 // counters and PC sampling first when a tool wants them, then NVTX ranges,
 // module loads and graph nodes (resource domain), runtime and driver calls
 // (synchronisations flush and are reported, launches are tagged with their
-// operator and reported). Included at the end of nv/cupti.hpp.
+// operator and reported). The class is handler.hpp; pasta/nv/cupti.hpp
+// includes both.
 #pragma once
 
-#include <pasta/nv/cupti.hpp>
+#include <pasta/nv/cupti/handler.hpp>
 
 namespace pasta::nv {
 

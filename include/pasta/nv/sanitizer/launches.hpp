@@ -2,10 +2,10 @@
 // the launch, selects the kernel, patches its module and arms the device
 // buffers; launch_end waits for the kernel, reads the buffers back (accesses
 // or their reductions) and reports the kernel complete.
-// Included at the end of nv/sanitizer.hpp.
+// The class is handler.hpp; pasta/nv/sanitizer.hpp includes both.
 #pragma once
 
-#include <pasta/nv/sanitizer.hpp>
+#include <pasta/nv/sanitizer/handler.hpp>
 
 namespace pasta::nv {
 
