@@ -20,7 +20,7 @@
 // Callback data is a device::Params, or null for a launch nobody selected.
 #include <sanitizer_patching.h>
 
-#include <pasta/nv/detail/access_layout.hpp>
+#include <pasta/nv/sanitizer/detail/access_layout.hpp>
 
 using pasta::nv::device::AllocRange;
 using pasta::nv::device::Params;

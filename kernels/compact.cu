@@ -6,7 +6,7 @@
 // reads in place once the stream is done.
 #include <cub/block/block_scan.cuh>
 
-#include <pasta/nv/detail/access_layout.hpp>
+#include <pasta/nv/sanitizer/detail/access_layout.hpp>
 
 using pasta::nv::device::Bin;
 using pasta::nv::device::compact_block;

@@ -12,8 +12,8 @@
 #include <pasta/core/config.hpp>
 #include <pasta/core/type_list.hpp>
 #include <pasta/device/settings.hpp>
-#include <pasta/nv/cupti_settings.hpp>
-#include <pasta/nv/sanitizer_settings.hpp>
+#include <pasta/nv/cupti/settings.hpp>
+#include <pasta/nv/sanitizer/settings.hpp>
 
 namespace pasta {
 

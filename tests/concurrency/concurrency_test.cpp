@@ -8,7 +8,7 @@
 #include <variant>
 #include <vector>
 
-#include <pasta/nv/detail/graph_ops.hpp>
+#include <pasta/nv/cupti/detail/graph_ops.hpp>
 #include <pasta/pasta.hpp>
 #include <pasta/trace.hpp>
 

@@ -834,7 +834,7 @@ def case_stall_blame(build, out):
                     for r, n in p["reasons"].items()), reverse=True)
     for n, pc, opcode, reason, w in rows1[:12]:
         print(f"    {pc:#06x} {opcode:<14} {reason:<22} {n:>8} waits for {[hex(x) for x in w]}")
-    # blend's long-scoreboard stalls are all on loads (tests/nv/sass_cubin_test.cpp reads the
+    # blend's long-scoreboard stalls are all on loads (tests/nv/sampling/sass_cubin_test.cpp reads the
     # same code): at least 90% of them move to the load they wait for.
     ok &= expect("long-scoreboard samples, at least 90% moved to a load",
                  lsb > 0 and waits >= 0.9 * lsb, True)

@@ -6,17 +6,17 @@
 // CuptiSettings::launch_callbacks asks for them (they cost about 5 us a launch).
 // NVTX ranges of the program become scopes.
 // When a tool wants KernelCounters (tools::OpCounters), every kernel is
-// measured with CUPTI's Range Profiler (detail/range_counters.hpp): slow,
+// measured with CUPTI's Range Profiler (nv/counters/range_counters.hpp): slow,
 // exact, the program's results unchanged. When a tool wants StallSample
 // (tools::StallBlame), PC sampling runs in continuous mode on every context
-// that launches (detail/pc_sampling.hpp). Everything is enabled only if some
+// that launches (nv/sampling/pc_sampling.hpp). Everything is enabled only if some
 // tool consumes it.
 //
 // The class: it subscribes and composes. Its callback, one function per
 // domain, is defined in dispatch.hpp; include pasta/nv/cupti.hpp for both.
 // The parts are under detail/: activity_worker.hpp (records, pasta's thread), launch_callbacks.hpp,
 // sync_callbacks.hpp, nvtx_scopes.hpp, op_tags.hpp, graph_callbacks.hpp,
-// counter_callbacks.hpp, sampling_callbacks.hpp, cupti_skip.hpp.
+// counter_callbacks.hpp, sampling_callbacks.hpp, skip.hpp.
 #pragma once
 
 #include <dlfcn.h>
@@ -40,17 +40,17 @@
 #include <pasta/core/log.hpp>
 #include <pasta/core/pipeline.hpp>
 #include <pasta/core/scope.hpp>
-#include <pasta/nv/cupti_settings.hpp>
-#include <pasta/nv/detail/activity_worker.hpp>
-#include <pasta/nv/detail/counter_callbacks.hpp>
+#include <pasta/nv/cupti/settings.hpp>
+#include <pasta/nv/cupti/detail/activity_worker.hpp>
+#include <pasta/nv/cupti/detail/counter_callbacks.hpp>
 #include <pasta/nv/detail/cupti_api.hpp>
-#include <pasta/nv/detail/cupti_skip.hpp>
-#include <pasta/nv/detail/graph_callbacks.hpp>
-#include <pasta/nv/detail/launch_callbacks.hpp>
-#include <pasta/nv/detail/nvtx_scopes.hpp>
-#include <pasta/nv/detail/op_tags.hpp>
-#include <pasta/nv/detail/sampling_callbacks.hpp>
-#include <pasta/nv/detail/sync_callbacks.hpp>
+#include <pasta/nv/cupti/detail/skip.hpp>
+#include <pasta/nv/cupti/detail/graph_callbacks.hpp>
+#include <pasta/nv/cupti/detail/launch_callbacks.hpp>
+#include <pasta/nv/cupti/detail/nvtx_scopes.hpp>
+#include <pasta/nv/cupti/detail/op_tags.hpp>
+#include <pasta/nv/cupti/detail/sampling_callbacks.hpp>
+#include <pasta/nv/cupti/detail/sync_callbacks.hpp>
 
 namespace pasta::nv {
 
@@ -319,7 +319,7 @@ class Cupti {
     if (tags_armed_ && active_ && subscriber_) detail::enable_tag_callbacks(subscriber_, !pause);
   }
 
-  // PASTA_CUPTI_SKIP (detail/cupti_skip.hpp).
+  // PASTA_CUPTI_SKIP (detail/skip.hpp).
   bool skipped(unsigned what) const { return (skip_ & what) != 0; }
 
   unsigned skip_;  // CuptiSettings::skip (PASTA_CUPTI_SKIP)

@@ -20,8 +20,8 @@
 // The class: it subscribes and decodes callbacks. What it does at each
 // launch, from selection to read-back, is defined in launches.hpp; include
 // pasta/nv/sanitizer.hpp for both. The parts are under detail/:
-// sanitizer_patcher.hpp (device patches), sanitizer_buffers.hpp (what a
-// launch's patches write, and reading it back), sanitizer_events.hpp.
+// patcher.hpp (device patches), buffers.hpp (what a launch's patches write,
+// and reading it back), events.hpp, report.hpp.
 #pragma once
 
 #include <cuda.h>
@@ -50,12 +50,12 @@
 #include <pasta/core/pipeline.hpp>
 #include <pasta/core/report.hpp>
 #include <pasta/nv/detail/cubin.hpp>
-#include <pasta/nv/sanitizer_settings.hpp>
-#include <pasta/nv/detail/sanitizer_buffers.hpp>
-#include <pasta/nv/detail/sanitizer_device.hpp>
-#include <pasta/nv/detail/sanitizer_events.hpp>
-#include <pasta/nv/detail/sanitizer_patcher.hpp>
-#include <pasta/nv/detail/sanitizer_report.hpp>
+#include <pasta/nv/sanitizer/settings.hpp>
+#include <pasta/nv/sanitizer/detail/buffers.hpp>
+#include <pasta/nv/sanitizer/detail/device.hpp>
+#include <pasta/nv/sanitizer/detail/events.hpp>
+#include <pasta/nv/sanitizer/detail/patcher.hpp>
+#include <pasta/nv/sanitizer/detail/report.hpp>
 
 namespace pasta::nv {
 
@@ -100,7 +100,7 @@ class Sanitizer {
  private:
   using Launch = detail::LaunchState;
   // The Sanitizer API's functions, loaded at the first start(), from
-  // SanitizerSettings::library first when set (detail/sanitizer_api.hpp).
+  // SanitizerSettings::library first when set (detail/api.hpp).
   static const detail::SanitizerApi& api() { return detail::sanitizer_api(); }
   static Launch& this_launch() {
     thread_local Launch l;

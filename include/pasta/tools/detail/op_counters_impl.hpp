@@ -49,7 +49,7 @@ PASTA_FUNC void OpCounters::report(Report& out) const {
   // dram_bytes_write stands for the cache-sensitive metrics: under CUPTI's
   // kernel replay, measured in one pass, or only under replay (a signature
   // launched once, or whose later launches were not measured:
-  // nv/detail/counter_plan.hpp). pasta's own replay flushes L2 before every pass.
+  // nv/counters/counter_plan.hpp). pasta's own replay flushes L2 before every pass.
   constexpr std::size_t dram_write = 1;
   static_assert(metrics::all[dram_write].field == &KernelCounters::dram_bytes_write);
   std::uint64_t replayed = 0;

@@ -1,0 +1,533 @@
+// Hardware counters per kernel launch for nv::Cupti through CUPTI's Range
+// Profiler: the launch policy (which launches to measure, replayed how, when
+// profiling stops). How and why: docs/internals-counters.md.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <pasta/core/config.hpp>
+#include <pasta/core/detail/capture_window.hpp>
+#include <pasta/core/detail/fmt.hpp>
+
+#include <pasta/core/events.hpp>
+#include <pasta/core/log.hpp>
+#include <pasta/core/metrics.hpp>
+#include <pasta/core/pipeline.hpp>
+#include <pasta/nv/counters/counter_plan.hpp>
+#include <pasta/nv/counters/counter_stats.hpp>
+#include <pasta/nv/detail/cupti_api.hpp>
+#include <pasta/nv/detail/driver.hpp>
+#include <pasta/nv/counters/l2_flush.hpp>
+#include <pasta/nv/counters/range_ledger.hpp>
+#include <pasta/nv/counters/range_profiler.hpp>
+#include <pasta/nv/counters/replay_memory.hpp>
+#include <pasta/nv/counters/user_replay.hpp>
+
+namespace pasta::nv::detail {
+
+class RangeCounters {
+ public:
+  // Ranges decoded at a time: the counter-data image holds this many.
+  static constexpr std::size_t ranges_per_image = RangeProfiler::ranges_per_image;
+  static_assert(RangeLedger::ranges_per_image == ranges_per_image);
+
+  RangeCounters() {
+    for (std::size_t i = 0; i < metrics::counters.size(); ++i) full_.add(i);
+  }
+  RangeCounters(const RangeCounters&) = delete;
+  RangeCounters& operator=(const RangeCounters&) = delete;
+
+  // Launches of one signature measured (0: all); the rest run unmeasured.
+  void set_per_signature(std::uint64_t n) { per_signature_ = n; }
+  // Whether L2 is flushed before each launch measured for the cache-sensitive
+  // metrics (PASTA_COUNTER_CACHE).
+  void set_flush_cache(bool on) { flush_cache_ = on; }
+  // Whether images whose ranges do not match their launches are listed in
+  // the log, and sequence() is kept.
+  void set_verbose(bool on) { verbose_ = on; }
+  // pasta replays kernels itself (true, the default) or CUPTI does (false).
+  void set_user_replay(bool on) { user_replay_ = on; }
+  bool user_replay() const { return user_replay_; }
+  // Whether a launch before() chose waits for replay() (on the thread that launched it).
+  bool owes() const { return owed_.due; }
+
+  // The program's allocations (saved and restored around a user replay).
+  void allocated(std::uint64_t base, std::uint64_t bytes) {
+    memory_.allocations().add(base, bytes);
+  }
+  void freed(std::uint64_t base) { memory_.allocations().remove(base); }
+  void unmapped(std::uint64_t base, std::uint64_t bytes) {
+    memory_.allocations().remove(base, bytes);
+  }
+
+  // Whether the handler has CUPTI's kernel activity records on (user replay
+  // turns them off around its passes).
+  void set_kernel_records(bool on) { kernel_records_ = on; }
+
+  // The driver call of a launch (its CUPTI callback's parameters).
+  using Call = LaunchCall;
+  using Launch = DriverLaunch;
+
+  // On the launching thread, before the launch API runs: returns whether the
+  // launch is measured. `signature` names (kernel, grid, block, operator
+  // path), `stream` the stream it is launched on. after() must follow on
+  // the same thread.
+  template <class Emit>
+  bool before(CUcontext ctx, CUstream stream, std::uint64_t correlation, std::uint64_t signature,
+              Emit&& emit) {
+    mutex_.lock();
+    if (failed_ || !ctx) return false;
+    try {
+      if (!ctx_) {
+        Timer t(spent_.startup);
+        driver_.bind();
+        if (user_replay_)
+          worker_.run([&] {
+            driver_.call(driver_.ctx_set_current(ctx), "making the measured context current");
+            enable(ctx);
+          });
+        else
+          enable(ctx);
+      }
+      if (ctx != ctx_) {
+        ++tally_.other_context;
+        return false;
+      }
+      if (driver_.capturing(stream)) {
+        // Captured into a graph, not run now: not measured (nor are the
+        // kernels a graph runs: they have no launch callback). Profiling
+        // stopped at the capture's begin (an interrupt); stopping now would
+        // synchronise and so break the capture.
+        ++tally_.captured;
+        note('g');
+        return false;
+      }
+      if (!pasta::detail::capture_window().open()) {
+        // Outside the capture window: run as is, neither measured nor
+        // counted toward its signature's launches to measure.
+        ++tally_.outside;
+        if (profiler_.running()) pause(emit);
+        note('w');
+        return false;
+      }
+      const int k = plan_.pick(signature, index(profiler_.configured()));
+      MetricSet* set = k == CounterPlan::none   ? nullptr
+                       : k == CounterPlan::full ? &full_
+                                                : &cache_[static_cast<std::size_t>(k - 1)];
+      if (!set) {
+        ++tally_.skipped;
+        // Profiling a few launches in one pass and passing over their
+        // ranges costs less than stopping and starting again.
+        if (profiler_.running() && profiler_.configured() != &full_ && ledger_.can_pass_over()) {
+          ledger_.pass_over_launch(correlation, signature);
+          ++tally_.passed_over;
+          launch_ = {&spent_.passed, Clock::now()};
+          note('p');
+          return false;
+        }
+        // Profiling stays off until a launch to measure: this one runs as is.
+        if (profiler_.running()) pause(emit);
+        note('.');
+        return false;
+      }
+      ledger_.end_run();
+      if (user_replay_) {
+        // Replayed at the driver's launch call (replay()); the image keeps
+        // taking ranges across launches.
+        owed_ = {true, stream, correlation, signature};
+        launch_ = {&spent_.full, Clock::now()};
+        note('R');
+        return true;
+      }
+      const bool flush = set != &full_ && flush_cache_;
+      if (flush && !l2_.ready()) {
+        // The flush kernel's module and buffer, made with profiling off.
+        if (profiler_.running()) pause(emit);
+        with_l2([&] {
+          l2_.prepare(ctx_);
+          return true;
+        });
+      }
+      if (profiler_.running() && (profiler_.configured() != set || ledger_.image_full()))
+        pause(emit);
+      if (profiler_.configured() != set || ledger_.image_full()) arm(*set);
+      if (!profiler_.running()) start();
+      // Only the one-pass sets get a flushed L2 (under replay the profiler's
+      // own save and restore fill it again): the flush kernel runs profiled,
+      // a range passed over.
+      if (flush && flush_cache_ && with_l2([&] { return l2_.flush(ctx_, stream); })) {
+        ++tally_.flushes;
+        ledger_.add_flush();
+      }
+      ledger_.add_measured(correlation, signature);
+      launch_ = {set == &full_ ? &spent_.full : &spent_.cache, Clock::now()};
+      note(set == &full_ ? 'F' : 'C');
+      return true;
+    } catch (const std::exception& e) {
+      fail(e.what());
+      return false;
+    }
+  }
+  // After the launch API returned (the kernel ran, replayed, on the device).
+  template <class Emit>
+  void after(Emit&& emit) {
+    if (owed_.due) {
+      // No driver launch call came (replay() never ran): measured later.
+      owed_.due = false;
+      ++tally_.unreplayed;
+      plan_.lost(owed_.signature, index(&full_));
+    }
+    if (launch_.into) {
+      launch_.into->add(launch_.start);
+      launch_.into = nullptr;
+    }
+    try {
+      // The image nearly full: decoded now; the next measured launch arms a fresh one.
+      if (!failed_ && profiler_.running() && ledger_.nearly_full()) pause(emit);
+    } catch (const std::exception& e) {
+      fail(e.what());
+    }
+    mutex_.unlock();
+  }
+  // At the driver's launch call of the launch before() chose, before the
+  // call runs (user replay): the passes, then the counters decoded. On the
+  // launching thread, inside before() and after(). Under user replay every
+  // range-profiler call runs on one thread of pasta's (ReplayWorker) while the
+  // caller waits: launches made inside CUPTI's callbacks are not reported.
+  // Memory that could not be saved (no room for the backup) leaves the
+  // launch unmeasured; a failure after the save restores the memory first.
+  template <class Emit>
+  void replay(const Launch& launch, Emit&& emit) {
+    if (!owed_.due) return;
+    owed_.due = false;
+    if (failed_) return;
+    try {
+      worker_.run([&] {
+        // CUPTI's kernel records off while replaying: with them on, the
+        // SASS-instruction counts (the flop count) of a user replay read 0
+        // (measured on the H100, bench/gpu/probe). The program's work is
+        // waited for first, so no record of it is lost.
+        KernelRecordsOff off(kernel_records_, driver_);
+        if (profiler_.configured() != &full_ || ledger_.image_full()) arm(full_);
+        if (!run_passes(launch)) return;
+        ledger_.add_measured(owed_.correlation, owed_.signature);
+        decode(emit);
+      });
+    } catch (const std::exception& e) {
+      fail(e.what());
+    }
+  }
+  // Inside a replay's own thread: its API calls and their records are pasta's.
+  static bool& replaying() { return detail::replaying(); }
+
+  // Before GPU work that is not a kernel launch before() sees (a copy, a
+  // memset, a graph): profiling stops, so the work is no range of its own.
+  // Not on a thread inside before() and after().
+  template <class Emit>
+  void interrupt(Emit&& emit, char kind) {
+    std::lock_guard lock(mutex_);
+    if (failed_ || !profiler_.running()) return;
+    note(kind);
+    try {
+      ++tally_.interrupts;
+      pause(emit);
+    } catch (const std::exception& e) {
+      fail(e.what());
+    }
+  }
+  // The launches not decoded yet; profiling stops. Call once, at the end.
+  template <class Emit>
+  void finish(Emit&& emit) {
+    std::lock_guard lock(mutex_);
+    try {
+      if (!failed_ && profiler_.running()) pause(emit);
+    } catch (const std::exception& e) {
+      fail(e.what());
+    }
+    teardown();
+    pasta::detail::DispatchScope own;
+    l2_.release();
+    memory_.release(ctx_);
+  }
+
+  // Launches measured, passed over or left out (CounterTally).
+  const CounterTally& tally() const { return tally_; }
+  std::uint32_t passes() const { return full_.passes; }
+  // The ncu metrics measured again in one pass: comma-separated, the sets
+  // (one launch each) separated by semicolons.
+  std::string cache_metrics() const {
+    std::vector<std::string> sets;
+    for (const MetricSet& set : cache_) sets.push_back(pasta::detail::join(set.names, ", "));
+    return sets.empty() ? "none" : pasta::detail::join(sets, "; ");
+  }
+  // Launches to measure in one pass left for their signature's next launch.
+  std::uint64_t waited() const { return plan_.waits(); }
+  const std::string& error() const { return error_; }
+  // What each launch was, in order (verbose): F measured in full, C in one
+  // pass, p profiled and passed over, . not profiled; x, y, g profiling
+  // stopped for a memset, a copy, other GPU work; / another metric set, |
+  // profiling started.
+  const std::string& sequence() const { return sequence_; }
+  // Where the time went, for the verbose summary.
+  std::string timing() const { return spent_.summary(); }
+  // Why L2 could not be flushed (then it was not, from that launch on).
+  const std::string& flush_error() const { return flush_error_; }
+  std::size_t allocations() const { return memory_.allocations().count(); }
+
+ private:
+  // The profiler set up for `ctx`: the full set, and under kernel replay the
+  // one-pass sets of the cache-sensitive metrics.
+  void enable(CUcontext ctx);
+
+  // The range profiler, enabled for `set` (RangeProfiler::use).
+  void use(MetricSet& set) {
+    if (profiler_.uses(set)) return;
+    note('/');
+    Timer t(spent_.use);
+    profiler_.use(set);
+  }
+
+  // A set's number in CounterPlan's terms.
+  int index(const MetricSet* set) const {
+    if (!set) return CounterPlan::none;
+    return set == &full_ ? CounterPlan::full : static_cast<int>(set - cache_.data()) + 1;
+  }
+
+  // A fresh counter-data image of `set` and its configuration.
+  void arm(MetricSet& set) {
+    use(set);
+    Timer t(spent_.arm);
+    profiler_.arm(set, user_replay_);
+    ledger_.fresh_image();
+  }
+
+  // Profiling on: the configured image takes ranges after those it holds.
+  void start() {
+    note('|');
+    Timer t(spent_.start);
+    profiler_.start();
+  }
+
+  // replay()'s work, on its own thread with the measured context current:
+  // whether the launch was measured.
+  bool run_passes(const Launch& launch);
+  // A user-replay pass ended: whether it was the last one.
+  bool stop_pass();
+
+  // Profiling off; the image's new ranges decoded, one for each launch
+  // profiled since the last pause, in order. The image keeps its
+  // configuration: the next measured launch of its set only starts profiling
+  // again. Ranges and launches not as many (work CUPTI counted that before()
+  // did not see): which range is whose is not known, so none is reported and
+  // the launches' signatures are measured again at their next launch.
+  template <class Emit>
+  void pause(Emit& emit) {
+    Timer t(spent_.drain);
+    RangeProfiler::check(profiler_.stop(), "stopping the range profiler");
+    decode(emit);
+  }
+  // The image's new ranges decoded and emitted (see pause()).
+  template <class Emit>
+  void decode(Emit& emit) {
+    MetricSet& set = *profiler_.configured();
+    const std::size_t total = profiler_.decode();
+    const RangeLedger::Match match = ledger_.match(total);
+    const auto& pending = ledger_.pending();
+    std::vector<double> values(set.names.size());
+    for (std::size_t j = 0; j < pending.size(); ++j) {
+      const RangeLedger::Pending& p = pending[j];
+      if (!p.measured) continue;
+      if (!match.matched) {
+        ++tally_.mismatched;
+        plan_.lost(p.signature, index(&set));
+        continue;
+      }
+      RangeProfiler::evaluate(set, match.first + j, values);
+      KernelCounters c = metrics::from_counters(set.index, values);
+      c.correlation = p.correlation;
+      c.device = device_;
+      c.passes = set.passes;
+      c.l2_warm_replay = !user_replay_;  // CUPTI's replay leaves its memory restore in L2
+      emit(c);
+      ++(&set == &full_ ? tally_.measured : tally_.remeasured);
+    }
+    tally_.extra_ranges += match.extra;
+    if (!match.matched && verbose_ && listed_++ < 5)
+      pasta::detail::log(fmt::format(
+          "hardware counters: {} ranges for {} launches ({} measured) in one image of the {}",
+          match.ranges, pending.size(),
+          std::count_if(pending.begin(), pending.end(),
+                        [](const RangeLedger::Pending& p) { return p.measured; }),
+          &set == &full_ ? "full set" : "one-pass set"));
+    ledger_.decoded(total);
+  }
+
+  // The flush kernel's own launch and module load are pasta's work: CUPTI's
+  // callbacks skip them (DispatchScope). A failure turns flushing off.
+  template <class F>
+  bool with_l2(F&& f) {
+    pasta::detail::DispatchScope own;
+    Timer t(spent_.flush);
+    try {
+      return f();
+    } catch (const std::exception& e) {
+      flush_cache_ = false;
+      flush_error_ = fmt::format(
+          "hardware counters: L2 is not flushed before measured launches ({}): a kernel's DRAM "
+          "bytes and hit rates include what earlier kernels left in L2",
+          e.what());
+      pasta::detail::log(flush_error_);
+      return false;
+    }
+  }
+
+  void teardown() {
+    if (worker_.started()) {
+      worker_.run([&] { profiler_.release(full_, cache_); });
+      worker_.stop();
+    } else {
+      profiler_.release(full_, cache_);
+    }
+    failed_ = true;  // nothing is measured after the end
+  }
+
+  void fail(const std::string& why) {
+    error_ = fmt::format("hardware counters: {}; launches from here on are not measured", why);
+    pasta::detail::log(error_);
+    ledger_.drop();
+    teardown();
+  }
+
+  using Clock = CounterTiming::Clock;
+  using Timer = CounterTiming::Timer;
+  CounterTiming spent_;
+  struct {
+    CounterTiming::Spent* into = nullptr;  // the launch being measured, from before() to after()
+    Clock::time_point start;
+  } launch_;
+
+  std::mutex mutex_;
+  // Sets of one pass for the cache-sensitive metrics, at most this many.
+  static constexpr std::size_t max_cache_sets = 2;
+
+  MetricSet full_;                // every metric
+  std::vector<MetricSet> cache_;  // the cache-sensitive ones, one pass each
+  RangeProfiler profiler_;
+  RangeLedger ledger_;
+  CUcontext ctx_ = nullptr;
+  std::uint32_t device_ = 0;
+  bool failed_ = false, flush_cache_ = true;
+  bool verbose_ = false;
+  std::uint64_t listed_ = 0;  // images whose ranges were listed in the log
+  std::string sequence_;      // sequence(), the first 8000 steps
+  void note(char c) {
+    if (verbose_ && sequence_.size() < 8000) sequence_ += c;
+  }
+  Driver driver_;
+  L2Flush l2_{driver_};
+  ReplayMemory memory_{driver_};
+  bool user_replay_ = true;
+  bool kernel_records_ = false;
+  // The launch before() chose for a user replay, until replay() runs.
+  struct {
+    bool due = false;
+    CUstream stream = nullptr;
+    std::uint64_t correlation = 0, signature = 0;
+  } owed_;
+  std::string flush_error_;
+  std::uint64_t per_signature_ = 1;
+  CounterPlan plan_;
+  CounterTally tally_;
+  std::string error_;
+  ReplayWorker worker_;  // last: stopped before what its jobs use is destroyed
+};
+
+// The profiler enabled for a context, and the passes of one measured launch
+// under pasta's replay: run on the replay thread with the program's memory
+// restored between them.
+
+inline void RangeCounters::enable(CUcontext ctx) {
+  device_ = profiler_.initialize(ctx);
+  profiler_.build(full_);
+  ctx_ = ctx;
+  // Under user replay every pass starts with L2 flushed: nothing to measure again.
+  if (user_replay_) {
+    plan_.configure(per_signature_, 0);
+    return;
+  }
+  profiler_.build_one_pass_sets(cache_, max_cache_sets);
+  plan_.configure(per_signature_, full_.passes > 1 ? cache_.size() : 0);
+}
+
+inline bool RangeCounters::run_passes(const Launch& launch) {
+  pasta::detail::DispatchScope own;  // copies, flushes and relaunches are pasta's work
+  // The launching thread's own default stream is not this thread's: the
+  // legacy one instead (all work is waited for before and after anyway).
+  const CUstream stream = owed_.stream == CU_STREAM_PER_THREAD ? nullptr : owed_.stream;
+  bool saved = false;
+  {
+    Timer t(spent_.copy);
+    saved = memory_.save(stream);
+  }
+  if (!saved) {
+    ++tally_.unsaved;
+    pasta::detail::log_once(
+        "counters:unsaved",
+        fmt::format("hardware counters: {}; launches are not measured while it is so "
+                    "(PASTA_COUNTER_REPLAY=cupti lets CUPTI save only what a kernel writes)",
+                    memory_.why()));
+    return false;
+  }
+  try {
+    const bool flush = flush_cache_ && with_l2([&] {
+                         l2_.prepare(ctx_);
+                         return true;
+                       });
+    for (std::uint32_t pass = 0;; ++pass) {
+      if (pass) {
+        Timer t(spent_.copy);
+        memory_.restore(stream);
+      }
+      if (flush && flush_cache_ && with_l2([&] { return l2_.flush(ctx_, stream); }))
+        ++tally_.flushes;
+      start();
+      const CUresult launched = relaunch(driver_, launch, stream);
+      const bool last = stop_pass();
+      driver_.call(launched, "launching the kernel for a replay pass");
+      if (last) break;
+      if (pass > 256) throw std::runtime_error("the range profiler never took its last pass");
+    }
+    Timer t(spent_.copy);
+    memory_.restore(stream);
+    driver_.call(driver_.stream_synchronize(stream), "restoring device memory");
+  } catch (const std::exception&) {
+    try {
+      if (profiler_.running()) (void)profiler_.stop();
+      memory_.restore(stream);
+      driver_.call(driver_.stream_synchronize(stream), "restoring device memory");
+    } catch (const std::exception& f) {
+      pasta::detail::log(fmt::format(
+          "hardware counters: the program's memory could not be restored after a failed "
+          "replay ({}): its results may be wrong",
+          f.what()));
+    }
+    throw;
+  }
+  tally_.replayed_bytes += memory_.saved_bytes();
+  return true;
+}
+
+inline bool RangeCounters::stop_pass() {
+  bool last = false;
+  RangeProfiler::check(profiler_.stop(&last), "stopping the range profiler after a pass");
+  return last;
+}
+
+}  // namespace pasta::nv::detail

@@ -1,0 +1,256 @@
+// Hardware counters (KernelCounters) in nv::Cupti's callbacks: which CUPTI
+// callbacks RangeCounters needs (launches, other GPU work, allocations), and
+// what each does to it: measure a launch, replay it, stop profiling.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include <pasta/core/config.hpp>
+#include <pasta/core/detail/fmt.hpp>
+#include <pasta/core/events.hpp>
+#include <pasta/core/log.hpp>
+#include <pasta/core/pipeline.hpp>
+#include <pasta/nv/cupti/settings.hpp>
+#include <pasta/nv/cupti/detail/activity_worker.hpp>
+#include <pasta/nv/detail/cupti_api.hpp>
+#include <pasta/nv/cupti/detail/launch_callbacks.hpp>
+#include <pasta/nv/counters/range_counters.hpp>
+
+namespace pasta::nv::detail {
+
+class CounterCallbacks {
+ public:
+  CounterCallbacks(const Config& cfg, const CuptiSettings& own) {
+    counters_.set_per_signature(own.counter_launches);
+    counters_.set_flush_cache(own.counter_cache_flush);
+    counters_.set_user_replay(own.counter_user_replay);
+    counters_.set_verbose(cfg.verbose);
+  }
+
+  // The callbacks the counters need, `launches_on` whether the launch
+  // callbacks are on already; `own_records` whether kernel or copy records
+  // are (then pasta's own calls are kept, to drop their records),
+  // `kernel_records` whether kernel records are.
+  void enable(CUpti_SubscriberHandle subscriber, bool launches_on, bool own_records,
+              bool kernel_records) {
+    if (!launches_on) enable_launch_callbacks(subscriber);
+    enable_interrupt_callbacks(subscriber);
+    if (counters_.user_replay()) enable_memory_callbacks(subscriber);
+    own_records_ = own_records;
+    counters_.set_kernel_records(kernel_records);
+  }
+
+  // Every callback, pasta's own included, first: true when it is a replay's
+  // (pasta's own call, nothing else to do). The measured launch's return
+  // ends its measurement.
+  template <class Sink>
+  bool on_any_callback(Sink* sink, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                       const void* data, OwnCalls& own_calls) {
+    if (RangeCounters::replaying()) {  // a replay's own thread: pasta's calls
+      // Only kernel and copy records are read (and so taken from the set).
+      if (own_records_ &&
+          (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) &&
+          static_cast<const CUpti_CallbackData*>(data)->callbackSite == CUPTI_API_ENTER)
+        own_calls.add(static_cast<const CUpti_CallbackData*>(data)->correlationId);
+      return true;
+    }
+    // The launch measured: its range is in, perhaps time to decode (even
+    // while stopping: before() holds the counters until this after()).
+    if (counting() && !pasta::detail::inside_dispatch() && is_launch(domain, cbid) &&
+        static_cast<const CUpti_CallbackData*>(data)->callbackSite == CUPTI_API_EXIT &&
+        runtime_depth() == (domain == CUPTI_CB_DOMAIN_RUNTIME_API ? 1 : 0)) {
+      counting() = false;
+      counters_.after([&](const KernelCounters& c) { sink->emit(c); });
+    }
+    return false;
+  }
+
+  // A callback of the program's: true when it was the counters' alone (an
+  // allocation, GPU work that stops profiling).
+  template <class Sink>
+  bool on_callback(Sink& sink, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                   const void* data) {
+    if (const auto call = memory_calls_(domain, cbid); call != MemoryCall::none) {
+      // The program's allocations, for user replay to save.
+      const auto& cb = *static_cast<const CUpti_CallbackData*>(data);
+      if (cb.callbackSite == CUPTI_API_EXIT && cb.functionReturnValue &&
+          *static_cast<const int*>(cb.functionReturnValue) == 0)
+        if (const auto change = memory_change(call, cb.functionParams)) track(*change);
+      return true;
+    }
+    if (const char kind = interrupts_(domain, cbid)) {
+      // Only counters asked for these callbacks.
+      if (static_cast<const CUpti_CallbackData*>(data)->callbackSite == CUPTI_API_ENTER &&
+          !counting())
+        counters_.interrupt([&](const KernelCounters& c) { sink.emit(c); }, kind);
+      return true;
+    }
+    const auto& cb = *static_cast<const CUpti_CallbackData*>(data);
+    // The outermost launch call: a runtime launch, or a driver launch outside one.
+    if (is_launch(domain, cbid) && cb.callbackSite == CUPTI_API_ENTER && !counting() &&
+        runtime_depth() == 0) {
+      counting() = true;
+      const auto shape = launch_shape(domain, cbid, cb.functionParams);
+      CUstream stream = shape ? shape->stream : nullptr;
+      if (!stream && per_thread_stream(domain, cbid)) stream = CU_STREAM_PER_THREAD;
+      counters_.before(cb.context, stream, cb.correlationId, shape ? signature(cb, *shape) : 0,
+                       [&](const KernelCounters& c) { sink.emit(c); });
+    }
+    // The driver's launch call under it (or the same call): pasta replays
+    // the kernel here, before the call runs, if before() chose it.
+    if (counting() && domain == CUPTI_CB_DOMAIN_DRIVER_API && cb.callbackSite == CUPTI_API_ENTER &&
+        counters_.owes())
+      if (const auto call = driver_call(cbid))
+        counters_.replay({*call, cb.functionParams},
+                         [&](const KernelCounters& c) { sink.emit(c); });
+    return false;
+  }
+
+  // The launches not decoded yet; once, at the end.
+  template <class Sink>
+  void finish(Sink& sink) {
+    counters_.finish([&](const KernelCounters& c) { sink.emit(c); });
+  }
+  // What the counters did, in the log (all of it when `verbose`).
+  void log_summary(bool verbose) const;
+  // Why some launches were not measured as they should be; empty if none.
+  const std::string& partial_reason() const {
+    return !counters_.error().empty() ? counters_.error() : counters_.flush_error();
+  }
+
+ private:
+  // Inside a launch that RangeCounters::before saw: after() is owed.
+  static bool& counting() {
+    thread_local bool on = false;
+    return on;
+  }
+  // GPU work that is not a launch before() sees (copies, memsets, graphs,
+  // old-style launches): while counters are measured, profiling stops before
+  // it, so that it is no range of its own. Found by name among CUPTI's
+  // runtime and driver callbacks.
+  void enable_interrupt_callbacks(CUpti_SubscriberHandle subscriber) {
+    // A capture's begin too: profiling must stop before it (stopping
+    // synchronises, which would end the capture in error).
+    static constexpr std::array<std::string_view, 11> prefixes{
+        "cudaMemcpy",
+        "cudaMemset",
+        "cudaGraphLaunch",
+        "cudaStreamBeginCapture",
+        "cuStreamBeginCapture",
+        "cudaLaunchCooperativeKernelMultiDevice",
+        "cuMemcpy",
+        "cuMemset",
+        "cuGraphLaunch",
+        "cuLaunchGrid",
+        "cuLaunchCooperativeKernelMultiDevice"};
+    for (auto [domain, size] :
+         {std::pair{CUPTI_CB_DOMAIN_RUNTIME_API, std::uint32_t{CUPTI_RUNTIME_TRACE_CBID_SIZE}},
+          std::pair{CUPTI_CB_DOMAIN_DRIVER_API, std::uint32_t{CUPTI_DRIVER_TRACE_CBID_SIZE}}}) {
+      for (CUpti_CallbackId id = 1; id < size; ++id) {
+        const char* name = nullptr;
+        if (cuptiGetCallbackName(domain, id, &name) != CUPTI_SUCCESS || !name) continue;
+        const std::string_view n(name);
+        if (std::ranges::none_of(prefixes, [&](std::string_view p) { return n.starts_with(p); }))
+          continue;
+        if (cuptiEnableCallback(1, subscriber, domain, id) == CUPTI_SUCCESS)
+          interrupts_.set(domain, id,
+                          n.find("Memset") != n.npos   ? 'x'
+                          : n.find("Memcpy") != n.npos ? 'y'
+                                                       : 'g');
+      }
+    }
+  }
+  // The allocation calls (memory_calls), for user replay.
+  void enable_memory_callbacks(CUpti_SubscriberHandle subscriber) {
+    for (const auto& m : memory_calls)
+      if (cupti_ok(cuptiEnableCallback(1, subscriber, m.domain, m.cbid), "an allocation callback"))
+        memory_calls_.set(m.domain, m.cbid, m.call);
+  }
+  void track(const MemoryChange& c) {
+    switch (c.kind) {
+      case MemoryChange::added:
+        counters_.allocated(c.base, c.bytes);
+        break;
+      case MemoryChange::removed:
+        counters_.freed(c.base);
+        break;
+      case MemoryChange::unmapped:
+        counters_.unmapped(c.base, c.bytes);
+        break;
+    }
+  }
+  // How a driver launch callback's parameters relaunch the kernel.
+  static std::optional<RangeCounters::Call> driver_call(CUpti_CallbackId cbid) {
+    using Call = RangeCounters::Call;
+    switch (cbid) {
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+        return Call::kernel;
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
+        return Call::kernel_ex;
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
+        return Call::cooperative;
+      default:
+        return std::nullopt;
+    }
+  }
+
+  RangeCounters counters_;
+  // What GPU work a callback is (enable_interrupt_callbacks): 0 none of
+  // these, 'x' a memset, 'y' a copy, 'g' other.
+  ByCallback<char> interrupts_;
+  ByCallback<MemoryCall> memory_calls_;  // enable_memory_callbacks
+  bool own_records_ = false;             // kernel or copy records on: own calls are kept
+};
+
+inline void CounterCallbacks::log_summary(bool verbose) const {
+  const CounterTally& t = counters_.tally();
+  const bool unmeasured = t.unsaved || t.unreplayed;
+  if (counters_.user_replay() && (verbose || unmeasured))
+    pasta::detail::log(fmt::format(
+        "cupti handler: hardware counters by user replay: {} launches replayed by pasta, "
+        "{:.2f} GiB of device memory saved per launch on average ({} allocations known at the "
+        "end), L2 flushed before {} passes; not measured: {} (no room to save memory), {} "
+        "(no driver launch call seen)",
+        t.measured,
+        t.measured
+            ? static_cast<double>(t.replayed_bytes) / static_cast<double>(t.measured) / (1ull << 30)
+            : 0.0,
+        counters_.allocations(), t.flushes, t.unsaved, t.unreplayed));
+  if (t.outside && verbose)
+    pasta::detail::log(fmt::format(
+        "cupti handler: hardware counters: {} launches outside the capture window were not "
+        "measured",
+        t.outside));
+  if (t.captured)
+    pasta::detail::log(fmt::format(
+        "cupti handler: hardware counters: {} launches captured into CUDA graphs were not "
+        "measured, nor are the kernels the graphs run",
+        t.captured));
+  if (verbose || t.mismatched || t.other_context)
+    pasta::detail::log(fmt::format(
+        "cupti handler: hardware counters of {} launches ({} replay passes each), {} launches "
+        "measured again in one pass for {} (L2 flushed before {}), {} "
+        "launches left to the measured mean of their signature; {} "
+        "launches on another context and {} whose ranges did not match launches were not "
+        "measured; {} ranges more than launches; profiling stopped {} times for copies, memsets "
+        "or graphs; {} launches profiled in one pass and passed over; {} launches to measure in "
+        "one pass left for their signature's next launch",
+        t.measured, counters_.passes(), t.remeasured, counters_.cache_metrics(), t.flushes,
+        t.skipped, t.other_context, t.mismatched, t.extra_ranges, t.interrupts, t.passed_over,
+        counters_.waited()));
+  if (verbose) {
+    pasta::detail::log("cupti handler: hardware counters time: " + counters_.timing());
+    pasta::detail::log("cupti handler: hardware counters, launch by launch: " +
+                       counters_.sequence());
+  }
+}
+
+}  // namespace pasta::nv::detail
