@@ -1,5 +1,6 @@
 // pasta-trace: look into a recorded trace and replay it through the
-// default analysis tools (and the timeline), on any machine, GPU or not.
+// default analysis tools (and the timeline), on any machine, GPU or not; and
+// what the pasta launcher asks the library (its tables, its own directory).
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -12,7 +13,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
+#include <pasta/core/detail/profiler_setup.hpp>
+#include <pasta/core/detail/this_process.hpp>
 #include <pasta/core/metrics.hpp>
+#include <pasta/core/process.hpp>
 #include <pasta/pasta.hpp>
 #include <pasta/trace.hpp>
 #include <pasta/tools/timeline.hpp>
@@ -28,6 +34,10 @@ constexpr const char* usage =
     "       pasta-trace metrics               the hardware metrics of KernelCounters as JSON:\n"
     "                                         key -> ncu metrics and weights that sum to it\n"
     "                                         (a hit rate: ncu's own rate)\n"
+    "       pasta-trace variables             the PASTA_* variables, the launchers' rank\n"
+    "                                         variables and the output placeholders, as JSON\n"
+    "       pasta-trace expand [--pid N] PATTERN  who process N (default: this one) is in\n"
+    "                                         its job, and PATTERN's placeholders for it, JSON\n"
     "       pasta-trace --version\n";
 
 int fail_usage(const std::string& why) {
@@ -189,6 +199,93 @@ int convert(const std::string& path, const std::string& out) {
   return 0;
 }
 
+// For scripts that ask ncu for the same numbers.
+int metrics() {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& m : pasta::metrics::all) {
+    auto& parts = out[std::string(m.key)] = nlohmann::json::array();
+    // A rate pasta computes from its hits and sectors: ncu's own rate.
+    const bool summed = pasta::metrics::summed(m.field);
+    if (!summed) parts.push_back({{"ncu", m.ncu}, {"weight", 1.0}});
+    for (const auto& c : pasta::metrics::counters)
+      if (c.field == m.field && summed) parts.push_back({{"ncu", c.name}, {"weight", c.weight}});
+  }
+  fmt::print("{}\n", out.dump(1));
+  return 0;
+}
+
+// The tables the launcher reads instead of keeping copies: every variable a
+// Config takes (by part), what pasta run sets for its processes, what the
+// launcher and CMake read themselves, the rank variables and the placeholders.
+int variables() {
+  nlohmann::json settable = nlohmann::json::array();
+  pasta::for_each_variable_table_of_all([&](const auto& table) {
+    for (const auto& row : table) settable.push_back({{"name", row.name}, {"accepts", row.accepts}});
+  });
+  nlohmann::json outside = nlohmann::json::array();
+  for (const auto& v : pasta::detail::read_outside)
+    outside.push_back({{"name", v.name}, {"reader", v.reader}});
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const auto& r : pasta::rank_variables)
+    ranks.push_back({{"rank", r.rank},
+                     {"local_rank", r.local_rank},
+                     {"world_size", r.world_size},
+                     {"launcher", r.launcher}});
+  nlohmann::json placeholders = nlohmann::json::array();
+  for (const auto& p : pasta::placeholders)
+    placeholders.push_back({{"letter", std::string(1, p.letter)}, {"means", p.means}});
+  const nlohmann::json out = {
+      {"variables", settable},
+      {"run", {{"run_id", pasta::run_id_variable}, {"launcher_pid", pasta::launcher_pid_variable}}},
+      {"read_outside", outside},
+      {"rank_variables", ranks},
+      {"placeholders", placeholders}};
+  fmt::print("{}\n", out.dump(1));
+  return 0;
+}
+
+// Who process `pid` (the launcher that asks) is in its job, from this
+// environment, and `pattern` expanded for it: what a profiled process with
+// the same environment works out, so the launcher's -o and its processes'
+// directories agree.
+int expand(std::uint64_t pid, std::uint64_t parent, std::string_view pattern) {
+  auto getenv = [](const char* name) { return std::getenv(name); };
+  std::vector<std::string> errors;
+  std::string host = pasta::detail::host_name();
+  const pasta::ProcessIdentity id = pasta::detail::identify(
+      getenv, pid, parent, host.empty() ? "localhost" : std::move(host), errors);
+  const std::string expanded = pasta::detail::expand_placeholders(pattern, id, getenv, errors);
+  auto number = [](const std::optional<std::uint64_t>& n) {
+    return n ? nlohmann::json(*n) : nlohmann::json(nullptr);
+  };
+  const nlohmann::json out = {{"pid", id.pid},
+                              {"host", id.host},
+                              {"rank", number(id.rank)},
+                              {"rank_variable", id.rank_variable},
+                              {"local_rank", number(id.local_rank)},
+                              {"world_size", number(id.world_size)},
+                              {"dir_name", id.dir_name()},
+                              {"expanded", expanded},
+                              {"errors", errors}};
+  fmt::print("{}\n", out.dump(1));
+  return 0;
+}
+
+int expand_command(int argc, char** argv) {
+  std::uint64_t pid = static_cast<std::uint64_t>(::getpid());
+  std::uint64_t parent = static_cast<std::uint64_t>(::getppid());
+  int i = 2;
+  if (i + 1 < argc && std::strcmp(argv[i], "--pid") == 0) {
+    const auto n = pasta::detail::parse_uint(argv[i + 1]);
+    if (!n) return fail_usage(fmt::format("--pid takes a whole number, not '{}'", argv[i + 1]));
+    pid = *n;
+    parent = 0;  // unknown: the asker's parent is not this process's
+    i += 2;
+  }
+  if (i + 1 != argc) return fail_usage("expand takes one pattern");
+  return expand(pid, parent, argv[i]);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -203,19 +300,9 @@ int main(int argc, char** argv) {
                pasta::trace::version_major, pasta::trace::version_minor);
     return 0;
   }
-  if (cmd == "metrics") {  // for scripts that ask ncu for the same numbers
-    nlohmann::json out = nlohmann::json::object();
-    for (const auto& m : pasta::metrics::all) {
-      auto& parts = out[std::string(m.key)] = nlohmann::json::array();
-      // A rate pasta computes from its hits and sectors: ncu's own rate.
-      const bool summed = pasta::metrics::summed(m.field);
-      if (!summed) parts.push_back({{"ncu", m.ncu}, {"weight", 1.0}});
-      for (const auto& c : pasta::metrics::counters)
-        if (c.field == m.field && summed) parts.push_back({{"ncu", c.name}, {"weight", c.weight}});
-    }
-    fmt::print("{}\n", out.dump(1));
-    return 0;
-  }
+  if (cmd == "metrics") return metrics();
+  if (cmd == "variables") return variables();
+  if (cmd == "expand") return expand_command(argc, argv);
   if (argc < 3) return fail_usage(fmt::format("'{}' needs a trace file", cmd));
   const std::string path = argv[2];
   if (cmd == "info") {

@@ -31,6 +31,7 @@ import sys
 import tempfile
 
 import kernel_kinds
+import library
 import overview
 import report
 from job import COMMUNICATION_PREFIXES, find_processes
@@ -44,9 +45,6 @@ PRIOR_LAUNCHES = 4  # a kernel's spread is drawn towards the run's by this many 
 STARTUP_FACTOR = 2.0  # a first step this many times the median of the others is start-up
 NO_MODULE = "(no module)"
 SUMMED_COUNTERS = ("dram_bytes_read", "dram_bytes_write", "flops", "inst_executed")
-RANK_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
-                  "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK",
-                  "MPI_LOCALRANKID", "PMI_SIZE", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS")
 
 
 class DiffError(Exception):
@@ -473,8 +471,14 @@ class Replayer:
         self.find_tool, self.tool, self.scratch = find_tool, None, None
 
     def _env(self):
+        """This environment without pasta's variables and the launchers' rank variables
+        (the replaying shell's rank must not stand for the traces')."""
+        try:
+            ranks = library.rank_variable_names(self.tool)
+        except library.LibraryError as e:
+            raise DiffError(str(e)) from None
         return {k: v for k, v in os.environ.items()
-                if not k.startswith("PASTA_") and k not in RANK_VARIABLES} | {"PASTA_PRINT": "none"}
+                if not k.startswith("PASTA_") and k not in ranks} | {"PASTA_PRINT": "none"}
 
     def replay(self, trace):
         """(report directory, {"command", "gpus"} from the trace's header)."""

@@ -23,7 +23,10 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "share", "pasta"))
 import checks  # noqa: E402
+import library  # noqa: E402
 from checks import expect, near  # noqa: E402
 
 BUILD, CHILD = (os.path.abspath(a) for a in sys.argv[1:3])
@@ -31,8 +34,8 @@ PASTA = [sys.executable, os.path.join(BUILD, "bin", "pasta")]
 
 
 def pasta(*args, env=None, check_code=None):
-    e = {k: v for k, v in os.environ.items() if not k.startswith("PASTA_") and
-         k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK")}
+    ranks = library.rank_variable_names(os.path.join(BUILD, "cli", "pasta-trace"))
+    e = {k: v for k, v in os.environ.items() if not k.startswith("PASTA_") and k not in ranks}
     e["PASTA_BUILD_DIR"] = BUILD
     # No GPU here: the injected library is never loaded (the children make no
     # CUDA call); any existing file satisfies the launcher's lookup.

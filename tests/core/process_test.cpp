@@ -139,6 +139,33 @@ TEST_CASE("output names take Nsight Systems' placeholders") {
   CHECK(detail::expand_placeholders("%r", who({}), env, errors) == "4242");
 }
 
+TEST_CASE("every placeholder of the table is one expand_placeholders takes") {
+  const auto id = who({{{"RANK", "2"}}});
+  const Env env{{{"X", "x"}}};
+  for (const Placeholder& p : placeholders) {
+    CAPTURE(p.letter);
+    std::vector<std::string> errors;
+    const std::string pattern = p.letter == 'q' ? "%q{X}" : std::string("%") + p.letter;
+    CHECK_FALSE(detail::expand_placeholders(pattern, id, env, errors).empty());
+    CHECK(errors.empty());
+    CHECK(p.means.starts_with(std::string("%") + p.letter));  // the rejection line's text
+  }
+}
+
+TEST_CASE("every row of the rank table names the process, with its local rank and size") {
+  for (const RankVariables& r : rank_variables) {
+    CAPTURE(r.rank);
+    Env env{{{std::string(r.rank), "3"}}};
+    if (!r.local_rank.empty()) env.vars[std::string(r.local_rank)] = "1";
+    if (!r.world_size.empty()) env.vars[std::string(r.world_size)] = "8";
+    const auto id = who(env);
+    CHECK(id.rank == 3u);
+    CHECK(id.rank_variable == r.rank);
+    CHECK(id.local_rank == (r.local_rank.empty() ? std::nullopt : std::optional<std::uint64_t>(1)));
+    CHECK(id.world_size == (r.world_size.empty() ? std::nullopt : std::optional<std::uint64_t>(8)));
+  }
+}
+
 TEST_CASE("a process's directory: placeholders name it, else the rank or pid below the job's") {
   std::vector<std::string> errors;
   const Env none;

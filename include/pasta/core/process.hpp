@@ -1,10 +1,11 @@
 // Which process of a job this is, and where its reports go. A launcher's
 // rank variable names the process (PyTorch, Open MPI, PMIx, MPICH and
 // Intel MPI, Slurm), else its pid; the output directory may name each
-// process's place with placeholders, as Nsight Systems' -o does:
-//   %p pid   %h host   %q{VAR} the value of VAR   %r rank (else pid)
-//   %n the process's place ("rank3", "pid4242", or nothing)   %% a %
-// Pure functions of the environment, so tests can give any environment.
+// process's place with placeholders, as Nsight Systems' -o does (the
+// placeholders table). Pure functions of the environment, so tests can give
+// any environment. These tables are the only ones: the pasta launcher asks
+// for them and for its own directory's expansion (pasta-trace variables,
+// pasta-trace expand).
 #pragma once
 
 #include <cstdint>
@@ -23,16 +24,33 @@ namespace pasta {
 
 // Rank variables, first found wins: torchrun sets RANK in the workers it
 // starts; under srun, SLURM_PROCID counts tasks, not the workers a task
-// starts, so it comes last. bin/pasta keeps the same table (RANK_VARIABLES).
+// starts, so it comes last.
 struct RankVariables {
   std::string_view rank, local_rank, world_size;
+  std::string_view launcher;
 };
 inline constexpr RankVariables rank_variables[] = {
-    {"RANK", "LOCAL_RANK", "WORLD_SIZE"},                                             // torchrun
-    {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE"},  // Open MPI
-    {"PMIX_RANK", "", ""},                                                            // PMIx
-    {"PMI_RANK", "MPI_LOCALRANKID", "PMI_SIZE"},  // MPICH, Intel MPI
-    {"SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS"},                                // Slurm
+    {"RANK", "LOCAL_RANK", "WORLD_SIZE", "torchrun"},
+    {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_SIZE", "Open MPI"},
+    {"PMIX_RANK", "", "", "PMIx"},
+    {"PMI_RANK", "MPI_LOCALRANKID", "PMI_SIZE", "MPICH, Intel MPI"},
+    {"SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", "Slurm"},
+};
+
+// What `pasta run` tells the processes it starts: the run they belong to,
+// and its own pid (its direct child writes into the output directory itself).
+inline constexpr std::string_view run_id_variable = "PASTA_RUN_ID";
+inline constexpr std::string_view launcher_pid_variable = "PASTA_LAUNCHER_PID";
+
+// The placeholders of an output path: the letter after %, and what the
+// rejection line says of it. %q takes a variable's name: %q{VAR}.
+struct Placeholder {
+  char letter;
+  std::string_view means;  // "%p pid"
+};
+inline constexpr Placeholder placeholders[] = {
+    {'p', "%p pid"},   {'h', "%h host"},  {'q', "%q{VAR}"},
+    {'r', "%r rank"},  {'n', "%n place"}, {'%', "%% a %"},
 };
 
 namespace detail {
@@ -71,8 +89,8 @@ ProcessIdentity identify(Getenv&& getenv, std::uint64_t pid, std::uint64_t paren
     id.world_size = number(vars.world_size);
     break;
   }
-  if (auto run = value("PASTA_RUN_ID")) id.run_id = *run;
-  if (auto launcher = value("PASTA_LAUNCHER_PID"))
+  if (auto run = value(run_id_variable)) id.run_id = *run;
+  if (auto launcher = value(launcher_pid_variable))
     id.launcher_child = parse_uint(*launcher) == parent;
   return id;
 }
@@ -118,10 +136,11 @@ std::string expand_placeholders(std::string_view pattern, const ProcessIdentity&
         out += v;
       i = close;
     } else {
-      errors.push_back(fmt::format(
-          "\"{}\": %{} is not a placeholder (%p pid, %h host, %q{{VAR}}, %r rank, %n place, %% "
-          "a %); kept as written",
-          pattern, c));
+      std::string known;
+      for (const Placeholder& p : placeholders)
+        known += std::string(known.empty() ? "" : ", ") + std::string(p.means);
+      errors.push_back(fmt::format("\"{}\": %{} is not a placeholder ({}); kept as written",
+                                   pattern, c, known));
       out += '%';
       out += c;
     }

@@ -4,6 +4,7 @@
 // in a compiled build (core/detail/api.hpp).
 #pragma once
 
+#include <array>
 #include <span>
 #include <string>
 #include <string_view>
@@ -11,20 +12,35 @@
 
 #include <pasta/core/config.hpp>
 #include <pasta/core/detail/api.hpp>
+#include <pasta/core/process.hpp>
 
 namespace pasta::detail {
 
-// Variables that some part of pasta reads; the unknown-variable warning
-// leaves these alone. Handlers and launchers add theirs here.
-inline constexpr std::string_view other_known_variables[] = {
-    "PASTA_HANDLER", "PASTA_CUPTI_SKIP", "PASTA_SANITIZER_LIB",
-    // read by the pasta launcher (bin/pasta) and its job merge (share/pasta/job_store.py)
-    "PASTA_BUILD_DIR", "PASTA_INJECT_LIB", "PASTA_TRACE_TOOL", "PASTA_STALL_ACCESS_LIB",
-    "PASTA_JOB_MEMORY",
-    // read by CMake when pasta is built: often left exported in a shell that also runs programs
-    "PASTA_SANITIZER_ROOT", "PASTA_TORCH_ROOT",
-    // set by the launcher for the processes it starts (core/process.hpp)
-    "PASTA_RUN_ID", "PASTA_LAUNCHER_PID"};
+// Variables that parts of pasta outside this library read, and who: the
+// launcher (bin/pasta, share/pasta/) and CMake when pasta is built (often
+// left exported in a shell that also runs programs). The unknown-variable
+// warning leaves them alone; tests/cli/variables_test.py checks that each is
+// read where this says and that the launcher reads no PASTA_* name that is
+// neither here nor a variable of the library (pasta-trace variables).
+struct OutsideVariable {
+  std::string_view name, reader;
+};
+inline constexpr OutsideVariable read_outside[] = {
+    {"PASTA_BUILD_DIR", "launcher"},  {"PASTA_INJECT_LIB", "launcher"},
+    {"PASTA_TRACE_TOOL", "launcher"}, {"PASTA_STALL_ACCESS_LIB", "launcher"},
+    {"PASTA_JOB_MEMORY", "launcher"}, {"PASTA_SANITIZER_ROOT", "cmake"},
+    {"PASTA_TORCH_ROOT", "cmake"},
+};
+
+// What `pasta run` sets for the processes it starts (core/process.hpp), and
+// what this library and the programs outside it read: every PASTA_* name
+// that is no typo, besides the settings' variables.
+inline constexpr auto other_known_variables = [] {
+  std::array<std::string_view, 2 + std::size(read_outside)> names{run_id_variable,
+                                                                  launcher_pid_variable};
+  for (std::size_t i = 0; i < std::size(read_outside); ++i) names[2 + i] = read_outside[i].name;
+  return names;
+}();
 
 // The variables a Config can be set by here: pasta's own, then those of each
 // handler's settings this program holds.
