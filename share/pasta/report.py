@@ -21,23 +21,24 @@ import kernel_kinds
 import overview
 from job import label as process_label
 
-# The order tools appear in; any other report follows, alphabetically.
-ORDER = ["module_summary", "op_counters", "kernel_freq", "op_summary", "stall_blame",
-         "mem_hotness", "uvm_hotness", "tensor_alloc", "tensor_hotness", "scope_time", "timeline",
-         "event_count", "sanitizer", "gpu_bucketing", "correlation", "record"]
 ROWS = 50  # rows per table on the page; the CSV has them all
-# What a tool whose tables are all empty says instead, by tool.
-NOTHING = {
-    "mem_hotness": "no memory accesses recorded: run with --memory",
-    "uvm_hotness": "no managed (UVM) memory accessed: a program that uses cudaMallocManaged, "
-                   "run with --memory",
-    "tensor_alloc": "no tensors recorded: run a PyTorch program with --torch",
-    "tensor_hotness": "no tensor accesses recorded: run a PyTorch program with --torch --memory",
-    "op_summary": "no operators recorded: run a PyTorch program with --torch",
-    "op_counters": "no hardware counters measured: run with --counters",
-    "module_summary": "no nn.Module recorded: run a PyTorch program with --torch (Python 3.12 "
-                      "or newer)",
-    "scope_time": "no scopes recorded: mark regions with PASTA_SCOPE or NVTX ranges",
+# Each tool says in its JSON how the page shows it ("page": its place among
+# the others, the line it gets when it recorded nothing, the summary value that
+# counts what it recorded, its tables' order, its picture's title: PageHints in
+# include/pasta/core/report.hpp); a report that says nothing follows the others
+# by name. These tools' headers do not say it yet (they are being edited
+# elsewhere): the page says it for them.
+PAGE_UNTIL_THEY_SAY = {
+    "module_summary": {"order": 10, "counted_by": "operator calls",
+                       "nothing": "no nn.Module recorded: run a PyTorch program with --torch "
+                                  "(Python 3.12 or newer)",
+                       "tables": ["modules", "lines", "module_kernels"]},
+    "op_summary": {"order": 40, "counted_by": "calls",
+                   "nothing": "no operators recorded: run a PyTorch program with --torch"},
+    "stall_blame": {"order": 50,
+                    "picture": "Stalls blamed on allocations, tensors, views and operators"},
+    "tensor_hotness": {"order": 90, "nothing": "no tensor accesses recorded: run a PyTorch "
+                                               "program with --torch --memory"},
 }
 # Columns that name a kernel: shown by short name, the full name as the tooltip.
 KERNEL_COLUMNS = ("kernel", "top_kernel", "first_kernel")
@@ -75,35 +76,59 @@ def _row(row, columns):
     return cells
 
 
-# A tool whose summary counts none of these recorded nothing, whatever its tables hold
-# (tensor_alloc's lifetime table has a row per decade, all zeros).
-COUNTED_BY = {"tensor_alloc": "allocations", "op_summary": "calls",
-              "module_summary": "operator calls", "mem_hotness": "accesses"}
-# The order a tool's tables are shown in, where it is not the alphabet's.
-TABLE_ORDER = {"op_counters": ["verdicts", "operators", "kernel_verdicts"],
-               "module_summary": ["modules", "lines", "module_kernels"],
-               "tensor_alloc": ["devices", "lines", "operators", "sizes", "lifetimes", "timeline"]}
+def page_hints(name, report):
+    """How the page shows a report: what the tool said in it, else what the page says
+    for it (PAGE_UNTIL_THEY_SAY), else nothing."""
+    return report.get("page") or PAGE_UNTIL_THEY_SAY.get(name, {})
 
 
-def _nothing(name, report, tables):
-    """The one line a tool with nothing to show gets, or None."""
-    summary = report.get("summary", {})
-    if name == "op_counters" and not summary.get("measured") and not summary.get(
-            "propagated from a measured launch of the same signature"):
-        return NOTHING[name]
-    if name in COUNTED_BY and summary.get(COUNTED_BY[name]) == 0:
-        return NOTHING.get(name, "nothing recorded")
+def _nothing(hints, report, tables):
+    """The one line a tool with nothing to show gets, or None: its summary's count
+    (counted_by) is 0 (tensor_alloc's lifetime table has a row per decade, all
+    zeros), or all its tables are empty."""
+    line = hints.get("nothing", "nothing recorded")
+    counted_by = hints.get("counted_by")
+    if counted_by and report.get("summary", {}).get(counted_by) == 0:
+        return line
     if report.get("tables") and not any(t["total"] for t in tables):
-        return NOTHING.get(name, "nothing recorded")
+        return line
     return None
 
 
-def _ordered(name, tables):
-    order = TABLE_ORDER.get(name)
-    if order:
-        return sorted(tables, key=lambda t: (order.index(t["name"]) if t["name"] in order
-                                             else len(order), t["name"]))
-    return sorted(tables, key=lambda t: t["name"], reverse=(name == "uvm_hotness"))
+def _ordered(hints, tables):
+    order = hints.get("tables", [])
+    return sorted(tables, key=lambda t: (order.index(t["name"]) if t["name"] in order
+                                         else len(order), t["name"]))
+
+
+def _tool_section(out_dir, name, report, hints):
+    """One tool's section of the page: its summary, tables, picture and chart."""
+    tables = []
+    for tname, rows in report.get("tables", {}).items():
+        columns, csv_file = _columns(out_dir, name, tname, rows)
+        if "kernel" in columns:  # the signature is the kernel cell's tooltip
+            columns = [c for c in columns if c != "signature"]
+        tables.append({
+            "name": tname,
+            "columns": columns,
+            "rows": [_row(r, columns) for r in rows[:ROWS]],
+            "total": len(rows),
+            "csv": csv_file,
+            "numeric": [all(_numeric(r.get(c)) for r in rows[:ROWS]) for c in columns],
+        })
+    svg = None
+    for svg_name in (name + ".svg", name + ".forest.svg"):  # a heatmap, the stall forest
+        svg_path = os.path.join(out_dir, svg_name)
+        if os.path.exists(svg_path):
+            with open(svg_path) as f:
+                svg = f.read()
+    return {"name": name, "summary": list(report.get("summary", {}).items()),
+            "partial": report.get("partial"), "svg": svg,
+            "svg_title": hints.get("picture", "Picture"),
+            "nothing": _nothing(hints, report, tables),
+            "chart": _tool_chart(name, report),
+            "tree": module_tree(report) if name == "module_summary" else None,
+            "tables": _ordered(hints, [t for t in tables if t["total"]])}
 
 
 def collect(out_dir, window=None, step=None):
@@ -114,45 +139,22 @@ def collect(out_dir, window=None, step=None):
     if "run.json" in files:
         with open(os.path.join(out_dir, "run.json")) as f:
             run = json.load(f)
-    tools, problems = [], []
-    names = [f[:-5] for f in files if f.endswith(".json") and f not in ("run.json",)
-             and not f.endswith(".trace.json")]
-    names.sort(key=lambda n: (ORDER.index(n) if n in ORDER else len(ORDER), n))
-    for name in names:
+    problems, reports = [], {}
+    for f in files:
+        if not f.endswith(".json") or f == "run.json" or f.endswith(".trace.json"):
+            continue
         try:
-            with open(os.path.join(out_dir, name + ".json")) as f:
-                report = json.load(f)
+            with open(os.path.join(out_dir, f)) as fh:
+                report = json.load(fh)
         except (OSError, ValueError) as e:
-            problems.append(f"{name}.json could not be read: {e}")
+            problems.append(f"{f} could not be read: {e}")
             continue
-        if not isinstance(report, dict) or "tables" not in report:
-            continue
-        tables = []
-        for tname, rows in report.get("tables", {}).items():
-            columns, csv_file = _columns(out_dir, name, tname, rows)
-            if "kernel" in columns:  # the signature is the kernel cell's tooltip
-                columns = [c for c in columns if c != "signature"]
-            tables.append({
-                "name": tname,
-                "columns": columns,
-                "rows": [_row(r, columns) for r in rows[:ROWS]],
-                "total": len(rows),
-                "csv": csv_file,
-                "numeric": [all(_numeric(r.get(c)) for r in rows[:ROWS]) for c in columns],
-            })
-        svg = None
-        for svg_name in (name + ".svg", name + ".forest.svg"):  # a heatmap, the stall forest
-            svg_path = os.path.join(out_dir, svg_name)
-            if os.path.exists(svg_path):
-                with open(svg_path) as f:
-                    svg = f.read()
-        tools.append({"name": name, "summary": list(report.get("summary", {}).items()),
-                      "partial": report.get("partial"), "svg": svg,
-                      "svg_title": SVG_TITLES.get(name, "Picture"),
-                      "nothing": _nothing(name, report, tables),
-                      "chart": _tool_chart(name, report),
-                      "tree": module_tree(report) if name == "module_summary" else None,
-                      "tables": _ordered(name, [t for t in tables if t["total"]])})
+        if isinstance(report, dict) and "tables" in report:
+            reports[f[:-5]] = report
+    hints = {name: page_hints(name, r) for name, r in reports.items()}
+    unplaced = max([h["order"] for h in hints.values() if "order" in h], default=0) + 1
+    names = sorted(reports, key=lambda n: (hints[n].get("order", unplaced), n))
+    tools = [_tool_section(out_dir, n, reports[n], hints[n]) for n in names]
     timeline = next((f for f in files if f.endswith(".trace.json") and f != "job.trace.json"),
                     None)
     job = None
@@ -179,9 +181,6 @@ def collect(out_dir, window=None, step=None):
             "overview": _overview(out_dir, job, window, step)}
 
 
-# What each tool's own picture (<tool>.svg or <tool>.forest.svg) shows.
-SVG_TITLES = {"mem_hotness": "Page hotness over kernel launches",
-              "stall_blame": "Stalls blamed on allocations, tensors, views and operators"}
 TREE_ROWS = 400  # modules the page's tree shows; the CSV has them all
 
 

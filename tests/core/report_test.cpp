@@ -85,6 +85,17 @@ TEST_CASE("a partial report says so in text and JSON") {
   CHECK(detail::to_json(r)["partial"] == "trace cut off at byte 4096");
 }
 
+TEST_CASE("a tool's hints for the report page are in its JSON, and only what it said") {
+  Report r = sample();
+  CHECK_FALSE(detail::to_json(r).contains("page"));
+  r.page(35).nothing("no kernels").tables({"kernels"});
+  const auto j = detail::to_json(r);
+  CHECK(j["page"] == nlohmann::json{{"order", 35}, {"nothing", "no kernels"},
+                                    {"tables", {"kernels"}}});
+  // The text report is the same with or without them.
+  CHECK(detail::render_text(r, 20) == detail::render_text(sample(), 20));
+}
+
 TEST_CASE("write_report writes text, JSON and one CSV per table") {
   test::TempDir dir;
   Config cfg;

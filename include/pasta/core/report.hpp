@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -83,6 +84,44 @@ class Table {
   std::vector<std::vector<Cell>> rows_;
 };
 
+// How the report page (pasta report, share/pasta/report.py) shows a report,
+// said by the tool itself:
+//   out.page(35).nothing("no kernel with device times", "streams");
+// `order` places it among the others (lower first; a report that says none
+// follows them, by name); nothing() is its one line when it recorded nothing,
+// which the summary value `counted_by` tells when it is 0 (else: every table
+// is empty); tables() orders its tables there (the rest follow, by name);
+// picture() titles the picture it draws (<tool>.svg).
+class PageHints {
+ public:
+  explicit PageHints(int order) : order_(order) {}
+  PageHints& nothing(std::string line, std::string counted_by = {}) {
+    nothing_ = std::move(line);
+    counted_by_ = std::move(counted_by);
+    return *this;
+  }
+  PageHints& tables(std::vector<std::string> order) {
+    tables_ = std::move(order);
+    return *this;
+  }
+  PageHints& picture(std::string title) {
+    picture_ = std::move(title);
+    return *this;
+  }
+
+  int order() const { return order_; }
+  const std::string& nothing_line() const { return nothing_; }
+  const std::string& counted_by() const { return counted_by_; }
+  const std::vector<std::string>& table_order() const { return tables_; }
+  const std::string& picture_title() const { return picture_; }
+
+ private:
+  int order_;
+  std::string nothing_, counted_by_;
+  std::vector<std::string> tables_;
+  std::string picture_;
+};
+
 class Report {
  public:
   explicit Report(std::string tool) : tool_(std::move(tool)) {}
@@ -102,6 +141,7 @@ class Report {
   void mark_partial(std::string why) { partial_ = std::move(why); }
   // The part of the run the report covers (core/capture.hpp); empty = all of it.
   void set_window(std::string what) { window_ = std::move(what); }
+  PageHints& page(int order) { return page_.emplace(order); }
 
   const std::string& tool() const { return tool_; }
   const std::vector<std::pair<std::string, Cell>>& summary() const { return summary_; }
@@ -110,6 +150,7 @@ class Report {
   const std::string& partial() const { return partial_; }
   const std::string& window() const { return window_; }
   const std::deque<Table>& tables() const { return tables_; }
+  const std::optional<PageHints>& page() const { return page_; }
 
  private:
   std::string tool_;
@@ -119,6 +160,7 @@ class Report {
   std::vector<std::string> attachments_;
   std::string partial_;
   std::string window_;
+  std::optional<PageHints> page_;
 };
 
 }  // namespace pasta

@@ -139,6 +139,7 @@ class Cpu {
   }
 
   void report(Report& out) const {
+    out.page(150);  // after the tools
     out.summary("kernel launches seen", launches_);
     out.summary("kernel launches selected", selected_);
     out.summary("completions without a launch event", unmatched_completions_);

@@ -109,6 +109,7 @@ class Timeline {
   }
 
   void report(Report& out) const {
+    out.page(110);
     out.summary("trace", path_);
     out.summary("events", events_);
     out.summary("kernels", kernels_);

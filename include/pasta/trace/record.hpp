@@ -46,6 +46,7 @@ class Record {
   }
 
   void report(Report& out) const {
+    out.page(160);
     out.summary("trace", path_);
     if (!error_.empty()) out.summary("error", error_);
     out.summary("events written", writer_.events());

@@ -145,6 +145,13 @@ inline nlohmann::json to_json(const Report& r) {
   j["tables"] = std::move(tables);
   if (!r.notes().empty()) j["notes"] = r.notes();
   if (!r.attachments().empty()) j["files"] = r.attachments();
+  if (const auto& page = r.page()) {
+    nlohmann::json& p = j["page"] = {{"order", page->order()}};
+    if (!page->nothing_line().empty()) p["nothing"] = page->nothing_line();
+    if (!page->counted_by().empty()) p["counted_by"] = page->counted_by();
+    if (!page->table_order().empty()) p["tables"] = page->table_order();
+    if (!page->picture_title().empty()) p["picture"] = page->picture_title();
+  }
   return j;
 }
 

@@ -94,6 +94,7 @@ class Sanitizer {
     return detail::sanitizer_partial_reason(stats_, error_, cfg_.trace_buffer_bytes);
   }
   void report(Report& out) const {
+    out.page(130);  // after the tools
     detail::sanitizer_report(out, stats_, mode_, patch_name(), cfg_.trace_buffer_bytes, error_);
   }
 

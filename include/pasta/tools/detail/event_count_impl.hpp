@@ -7,6 +7,7 @@
 namespace pasta::tools {
 
 PASTA_FUNC void EventCount::report(Report& out) const {
+  out.page(120);
   std::uint64_t total = 0;
   auto& t = out.table("events", "Events by type", {"event", "count"});
   for (std::size_t k = 1; k < counts_.size(); ++k) {

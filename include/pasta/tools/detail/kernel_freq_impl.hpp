@@ -12,6 +12,7 @@
 namespace pasta::tools {
 
 PASTA_FUNC void KernelFreq::report(Report& out) const {
+  out.page(30);
   std::vector<std::uint32_t> order;
   std::uint64_t calls = 0, total_ns = 0;
   for (std::uint32_t i = 0; i < by_name_.size(); ++i) {

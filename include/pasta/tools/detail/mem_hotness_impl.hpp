@@ -27,6 +27,9 @@ PASTA_FUNC void MemHotness::on(const MemAlloc& e) {
 }
 
 PASTA_FUNC void MemHotness::report(Report& out) const {
+  out.page(60)
+      .nothing("no memory accesses recorded: run with --memory", "accesses")
+      .picture("Page hotness over kernel launches");
   Counts all = unattributed_;
   struct Hot {
     const Object* o;

@@ -10,6 +10,9 @@
 namespace pasta::tools {
 
 PASTA_FUNC void OpCounters::report(Report& out) const {
+  out.page(20)
+      .nothing("no hardware counters measured: run with --counters", "measured")
+      .tables({"verdicts", "operators", "kernel_verdicts"});
   const std::vector<Group> gs = groups();
   std::uint64_t launches = 0, measured = 0, unmeasured = 0;
   for (const Group& g : gs) {

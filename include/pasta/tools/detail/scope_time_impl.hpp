@@ -10,6 +10,7 @@
 namespace pasta::tools {
 
 PASTA_FUNC void ScopeTime::report(Report& out) const {
+  out.page(100).nothing("no scopes recorded: mark regions with PASTA_SCOPE or NVTX ranges");
   std::vector<std::pair<NameId, Stats>> rows(by_name_.begin(), by_name_.end());
   std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
     return a.second.total_ns != b.second.total_ns ? a.second.total_ns > b.second.total_ns

@@ -8,6 +8,9 @@
 namespace pasta::tools {
 
 PASTA_FUNC void TensorAlloc::report(Report& out) const {
+  out.page(80)
+      .nothing("no tensors recorded: run a PyTorch program with --torch", "allocations")
+      .tables({"devices", "lines", "operators", "sizes", "lifetimes", "timeline"});
   const double mib = 1.0 / (1024 * 1024), ms = 1e-6;
   std::vector<const Device*> devices;
   std::uint64_t allocations = 0, frees = 0, live_tensors = 0, live_bytes = 0;

@@ -8,6 +8,10 @@
 namespace pasta::tools {
 
 PASTA_FUNC void UvmHotness::report(Report& out) const {
+  out.page(70)
+      .nothing("no managed (UVM) memory accessed: a program that uses cudaMallocManaged, run "
+               "with --memory")
+      .tables({"scopes", "allocations", "advice"});
   const_cast<UvmHotness*>(this)->close_launch();  // the launch in progress, if any
   std::uint64_t bytes = 0, touched = 0;
   for (const Managed& m : managed_) {
