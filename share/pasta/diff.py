@@ -17,8 +17,8 @@ the noise when it exceeds three times the combined standard deviation of the two
 times are judged by their spread over the steps. What no run can show is the spread
 between processes (clocks, another tenant): compare two runs of each side for that.
 
-Plain data here; bin/pasta wires the command line, charts.py draws, diff.html.j2 lays
-out the page.
+Plain data here; the launcher (launcher/cli.py) wires the command line, charts.py draws,
+diff.html.j2 lays out the page.
 """
 import json
 import math

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""The launcher's table of pipelines (bin/pasta PIPELINES) against the tools
-each built injection library really has (its pasta_tool_names()).
+"""The launcher's table of pipelines (launcher.pipelines.table()) against the
+tools each built injection library really has (its pasta_tool_names()).
 
   pipelines_test.py BUILD_DIR [--all]
 
@@ -9,23 +9,14 @@ ones libtorch's CUDA libraries) are named and skipped; --all (on the GPU
 machine) makes that a failure.
 """
 import ctypes
-import importlib.machinery
-import importlib.util
 import os
 import sys
 
 
-def launcher(build):
-    path = os.path.join(build, "bin", "pasta")
-    loader = importlib.machinery.SourceFileLoader("pasta_launcher", path)
-    spec = importlib.util.spec_from_loader("pasta_launcher", loader)
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
-
-
 def main(build, need_all):
-    pipelines = launcher(build).PIPELINES
+    sys.path.insert(0, os.path.join(build, "share", "pasta"))  # the launcher the build copied
+    from launcher import pipelines as launcher_pipelines
+    pipelines = launcher_pipelines.table()
     checked = failed = missing = 0
     for library, _, tools in pipelines:
         path = os.path.join(build, "inject", library)
@@ -47,7 +38,7 @@ def main(build, need_all):
             print(f"[ok  ] {library}: {', '.join(have)}")
         else:
             failed += 1
-            print(f"[FAIL] {library}: has {have}, bin/pasta says {tools}")
+            print(f"[FAIL] {library}: has {have}, the launcher says {tools}")
     print(f"{checked} libraries checked, {failed} differ, {missing} skipped")
     if failed or checked == 0 or (need_all and missing):
         return 1

@@ -9,12 +9,11 @@ library's tables (pasta-trace variables) and its own directory's expansion
   PASTA_OUTPUT_DIR (tests/cli/job_child.cpp) give what the placeholder stands for;
 * every launcher's rank variable: the launcher sees itself as that rank, and a
   profiled process writes into rank<R> with that variable, local rank and size;
-* every PASTA_* name the launcher (bin/pasta, share/pasta/) writes is a variable of
-  the library or one the library lists as read outside it, by the launcher; every
-  name that list gives to the launcher or to CMake is read there.
+* every PASTA_* name the launcher (share/pasta/: the launcher package and the modules
+  beside it) writes is a variable of the library or one the library lists as read
+  outside it, by the launcher; every name that list gives to the launcher or to CMake
+  is read there.
 """
-import importlib.machinery
-import importlib.util
 import json
 import os
 import re
@@ -33,15 +32,11 @@ import library  # noqa: E402
 
 
 def launcher():
-    """bin/pasta as a module, asking this build's pasta-trace."""
+    """The launcher's modules (share/pasta/launcher/), asking this build's pasta-trace."""
     os.environ["PASTA_TRACE_TOOL"] = TRACE_TOOL
     os.environ["PASTA_BUILD_DIR"] = BUILD
-    loader = importlib.machinery.SourceFileLoader("pasta_launcher",
-                                                  os.path.join(SOURCE, "bin", "pasta"))
-    module = importlib.util.module_from_spec(importlib.util.spec_from_loader("pasta_launcher",
-                                                                             loader))
-    loader.exec_module(module)
-    return module
+    from launcher import run, where
+    return run, where
 
 
 def clean_env():
@@ -66,7 +61,7 @@ def walk(top):
             yield os.path.join(d, f)
 
 
-def placeholders(pasta, tables):
+def placeholders(run, tables):
     """Each placeholder, expanded by the launcher for itself and by a profiled process for
     itself: both what the placeholder stands for, under one environment (rank 3)."""
     env = {"RANK": "3", "WORLD_SIZE": "4", "TEST_Q_VALUE": "q-value"}
@@ -82,7 +77,7 @@ def placeholders(pasta, tables):
         os.environ.clear()
         os.environ.update({**clean_env(), **env})
         try:
-            mine = pasta.expand_output(f"/x/out-{written}")
+            mine = run.expand_output(f"/x/out-{written}")
         finally:
             os.environ.clear()
             os.environ.update(saved)
@@ -99,7 +94,7 @@ def placeholders(pasta, tables):
                    [os.path.basename(d) for d in dirs], [f"out-{means[letter](pid)}"])
 
 
-def rank_variables(pasta, tables):
+def rank_variables(run, tables):
     """Each row of the rank table names the launcher and a profiled process alike."""
     for row in tables["rank_variables"]:
         env = {row["rank"]: "5"}
@@ -111,7 +106,7 @@ def rank_variables(pasta, tables):
         os.environ.clear()
         os.environ.update({**clean_env(), **env})
         try:
-            mine = pasta.launcher_rank()
+            mine = run.launcher_rank()
         finally:
             os.environ.clear()
             os.environ.update(saved)
@@ -127,10 +122,10 @@ def rank_variables(pasta, tables):
                    [(5, row["rank"], 8 if row["world_size"] else None)])
 
 
-def names(pasta, tables):
+def names(where, tables):
     """The launcher's PASTA_* names against the library's tables, and the reverse."""
     settable = {v["name"] for v in tables["variables"]}
-    run = set(tables["run"].values())
+    ran = set(tables["run"].values())
     outside = {v["name"]: v["reader"] for v in tables["read_outside"]}
     written = {}
     launcher_files = [os.path.join(SOURCE, "bin", "pasta")] + [
@@ -140,12 +135,12 @@ def names(pasta, tables):
             for name in re.findall(r"[\"'](PASTA_[A-Z0-9_]*[A-Z0-9])[\"']", f.read()):
                 written.setdefault(name, os.path.relpath(path, SOURCE))
     unknown = sorted(f"{n} ({where})" for n, where in written.items()
-                     if n not in settable | run and outside.get(n) != "launcher")
+                     if n not in settable | ran and outside.get(n) != "launcher")
     expect("PASTA_* names in the launcher that the library does not know", unknown, [])
-    for name, value in vars(pasta.Var).items():
+    for name, value in vars(where.Var).items():
         if name.startswith("_"):
             continue
-        expect(f"Var.{name} is a variable the library knows", value in settable | run |
+        expect(f"Var.{name} is a variable the library knows", value in settable | ran |
                set(outside), True)
     cmake = ""
     for path in [os.path.join(SOURCE, "CMakeLists.txt")] + [
@@ -158,11 +153,11 @@ def names(pasta, tables):
 
 
 def main():
-    pasta = launcher()
+    run, where = launcher()
     tables = library.tables(TRACE_TOOL)
-    placeholders(pasta, tables)
-    rank_variables(pasta, tables)
-    names(pasta, tables)
+    placeholders(run, tables)
+    rank_variables(run, tables)
+    names(where, tables)
     return summary("every placeholder, rank variable and name agrees")
 
 

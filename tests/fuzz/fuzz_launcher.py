@@ -2,8 +2,9 @@
 """libFuzzer (through atheris) on the `pasta` launcher's command line.
 
 Each input becomes an argv (NUL-separated words, some of them one-byte codes
-for the launcher's own subcommands, options and tool names), given to
-bin/pasta's parse() and, for `run`, plan_run(): neither has a side effect. What must hold:
+for the launcher's own subcommands, options and tool names), given to the
+launcher's parse() (launcher/cli.py) and, for `run`, plan_run() (launcher/run.py):
+neither has a side effect. What must hold:
 
 * the launcher exits with status 2 (a bad command line, one line on stderr)
   or 0 (--help), or returns; no other exception and no other status;
@@ -16,8 +17,6 @@ bin/pasta's parse() and, for `run`, plan_run(): neither has a side effect. What 
     fuzz_launcher.py [libFuzzer options] [CORPUS_DIR]   (an empty CORPUS_DIR gets seeds)
 """
 import contextlib
-import importlib.machinery
-import importlib.util
 import io
 import os
 import sys
@@ -27,15 +26,12 @@ import atheris
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+sys.path.insert(0, os.path.join(ROOT, "share", "pasta"))
 with atheris.instrument_imports():
-    _loader = importlib.machinery.SourceFileLoader("pasta_launcher",
-                                                   os.path.join(ROOT, "bin", "pasta"))
-    _spec = importlib.util.spec_from_loader("pasta_launcher", _loader)
-    launcher = importlib.util.module_from_spec(_spec)
-    _loader.exec_module(launcher)
+    from launcher import cli, pipelines, run
 
-TOOLS = sorted({t for _, _, tools in launcher.PIPELINES for t in tools})
-LIBRARIES = {library: tools for library, _, tools in launcher.PIPELINES}
+TOOLS = sorted({t for _, _, tools in pipelines.table() for t in tools})
+LIBRARIES = {library: tools for library, _, tools in pipelines.table()}
 WORDS = (["run", "tools", "report", "replay", "info", "dump", "--", "-o", "--output", "-t",
           "--tools", "--record", "--kernel-filter", "--launch-callbacks", "--memory",
           "--host-reduction", "--torch", "--counters", "--op-inputs", "--limit", "-h", "true", "/bin/true",
@@ -59,10 +55,10 @@ def check(argv):
     err = io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
         try:
-            args = launcher.parse(argv)
+            args = cli.parse(argv)
             if args.cmd != "run":
                 return
-            out, env = launcher.plan_run(args)
+            out, env = run.plan_run(args)
         except SystemExit as e:
             if e.code not in (0, 2):
                 raise AssertionError(f"{argv!r}: exit status {e.code!r}") from None

@@ -17,7 +17,7 @@
 namespace pasta::detail {
 
 // Variables that parts of pasta outside this library read, and who: the
-// launcher (bin/pasta, share/pasta/) and CMake when pasta is built (often
+// launcher (bin/pasta, share/pasta/launcher/) and CMake when pasta is built (often
 // left exported in a shell that also runs programs). The unknown-variable
 // warning leaves them alone; tests/cli/variables_test.py checks that each is
 // read where this says and that the launcher reads no PASTA_* name that is
