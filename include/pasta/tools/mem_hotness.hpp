@@ -84,6 +84,16 @@ class MemHotness {
     return &objects_[last_index_];
   }
 
+  // report()'s parts: the accessed allocations with their sums (most
+  // accessed first), the objects and pages tables, the heatmap's file.
+  struct Hot {
+    const Object* o;
+    Counts total;
+  };
+  std::vector<Hot> hottest() const;
+  void tables(Report& out, const std::vector<Hot>& hot) const;
+  void write_heatmap(Report& out, const std::vector<Hot>& hot) const;
+
   // Accesses arrive launch by launch; the heatmap keeps a column per launch.
   void next_launch(std::uint64_t correlation);
   void heat(const Object& o, std::uint64_t page, std::uint64_t n);

@@ -23,6 +23,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <pasta/core/config.hpp>
@@ -35,6 +36,16 @@
 #include <pasta/core/report.hpp>
 #include <pasta/tools/detail/op_table.hpp>
 #include <pasta/tools/detail/roofline.hpp>
+
+namespace pasta::detail {
+// A row of OpCounters' verdict tables: an operator, or a kernel signature and
+// its operator ("kernel\toperator"), judged against the GPU's ceilings.
+struct VerdictRow {
+  std::string what;
+  RooflineInput in;
+  Verdict v;
+};
+}  // namespace pasta::detail
 
 namespace pasta::tools {
 
@@ -130,8 +141,26 @@ class OpCounters {
     std::vector<std::size_t> groups;
   };
   static std::map<std::string, OpRow> by_operator(const std::vector<Group>& gs);
+
+  // report()'s parts, in the order it writes them. summarize() returns the
+  // warnings it noted, which the profile document repeats.
+  std::vector<std::string> summarize(Report& out, const std::vector<Group>& gs) const;
+  static void operator_table(Report& out, const std::map<std::string, OpRow>& ops);
   void verdicts(Report& out, const std::vector<Group>& gs,
                 const std::map<std::string, OpRow>& ops) const;
+  std::string profile(const std::vector<Group>& gs, const std::map<std::string, OpRow>& ops,
+                      const std::vector<std::string>& warnings) const;
+  void write_profile(Report& out, const std::string& doc) const;
+
+  using VerdictRow = detail::VerdictRow;
+  // The rows of the two verdict tables, each ranked by the time it would save.
+  using VerdictRows = std::vector<VerdictRow>;
+  std::pair<VerdictRows, VerdictRows> verdict_rows(const std::vector<Group>& gs,
+                                                   const std::map<std::string, OpRow>& ops,
+                                                   const detail::Ceilings& c) const;
+  static void verdict_table(Report& out, const char* name, const char* title, bool kernels,
+                            const VerdictRows& rows, const detail::Ceilings& c,
+                            std::uint64_t device_ns);
 
   std::string path_;
   // Counters from CUPTI's kernel replay (PASTA_COUNTER_REPLAY=cupti;

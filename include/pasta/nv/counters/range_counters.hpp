@@ -85,58 +85,10 @@ class RangeCounters {
     mutex_.lock();
     if (failed_ || !ctx) return false;
     try {
-      if (!ctx_) {
-        Timer t(spent_.startup);
-        driver_.bind();
-        if (user_replay_)
-          worker_.run([&] {
-            driver_.call(driver_.ctx_set_current(ctx), "making the measured context current");
-            enable(ctx);
-          });
-        else
-          enable(ctx);
-      }
-      if (ctx != ctx_) {
-        ++tally_.other_context;
-        return false;
-      }
-      if (driver_.capturing(stream)) {
-        // Captured into a graph, not run now: not measured (nor are the
-        // kernels a graph runs: they have no launch callback). Profiling
-        // stopped at the capture's begin (an interrupt); stopping now would
-        // synchronise and so break the capture.
-        ++tally_.captured;
-        note('g');
-        return false;
-      }
-      if (!pasta::detail::capture_window().open()) {
-        // Outside the capture window: run as is, neither measured nor
-        // counted toward its signature's launches to measure.
-        ++tally_.outside;
-        if (profiler_.running()) pause(emit);
-        note('w');
-        return false;
-      }
+      if (!measurable(ctx, stream, emit)) return false;
       const int k = plan_.pick(signature, index(profiler_.configured()));
-      MetricSet* set = k == CounterPlan::none   ? nullptr
-                       : k == CounterPlan::full ? &full_
-                                                : &cache_[static_cast<std::size_t>(k - 1)];
-      if (!set) {
-        ++tally_.skipped;
-        // Profiling a few launches in one pass and passing over their
-        // ranges costs less than stopping and starting again.
-        if (profiler_.running() && profiler_.configured() != &full_ && ledger_.can_pass_over()) {
-          ledger_.pass_over_launch(correlation, signature);
-          ++tally_.passed_over;
-          launch_ = {&spent_.passed, Clock::now()};
-          note('p');
-          return false;
-        }
-        // Profiling stays off until a launch to measure: this one runs as is.
-        if (profiler_.running()) pause(emit);
-        note('.');
-        return false;
-      }
+      if (k == CounterPlan::none) return pass_over(correlation, signature, emit);
+      MetricSet& set = k == CounterPlan::full ? full_ : cache_[static_cast<std::size_t>(k - 1)];
       ledger_.end_run();
       if (user_replay_) {
         // Replayed at the driver's launch call (replay()); the image keeps
@@ -146,29 +98,7 @@ class RangeCounters {
         note('R');
         return true;
       }
-      const bool flush = set != &full_ && flush_cache_;
-      if (flush && !l2_.ready()) {
-        // The flush kernel's module and buffer, made with profiling off.
-        if (profiler_.running()) pause(emit);
-        with_l2([&] {
-          l2_.prepare(ctx_);
-          return true;
-        });
-      }
-      if (profiler_.running() && (profiler_.configured() != set || ledger_.image_full()))
-        pause(emit);
-      if (profiler_.configured() != set || ledger_.image_full()) arm(*set);
-      if (!profiler_.running()) start();
-      // Only the one-pass sets get a flushed L2 (under replay the profiler's
-      // own save and restore fill it again): the flush kernel runs profiled,
-      // a range passed over.
-      if (flush && flush_cache_ && with_l2([&] { return l2_.flush(ctx_, stream); })) {
-        ++tally_.flushes;
-        ledger_.add_flush();
-      }
-      ledger_.add_measured(correlation, signature);
-      launch_ = {set == &full_ ? &spent_.full : &spent_.cache, Clock::now()};
-      note(set == &full_ ? 'F' : 'C');
+      profile(set, stream, correlation, signature, emit);
       return true;
     } catch (const std::exception& e) {
       fail(e.what());
@@ -284,6 +214,92 @@ class RangeCounters {
  private:
   // The profiler set up for `ctx`: the full set, and under kernel replay the
   // one-pass sets of the cache-sensitive metrics.
+  // before()'s parts. Whether a launch on `stream` of `ctx` can be measured
+  // at all (the profiler enabled at the first one): not in another context,
+  // a graph's capture or outside the capture window.
+  template <class Emit>
+  bool measurable(CUcontext ctx, CUstream stream, Emit& emit) {
+    if (!ctx_) {
+      Timer t(spent_.startup);
+      driver_.bind();
+      if (user_replay_)
+        worker_.run([&] {
+          driver_.call(driver_.ctx_set_current(ctx), "making the measured context current");
+          enable(ctx);
+        });
+      else
+        enable(ctx);
+    }
+    if (ctx != ctx_) {
+      ++tally_.other_context;
+      return false;
+    }
+    if (driver_.capturing(stream)) {
+      // Captured into a graph, not run now: not measured (nor are the
+      // kernels a graph runs: they have no launch callback). Profiling
+      // stopped at the capture's begin (an interrupt); stopping now would
+      // synchronise and so break the capture.
+      ++tally_.captured;
+      note('g');
+      return false;
+    }
+    if (!pasta::detail::capture_window().open()) {
+      // Outside the capture window: run as is, neither measured nor
+      // counted toward its signature's launches to measure.
+      ++tally_.outside;
+      if (profiler_.running()) pause(emit);
+      note('w');
+      return false;
+    }
+    return true;
+  }
+  // A launch the plan does not measure: run as is. Returns false.
+  template <class Emit>
+  bool pass_over(std::uint64_t correlation, std::uint64_t signature, Emit& emit) {
+    ++tally_.skipped;
+    // Profiling a few launches in one pass and passing over their
+    // ranges costs less than stopping and starting again.
+    if (profiler_.running() && profiler_.configured() != &full_ && ledger_.can_pass_over()) {
+      ledger_.pass_over_launch(correlation, signature);
+      ++tally_.passed_over;
+      launch_ = {&spent_.passed, Clock::now()};
+      note('p');
+      return false;
+    }
+    // Profiling stays off until a launch to measure: this one runs as is.
+    if (profiler_.running()) pause(emit);
+    note('.');
+    return false;
+  }
+  // A launch measured with `set` under CUPTI's kernel replay, in the
+  // profiler's current image when it can take it.
+  template <class Emit>
+  void profile(MetricSet& set, CUstream stream, std::uint64_t correlation, std::uint64_t signature,
+               Emit& emit) {
+    const bool flush = &set != &full_ && flush_cache_;
+    if (flush && !l2_.ready()) {
+      // The flush kernel's module and buffer, made with profiling off.
+      if (profiler_.running()) pause(emit);
+      with_l2([&] {
+        l2_.prepare(ctx_);
+        return true;
+      });
+    }
+    if (profiler_.running() && (profiler_.configured() != &set || ledger_.image_full()))
+      pause(emit);
+    if (profiler_.configured() != &set || ledger_.image_full()) arm(set);
+    if (!profiler_.running()) start();
+    // Only the one-pass sets get a flushed L2 (under replay the profiler's
+    // own save and restore fill it again): the flush kernel runs profiled,
+    // a range passed over.
+    if (flush && flush_cache_ && with_l2([&] { return l2_.flush(ctx_, stream); })) {
+      ++tally_.flushes;
+      ledger_.add_flush();
+    }
+    ledger_.add_measured(correlation, signature);
+    launch_ = {&set == &full_ ? &spent_.full : &spent_.cache, Clock::now()};
+    note(&set == &full_ ? 'F' : 'C');
+  }
   void enable(CUcontext ctx);
 
   // The range profiler, enabled for `set` (RangeProfiler::use).

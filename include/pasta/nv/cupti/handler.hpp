@@ -268,6 +268,13 @@ class Cupti {
   // The callbacks that stay on outside a window (start() and attach()).
   template <class Sink>
   void enable_callbacks();
+  // start()'s parts, in the order it calls them.
+  template <class Sink>
+  bool subscribe(Sink& sink);
+  template <class Sink>
+  void enable_records(Sink& sink, bool sync_wanted);
+  void tag_operators();
+  void say_enabled(bool activities, bool scopes) const;
   // Some tool wants what CUPTI's activity records give.
   template <class Sink>
   static constexpr bool wants_records() {
@@ -368,37 +375,13 @@ template <class Sink>
 void Cupti::start(Sink& sink) {
   constexpr bool kernels =
       Sink::template wants<KernelComplete>() || Sink::template wants<KernelLaunch>();
-  constexpr bool copies = Sink::template wants<Memcpy>();
-  constexpr bool sets = Sink::template wants<Memset>();
-  constexpr bool memory = Sink::template wants<MemAlloc>() || Sink::template wants<MemFree>();
-  constexpr bool syncs = Sink::template wants<Synchronize>();
-  constexpr bool devices = Sink::template wants<DeviceInfo>();
   constexpr bool scopes = Sink::template wants<ScopeBegin>() || Sink::template wants<ScopeEnd>();
   constexpr bool activities = wants_records<Sink>();
-  static_assert(activities == (kernels || copies || sets || memory || syncs || devices));
-  // Tools that read operators get the device work tagged with them.
-  constexpr bool ops = (kernels || copies || sets) &&
-                       (Sink::template wants<OpBegin>() || Sink::template wants<OpEnd>());
-
-  Cupti* expected = nullptr;
-  if (!current().compare_exchange_strong(expected, this)) {
-    error_ = "a CUPTI handler is already active in this process; this one records nothing";
-    pasta::detail::log(error_);
-    return;
-  }
-  sink_ = &sink;
-  const CUptiResult sub =
-      cuptiSubscribe(&subscriber_, reinterpret_cast<CUpti_CallbackFunc>(&on_callback<Sink>), this);
-  if (sub != CUPTI_SUCCESS) {
-    error_ = sub == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
-                 ? "another CUPTI client (Nsight Systems, torch.profiler, compute-sanitizer, ...) "
-                   "is attached to this process, and CUPTI takes one: pasta records nothing"
-                 : fmt::format("CUPTI: subscribing failed: {}; pasta records nothing",
-                               detail::cupti_error(sub));
-    pasta::detail::log(error_);
-    current() = nullptr;
-    return;
-  }
+  static_assert(activities ==
+                (kernels || Sink::template wants<Memcpy>() || Sink::template wants<Memset>() ||
+                 Sink::template wants<MemAlloc>() || Sink::template wants<MemFree>() ||
+                 Sink::template wants<Synchronize>() || Sink::template wants<DeviceInfo>()));
+  if (!subscribe<Sink>(sink)) return;
   if constexpr (Sink::template wants<KernelLaunch>()) {
     host_launches_ = launch_callbacks_;
     records_.set_host_launches(host_launches_);
@@ -406,7 +389,7 @@ void Cupti::start(Sink& sink) {
   auto& window = pasta::detail::capture_window();
   profiler_api_ = window.kind() == CaptureRange::Kind::profiler_api;
   scopes_ = scopes && !skipped(detail::skip_nvtx);
-  const bool sync_wanted = syncs && !skipped(detail::skip_sync);
+  const bool sync_wanted = Sink::template wants<Synchronize>() && !skipped(detail::skip_sync);
   sync_events_ = sync_wanted && !sync_records_;
   enable_callbacks<Sink>();
   if constexpr (Sink::template wants<KernelCounters>()) {
@@ -425,79 +408,122 @@ void Cupti::start(Sink& sink) {
       self->sampling_.window(*static_cast<Sink*>(self->sink_), open);
     };
   }
-
-  if constexpr (activities) {
-    activity_.listen(this, &process_buffer<Sink>, buffer_pool_);
-    if constexpr (kernels) add_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "kernel");
-    if (copies && !skipped(detail::skip_memcpy)) {
-      add_kind(CUPTI_ACTIVITY_KIND_MEMCPY, "memcpy");
-      add_kind(CUPTI_ACTIVITY_KIND_MEMCPY2, "peer memcpy");
-    }
-    if (sets && !skipped(detail::skip_memset)) add_kind(CUPTI_ACTIVITY_KIND_MEMSET, "memset");
-    if (memory && !skipped(detail::skip_memory))
-      add_kind(CUPTI_ACTIVITY_KIND_MEMORY2, "allocation", false);
-    if (sync_wanted && sync_records_) {
-      add_kind(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "synchronization");
-      add_kind(CUPTI_ACTIVITY_KIND_CONTEXT, "context", false);  // a record's device
-    }
-    if (devices && !skipped(detail::skip_device))
-      add_kind(CUPTI_ACTIVITY_KIND_DEVICE, "device", false, false);
-    enable_kinds(false);
-    // Detaching needs an API call's exit to do it at (cuProfilerStop's, or
-    // any driver call's after a steps window), and no CUPTI state that lives
-    // across windows (counters' and PC sampling's sessions).
-    constexpr bool detachable =
-        !Sink::template wants<KernelCounters>() && !Sink::template wants<StallSample>();
-    detach_ = detachable && profiler_api_ && detach_mode_ == CuptiSettings::Detach::every;
-    detach_last_ = detachable && window.kind() == CaptureRange::Kind::steps &&
-                   detach_mode_ != CuptiSettings::Detach::off;
-    attach_again_ = [](void* self) { return static_cast<Cupti*>(self)->attach<Sink>(); };
-    if (ops && op_tags_) {
-      // The callback of each launch, copy and memset call (op_tags.hpp)
-      // records its correlation id with the calling thread's operator: no
-      // API or external-correlation records, which cost most of what
-      // tagging did (docs/benchmarks.md).
-      records_.enable_op_tags(verbose_);
-      tag_ops_ = true;
-      // Those callbacks are turned on at the first operator (arm_tags), and
-      // only while the capture window is open (pause_tags).
-      {
-        std::scoped_lock lock(tags_mutex_);
-        tags_armed_ = false;
-        tags_paused_ = !window.whole() && !window.open();
-      }
-      pasta::detail::op_correlator().store(&first_op_hooks, std::memory_order_release);
-    }
-    // The worker takes the program threads' host events (operators,
-    // tensors, scopes) off them too: they only queue each one. Not with
-    // counters or PC sampling, whose events belong to the launch they
-    // measure.
-    if constexpr (requires(Sink & s) {
-                    s.queue_always();
-                    s.settle();
-                  } &&
-                  !Sink::template wants<KernelCounters>() && !Sink::template wants<StallSample>()) {
-      activity_.on_wake(&settle_sink<Sink>);
-      sink.queue_always();
-      unqueue_ = [](Cupti* self) { static_cast<Sink*>(self->sink_)->queue_when_busy(); };
-    }
-    activity_.start_thread();
-  }
+  if constexpr (activities) enable_records<Sink>(sink, sync_wanted);
   // Host events (scopes) share CUPTI's clock, so timelines line up.
   pasta::detail::set_clock(&detail::cupti_clock);
   active_ = true;
   if (!window.whole()) window.listen(this, &on_window);
-  if (verbose_) {
-    Dl_info info{};
-    ::dladdr(reinterpret_cast<void*>(&cuptiGetTimestamp), &info);
-    pasta::detail::log(fmt::format(
-        "cupti handler: {} from {}; {} activity kinds; launch callbacks {}; NVTX {}; "
-        "NVTX_INJECTION64_PATH={}",
-        activities ? "activity records" : "no activity records",
-        info.dli_fname ? info.dli_fname : "?", kind_count_, host_launches_ ? "on" : "off",
-        scopes ? "on" : "off",
-        std::getenv("NVTX_INJECTION64_PATH") ? std::getenv("NVTX_INJECTION64_PATH") : "unset"));
+  if (verbose_) say_enabled(activities, scopes);
+}
+
+// The one CUPTI handler of the process subscribes, or says why it cannot.
+template <class Sink>
+bool Cupti::subscribe(Sink& sink) {
+  Cupti* expected = nullptr;
+  if (!current().compare_exchange_strong(expected, this)) {
+    error_ = "a CUPTI handler is already active in this process; this one records nothing";
+    pasta::detail::log(error_);
+    return false;
   }
+  sink_ = &sink;
+  const CUptiResult sub =
+      cuptiSubscribe(&subscriber_, reinterpret_cast<CUpti_CallbackFunc>(&on_callback<Sink>), this);
+  if (sub == CUPTI_SUCCESS) return true;
+  error_ = sub == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+               ? "another CUPTI client (Nsight Systems, torch.profiler, compute-sanitizer, ...) "
+                 "is attached to this process, and CUPTI takes one: pasta records nothing"
+               : fmt::format("CUPTI: subscribing failed: {}; pasta records nothing",
+                             detail::cupti_error(sub));
+  pasta::detail::log(error_);
+  current() = nullptr;
+  return false;
+}
+
+// The activity records the tools want, processed on pasta's worker: which
+// kinds, when CUPTI may be detached, device work tagged with operators, and
+// the program threads' host events queued for the worker.
+template <class Sink>
+void Cupti::enable_records(Sink& sink, bool sync_wanted) {
+  constexpr bool kernels =
+      Sink::template wants<KernelComplete>() || Sink::template wants<KernelLaunch>();
+  constexpr bool copies = Sink::template wants<Memcpy>();
+  constexpr bool sets = Sink::template wants<Memset>();
+  constexpr bool memory = Sink::template wants<MemAlloc>() || Sink::template wants<MemFree>();
+  constexpr bool devices = Sink::template wants<DeviceInfo>();
+  // Tools that read operators get the device work tagged with them.
+  constexpr bool ops = (kernels || copies || sets) &&
+                       (Sink::template wants<OpBegin>() || Sink::template wants<OpEnd>());
+  activity_.listen(this, &process_buffer<Sink>, buffer_pool_);
+  if constexpr (kernels) add_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "kernel");
+  if (copies && !skipped(detail::skip_memcpy)) {
+    add_kind(CUPTI_ACTIVITY_KIND_MEMCPY, "memcpy");
+    add_kind(CUPTI_ACTIVITY_KIND_MEMCPY2, "peer memcpy");
+  }
+  if (sets && !skipped(detail::skip_memset)) add_kind(CUPTI_ACTIVITY_KIND_MEMSET, "memset");
+  if (memory && !skipped(detail::skip_memory))
+    add_kind(CUPTI_ACTIVITY_KIND_MEMORY2, "allocation", false);
+  if (sync_wanted && sync_records_) {
+    add_kind(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "synchronization");
+    add_kind(CUPTI_ACTIVITY_KIND_CONTEXT, "context", false);  // a record's device
+  }
+  if (devices && !skipped(detail::skip_device))
+    add_kind(CUPTI_ACTIVITY_KIND_DEVICE, "device", false, false);
+  enable_kinds(false);
+  // Detaching needs an API call's exit to do it at (cuProfilerStop's, or
+  // any driver call's after a steps window), and no CUPTI state that lives
+  // across windows (counters' and PC sampling's sessions).
+  constexpr bool detachable =
+      !Sink::template wants<KernelCounters>() && !Sink::template wants<StallSample>();
+  const auto& window = pasta::detail::capture_window();
+  detach_ = detachable && profiler_api_ && detach_mode_ == CuptiSettings::Detach::every;
+  detach_last_ = detachable && window.kind() == CaptureRange::Kind::steps &&
+                 detach_mode_ != CuptiSettings::Detach::off;
+  attach_again_ = [](void* self) { return static_cast<Cupti*>(self)->attach<Sink>(); };
+  if (ops && op_tags_) tag_operators();
+  // The worker takes the program threads' host events (operators,
+  // tensors, scopes) off them too: they only queue each one. Not with
+  // counters or PC sampling, whose events belong to the launch they
+  // measure.
+  if constexpr (requires(Sink & s) {
+                  s.queue_always();
+                  s.settle();
+                } &&
+                detachable) {
+    activity_.on_wake(&settle_sink<Sink>);
+    sink.queue_always();
+    unqueue_ = [](Cupti* self) { static_cast<Sink*>(self->sink_)->queue_when_busy(); };
+  }
+  activity_.start_thread();
+}
+
+inline void Cupti::tag_operators() {
+  // The callback of each launch, copy and memset call (op_tags.hpp)
+  // records its correlation id with the calling thread's operator: no
+  // API or external-correlation records, which cost most of what
+  // tagging did (docs/benchmarks.md).
+  records_.enable_op_tags(verbose_);
+  tag_ops_ = true;
+  // Those callbacks are turned on at the first operator (arm_tags), and
+  // only while the capture window is open (pause_tags).
+  {
+    const auto& window = pasta::detail::capture_window();
+    std::scoped_lock lock(tags_mutex_);
+    tags_armed_ = false;
+    tags_paused_ = !window.whole() && !window.open();
+  }
+  pasta::detail::op_correlator().store(&first_op_hooks, std::memory_order_release);
+}
+
+inline void Cupti::say_enabled(bool activities, bool scopes) const {
+  Dl_info info{};
+  ::dladdr(reinterpret_cast<void*>(&cuptiGetTimestamp), &info);
+  const char* nvtx = std::getenv("NVTX_INJECTION64_PATH");
+  pasta::detail::log(
+      fmt::format("cupti handler: {} from {}; {} activity kinds; launch callbacks {}; NVTX {}; "
+                  "NVTX_INJECTION64_PATH={}",
+                  activities ? "activity records" : "no activity records",
+                  info.dli_fname ? info.dli_fname : "?", kind_count_, host_launches_ ? "on" : "off",
+                  scopes ? "on" : "off", nvtx ? nvtx : "unset"));
 }
 
 template <class Sink>

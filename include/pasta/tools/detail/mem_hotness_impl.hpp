@@ -30,21 +30,9 @@ PASTA_FUNC void MemHotness::report(Report& out) const {
   out.page(60)
       .nothing("no memory accesses recorded: run with --memory", "accesses")
       .picture("Page hotness over kernel launches");
+  const std::vector<Hot> hot = hottest();
   Counts all = unattributed_;
-  struct Hot {
-    const Object* o;
-    Counts total;
-  };
-  std::vector<Hot> hot;
-  for (const Object& o : objects_) {
-    const Counts total = o.total();
-    all.add(total);
-    if (total.accesses()) hot.push_back({&o, total});
-  }
-  std::sort(hot.begin(), hot.end(), [](const Hot& a, const Hot& b) {
-    if (a.total.accesses() != b.total.accesses()) return a.total.accesses() > b.total.accesses();
-    return a.o->base < b.o->base;
-  });
+  for (const Object& o : objects_) all.add(o.total());
   out.summary("allocations seen", objects_.size());
   out.summary("allocations accessed", hot.size());
   out.summary("accesses", all.accesses());
@@ -52,7 +40,22 @@ PASTA_FUNC void MemHotness::report(Report& out) const {
   out.summary("accesses outside known allocations", unattributed_.accesses());
   out.summary("bytes outside known allocations", unattributed_.bytes());
   out.summary("page size (bytes)", page_bytes_);
+  tables(out, hot);
+  if (!output_dir_.empty() && !hot.empty()) write_heatmap(out, hot);
+}
 
+PASTA_FUNC auto MemHotness::hottest() const -> std::vector<Hot> {
+  std::vector<Hot> hot;
+  for (const Object& o : objects_)
+    if (const Counts total = o.total(); total.accesses()) hot.push_back({&o, total});
+  std::sort(hot.begin(), hot.end(), [](const Hot& a, const Hot& b) {
+    if (a.total.accesses() != b.total.accesses()) return a.total.accesses() > b.total.accesses();
+    return a.o->base < b.o->base;
+  });
+  return hot;
+}
+
+PASTA_FUNC void MemHotness::tables(Report& out, const std::vector<Hot>& hot) const {
   auto& objects = out.table(
       "objects", "Hottest allocations",
       {"rank", "address", "kind", "device", "size_bytes", "accesses", "reads", "writes", "bytes",
@@ -69,15 +72,14 @@ PASTA_FUNC void MemHotness::report(Report& out) const {
   std::uint64_t rank = 0;
   for (const Hot& h : hot) {
     const Object* o = h.o;  // a named variable: lambdas below capture it
-    const Counts& total = h.total;
     std::uint64_t hottest = 0, hottest_n = 0;
     o->pages.for_each([&](std::uint64_t page, const Counts& c) {
       page_rows.push_back({o, page, c});
       if (c.accesses() > hottest_n || (c.accesses() == hottest_n && page < hottest))
         hottest = page, hottest_n = c.accesses();
     });
-    objects.row(++rank, hex(o->base), to_string(o->kind), o->device, o->bytes, total.accesses(),
-                total.reads, total.writes, total.bytes(), o->pages.touched(), o->page_count,
+    objects.row(++rank, hex(o->base), to_string(o->kind), o->device, o->bytes, h.total.accesses(),
+                h.total.reads, h.total.writes, h.total.bytes(), o->pages.touched(), o->page_count,
                 hottest, hottest_n, o->freed);
   }
   std::sort(page_rows.begin(), page_rows.end(), [](const PageRow& a, const PageRow& b) {
@@ -87,30 +89,29 @@ PASTA_FUNC void MemHotness::report(Report& out) const {
   for (const auto& r : page_rows)
     pages.row(hex(r.o->base), r.page, hex(r.o->base + r.page * page_bytes_), r.c.accesses(),
               r.c.reads, r.c.writes, r.c.bytes());
+}
 
-  if (!output_dir_.empty() && !hot.empty()) {
-    std::vector<detail::HeatmapPanel> panels;
-    for (const Hot& h : hot) {
-      if (panels.size() == heatmap_panels) break;
-      if (h.o->heat_launch != ~0ull) h.o->heat.close(h.o->heat_launch);
-      h.o->heat_launch = ~0ull;
-      if (!h.o->heat.empty())
-        panels.push_back({fmt::format("{} ({}, {} bytes, {} accesses)", hex(h.o->base),
-                                      to_string(h.o->kind), h.o->bytes, h.total.accesses()),
-                          &h.o->heat});
-    }
-    if (!panels.empty()) {
-      const std::string path = pasta::detail::join_path(output_dir_, "mem_hotness.svg");
-      const auto columns = (launches_ + panels.front().map->launches_per_column() - 1) /
-                           panels.front().map->launches_per_column();
-      std::string why = pasta::detail::make_dirs(output_dir_);
-      if (why.empty()) why = pasta::detail::write_file(path, detail::heatmap_svg(panels, columns));
-      if (why.empty())
-        out.summary("heatmap", path);
-      else
-        pasta::detail::log_once("mem_hotness:svg", "mem_hotness.svg not written: " + why);
-    }
+PASTA_FUNC void MemHotness::write_heatmap(Report& out, const std::vector<Hot>& hot) const {
+  std::vector<detail::HeatmapPanel> panels;
+  for (const Hot& h : hot) {
+    if (panels.size() == heatmap_panels) break;
+    if (h.o->heat_launch != ~0ull) h.o->heat.close(h.o->heat_launch);
+    h.o->heat_launch = ~0ull;
+    if (!h.o->heat.empty())
+      panels.push_back({fmt::format("{} ({}, {} bytes, {} accesses)", hex(h.o->base),
+                                    to_string(h.o->kind), h.o->bytes, h.total.accesses()),
+                        &h.o->heat});
   }
+  if (panels.empty()) return;
+  const std::string path = pasta::detail::join_path(output_dir_, "mem_hotness.svg");
+  const auto columns = (launches_ + panels.front().map->launches_per_column() - 1) /
+                       panels.front().map->launches_per_column();
+  std::string why = pasta::detail::make_dirs(output_dir_);
+  if (why.empty()) why = pasta::detail::write_file(path, detail::heatmap_svg(panels, columns));
+  if (why.empty())
+    out.summary("heatmap", path);
+  else
+    pasta::detail::log_once("mem_hotness:svg", "mem_hotness.svg not written: " + why);
 }
 
 PASTA_FUNC void MemHotness::on(const MemFree& e) {

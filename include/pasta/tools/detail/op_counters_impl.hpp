@@ -7,6 +7,83 @@
 
 #include <pasta/tools/op_counters.hpp>
 
+namespace pasta::detail {
+
+// Metric values of a whole group (metrics::all's order).
+inline std::vector<double> group_values(const tools::OpCounters::Group& g) {
+  std::vector<double> v;
+  for (std::size_t m = 0; m < metrics::all.size(); ++m) v.push_back(tools::OpCounters::total(g, m));
+  return v;
+}
+inline double intensity_of(const std::vector<double>& v) {
+  KernelCounters c{};
+  for (std::size_t m = 0; m < metrics::all.size(); ++m) c.*metrics::all[m].field = v[m];
+  return metrics::arithmetic_intensity(c);
+}
+// Not measured: an empty cell, null in JSON.
+inline Cell measured_cell(double v) {
+  return metrics::measured(v) ? Cell(v) : Cell(std::monostate{});
+}
+inline nlohmann::json measured_json(double v) {
+  return metrics::measured(v) ? nlohmann::json(v) : nullptr;
+}
+// Each metric's value by its key, and the arithmetic intensity.
+inline nlohmann::json metrics_json(const std::vector<double>& v) {
+  nlohmann::json ms = nlohmann::json::object();
+  for (std::size_t m = 0; m < metrics::all.size(); ++m)
+    ms[std::string(metrics::all[m].key)] = measured_json(v[m]);
+  ms["arithmetic_intensity"] = measured_json(intensity_of(v));
+  return ms;
+}
+// What the roofline reads of a set of metric values (metrics::all's order).
+inline RooflineInput roofline_input(const std::vector<double>& v, std::uint64_t device_ns,
+                                    std::uint64_t launches) {
+  auto get = [&](double KernelCounters::*field) {
+    for (std::size_t m = 0; m < metrics::all.size(); ++m)
+      if (metrics::all[m].field == field) return metrics::measured(v[m]) ? v[m] : 0.0;
+    return 0.0;
+  };
+  return RooflineInput{
+      .device_ns = static_cast<double>(device_ns),
+      .launches = static_cast<double>(launches),
+      .dram_bytes = get(&KernelCounters::dram_bytes_read) + get(&KernelCounters::dram_bytes_write),
+      .fp_flops = get(&KernelCounters::flops),
+      .dram_pct = get(&KernelCounters::dram_throughput_pct),
+      .sm_pct = get(&KernelCounters::sm_throughput_pct),
+      .tensor_pct = get(&KernelCounters::tensor_active_pct)};
+}
+// A verdict table's columns after its rank, kernel and operator: the name,
+// the digits a double shows, and the cell of a row. `known`: the GPU's
+// ceilings are known (else what they give is empty); `device_ns`: the
+// run's device time, which saving_pct is a share of.
+struct VerdictColumn {
+  const char* name;
+  int digits;
+  Cell (*cell)(const VerdictRow& r, bool known, double device_ns);
+};
+inline constexpr VerdictColumn verdict_columns[] = {
+    {"device_ms", 3, [](const auto& r, bool, double) { return Cell(r.in.device_ns * 1e-6); }},
+    {"bound", 3,
+     [](const auto& r, bool, double) { return Cell(std::string(to_string(r.v.bound))); }},
+    {"dram_throughput_pct", 1, [](const auto& r, bool, double) { return Cell(r.in.dram_pct); }},
+    {"sm_throughput_pct", 1, [](const auto& r, bool, double) { return Cell(r.in.sm_pct); }},
+    {"tensor_active_pct", 1, [](const auto& r, bool, double) { return Cell(r.in.tensor_pct); }},
+    {"arithmetic_intensity", 3, [](const auto& r, bool, double) { return Cell(r.v.intensity); }},
+    {"achieved_tflops", 3,
+     [](const auto& r, bool, double) { return Cell(r.v.flops_per_s * 1e-12); }},
+    {"attainable_ms", 3,
+     [](const auto& r, bool known, double) {
+       return known ? Cell(r.v.attainable_ns * 1e-6) : Cell{};
+     }},
+    {"saving_ms", 3,
+     [](const auto& r, bool known, double) { return known ? Cell(r.v.saving_ns * 1e-6) : Cell{}; }},
+    {"saving_pct", 1,
+     [](const auto& r, bool known, double device_ns) {
+       return known && device_ns > 0 ? Cell(100.0 * r.v.saving_ns / device_ns) : Cell{};
+     }},
+};
+}  // namespace pasta::detail
+
 namespace pasta::tools {
 
 PASTA_FUNC void OpCounters::report(Report& out) const {
@@ -14,6 +91,15 @@ PASTA_FUNC void OpCounters::report(Report& out) const {
       .nothing("no hardware counters measured: run with --counters", "measured")
       .tables({"verdicts", "operators", "kernel_verdicts"});
   const std::vector<Group> gs = groups();
+  const std::vector<std::string> warnings = summarize(out, gs);
+  const std::map<std::string, OpRow> ops = by_operator(gs);
+  operator_table(out, ops);
+  verdicts(out, gs, ops);
+  write_profile(out, profile(gs, ops, warnings));
+}
+
+PASTA_FUNC std::vector<std::string> OpCounters::summarize(Report& out,
+                                                          const std::vector<Group>& gs) const {
   std::uint64_t launches = 0, measured = 0, unmeasured = 0;
   for (const Group& g : gs) {
     launches += g.launches;
@@ -23,22 +109,6 @@ PASTA_FUNC void OpCounters::report(Report& out) const {
   const std::uint64_t propagated = launches - measured - unmeasured;
   const std::uint64_t stray =
       counters_.size() - std::min<std::uint64_t>(measured, counters_.size());
-
-  const std::map<std::string, OpRow> ops = by_operator(gs);
-  auto intensity = [](const std::vector<double>& v) {
-    KernelCounters c{};
-    for (std::size_t m = 0; m < metrics::all.size(); ++m) c.*metrics::all[m].field = v[m];
-    return metrics::arithmetic_intensity(c);
-  };
-  auto group_values = [&](const Group& g) {
-    std::vector<double> v;
-    for (std::size_t m = 0; m < metrics::all.size(); ++m) v.push_back(total(g, m));
-    return v;
-  };
-  // Not measured: an empty cell, null in JSON.
-  auto cell = [](double v) { return metrics::measured(v) ? Cell(v) : Cell(std::monostate{}); };
-  auto json_number = [](double v) { return metrics::measured(v) ? nlohmann::json(v) : nullptr; };
-
   out.summary("kernel launches", launches);
   out.summary("measured", measured);
   out.summary("propagated from a measured launch of the same signature", propagated);
@@ -71,46 +141,41 @@ PASTA_FUNC void OpCounters::report(Report& out) const {
                        " launches name an operator that left the operator table; they are listed "
                        "as unattributed");
   for (const auto& w : warnings) out.note(w);
+  return warnings;
+}
 
+PASTA_FUNC void OpCounters::operator_table(Report& out, const std::map<std::string, OpRow>& ops) {
   std::vector<std::string> columns{"operator", "launches", "measured", "propagated", "device_ms"};
   for (const auto& m : metrics::all) columns.emplace_back(m.key);
   columns.emplace_back("arithmetic_intensity");
-  auto& op_table =
-      out.table("operators", "Counters per operator (ncu metric names in the JSON)", columns);
+  auto& t = out.table("operators", "Counters per operator (ncu metric names in the JSON)", columns);
   for (const auto& [path, r] : ops) {
     std::vector<Cell> row{path.empty() ? "(outside every operator)" : path, r.launches, r.measured,
                           r.propagated, r.device_ns * 1e-6};
-    for (double v : r.values) row.push_back(cell(v));
-    row.push_back(cell(intensity(r.values)));
-    op_table.row(std::move(row));
+    for (double v : r.values) row.push_back(detail::measured_cell(v));
+    row.push_back(detail::measured_cell(detail::intensity_of(r.values)));
+    t.row(std::move(row));
   }
+}
 
-  verdicts(out, gs, ops);
-
-  // The profile document: operators -> kernels -> metrics.
+// The profile document: operators -> kernels -> metrics (docs/op-profile.md).
+PASTA_FUNC std::string OpCounters::profile(const std::vector<Group>& gs,
+                                           const std::map<std::string, OpRow>& ops,
+                                           const std::vector<std::string>& warnings) const {
   nlohmann::json metric_names = nlohmann::json::object();
   for (const auto& m : metrics::all)
     metric_names[std::string(m.key)] = {{"ncu", m.ncu}, {"unit", m.unit}};
-  auto kernel_json = [&](const Group& g) {
-    nlohmann::json k{{"kernel", std::string(name_of(g.sig.kernel))},
-                     {"grid", {g.sig.grid.x, g.sig.grid.y, g.sig.grid.z}},
-                     {"block", {g.sig.block.x, g.sig.block.y, g.sig.block.z}},
-                     {"launches", g.launches},
-                     {"measured", g.measured},
-                     {"measured_launches", g.measured_launches},
-                     {"propagated", g.measured ? g.launches - g.measured : 0},
-                     {"device_ns", g.device_ns}};
-    if (g.measured) {
-      const auto v = group_values(g);
-      nlohmann::json ms = nlohmann::json::object();
-      for (std::size_t m = 0; m < metrics::all.size(); ++m)
-        ms[std::string(metrics::all[m].key)] = json_number(v[m]);
-      ms["arithmetic_intensity"] = json_number(intensity(v));
-      k["metrics"] = std::move(ms);
-    } else {
-      k["metrics"] = nullptr;
-    }
-    return k;
+  auto kernel_json = [](const Group& g) {
+    return nlohmann::json{
+        {"kernel", std::string(name_of(g.sig.kernel))},
+        {"grid", {g.sig.grid.x, g.sig.grid.y, g.sig.grid.z}},
+        {"block", {g.sig.block.x, g.sig.block.y, g.sig.block.z}},
+        {"launches", g.launches},
+        {"measured", g.measured},
+        {"measured_launches", g.measured_launches},
+        {"propagated", g.measured ? g.launches - g.measured : 0},
+        {"device_ns", g.device_ns},
+        {"metrics", g.measured ? detail::metrics_json(detail::group_values(g)) : nullptr}};
   };
   nlohmann::json doc{{"schema", schema},
                      {"version", schema_version},
@@ -125,22 +190,23 @@ PASTA_FUNC void OpCounters::report(Report& out) const {
       doc["unattributed"] = std::move(kernels);
       continue;
     }
-    nlohmann::json totals = nlohmann::json::object();
-    for (std::size_t m = 0; m < metrics::all.size(); ++m)
-      totals[std::string(metrics::all[m].key)] = json_number(r.values[m]);
-    totals["arithmetic_intensity"] = json_number(intensity(r.values));
-    doc["operators"].push_back({{"path", path},
-                                {"operator", path.substr(path.rfind('/') + 1)},
-                                {"launches", r.launches},
-                                {"measured", r.measured},
-                                {"propagated", r.propagated},
-                                {"device_ns", r.device_ns},
-                                {"metrics", r.measured ? totals : nlohmann::json(nullptr)},
-                                {"kernels", std::move(kernels)}});
+    doc["operators"].push_back(
+        {{"path", path},
+         {"operator", path.substr(path.rfind('/') + 1)},
+         {"launches", r.launches},
+         {"measured", r.measured},
+         {"propagated", r.propagated},
+         {"device_ns", r.device_ns},
+         {"metrics", r.measured ? detail::metrics_json(r.values) : nlohmann::json(nullptr)},
+         {"kernels", std::move(kernels)}});
   }
+  return doc.dump(2) + "\n";
+}
+
+PASTA_FUNC void OpCounters::write_profile(Report& out, const std::string& doc) const {
   if (const auto why = detail::make_dirs(detail::parent_dir(path_)); !why.empty()) {
     out.summary("error", why);
-  } else if (const auto why2 = detail::write_file(path_, doc.dump(2) + "\n"); !why2.empty()) {
+  } else if (const auto why2 = detail::write_file(path_, doc); !why2.empty()) {
     out.summary("error", why2);
   } else {
     out.summary("profile", path_);
@@ -189,94 +255,63 @@ PASTA_FUNC void OpCounters::verdicts(Report& out, const std::vector<Group>& gs,
     out.summary("ceiling: FP32 (TFLOP/s)", c.fp32_flops_per_s * 1e-12);
     out.summary("ceiling: tensor (TFLOP/s)", c.tensor_flops_per_s * 1e-12);
   }
-  auto input = [](const std::vector<double>& v, std::uint64_t device_ns, std::uint64_t launches) {
-    auto get = [&](double KernelCounters::*field) {
-      for (std::size_t m = 0; m < metrics::all.size(); ++m)
-        if (metrics::all[m].field == field) return metrics::measured(v[m]) ? v[m] : 0.0;
-      return 0.0;
-    };
-    return detail::RooflineInput{
-        .device_ns = static_cast<double>(device_ns),
-        .launches = static_cast<double>(launches),
-        .dram_bytes = get(&KernelCounters::dram_bytes_read) + get(&KernelCounters::dram_bytes_write),
-        .fp_flops = get(&KernelCounters::flops),
-        .dram_pct = get(&KernelCounters::dram_throughput_pct),
-        .sm_pct = get(&KernelCounters::sm_throughput_pct),
-        .tensor_pct = get(&KernelCounters::tensor_active_pct)};
+  std::uint64_t device_ns = 0;
+  for (const Group& g : gs) device_ns += g.device_ns;
+  const auto [by_op, by_kernel] = verdict_rows(gs, ops, c);
+  verdict_table(out, "verdicts",
+                "Fix first: operators by the device time they would save at the GPU's ceilings",
+                false, by_op, c, device_ns);
+  verdict_table(out, "kernel_verdicts", "What bounds each kernel (by signature and operator)", true,
+                by_kernel, c, device_ns);
+}
+
+PASTA_FUNC auto OpCounters::verdict_rows(const std::vector<Group>& gs,
+                                         const std::map<std::string, OpRow>& ops,
+                                         const detail::Ceilings& c) const
+    -> std::pair<VerdictRows, VerdictRows> {
+  auto add = [&](VerdictRows& rows, std::string what, const detail::RooflineInput& in) {
+    rows.push_back({std::move(what), in, detail::judge(in, c)});
   };
-  struct Row {
-    std::string what;
-    detail::RooflineInput in;
-    detail::Verdict v;
-  };
-  auto rows_of = [&](auto&& each) {
-    std::vector<Row> rows;
-    each([&](std::string what, const detail::RooflineInput& in) {
-      rows.push_back({std::move(what), in, detail::judge(in, c)});
-    });
-    std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+  std::pair<VerdictRows, VerdictRows> out;
+  for (const auto& [path, r] : ops)
+    if (r.measured)
+      add(out.first, path.empty() ? "(outside every operator)" : path,
+          detail::roofline_input(r.values, r.device_ns, r.launches));
+  for (const Group& g : gs)
+    if (g.measured)
+      add(out.second,
+          std::string(name_of(g.sig.kernel)) + "\t" +
+              (g.sig.path.value ? std::string(name_of(g.sig.path)) : std::string()),
+          detail::roofline_input(detail::group_values(g), g.device_ns, g.launches));
+  for (VerdictRows* rows : {&out.first, &out.second})
+    std::stable_sort(rows->begin(), rows->end(), [](const VerdictRow& a, const VerdictRow& b) {
       if (a.v.saving_ns != b.v.saving_ns) return a.v.saving_ns > b.v.saving_ns;
       return a.in.device_ns > b.in.device_ns;
     });
-    return rows;
-  };
-  const std::vector<Row> by_op = rows_of([&](auto add) {
-    for (const auto& [path, r] : ops)
-      if (r.measured) add(path.empty() ? "(outside every operator)" : path,
-                          input(r.values, r.device_ns, r.launches));
-  });
-  const std::vector<Row> by_kernel = rows_of([&](auto add) {
-    for (const Group& g : gs) {
-      if (!g.measured) continue;
-      std::vector<double> v;
-      for (std::size_t m = 0; m < metrics::all.size(); ++m) v.push_back(total(g, m));
-      add(std::string(name_of(g.sig.kernel)) + "\t" +
-              (g.sig.path.value ? std::string(name_of(g.sig.path)) : std::string()),
-          input(v, g.device_ns, g.launches));
-    }
-  });
-  const double ms = 1e-6;
-  std::uint64_t device_ns = 0;
-  for (const Group& g : gs) device_ns += g.device_ns;
-  auto table = [&](const char* name, const char* title, bool kernels, const std::vector<Row>& rows) {
-    std::vector<std::string> columns{"rank"};
-    if (kernels) columns.emplace_back("kernel");
-    for (const char* col : {"operator", "device_ms", "bound", "dram_throughput_pct",
-                            "sm_throughput_pct", "tensor_active_pct", "arithmetic_intensity",
-                            "achieved_tflops", "attainable_ms", "saving_ms", "saving_pct"})
-      columns.emplace_back(col);
-    auto& t = out.table(name, title, columns);
-    const std::size_t first = kernels ? 3 : 2;
-    for (std::size_t col : {first, first + 7, first + 8}) t.precision(col, 3);
-    for (std::size_t col : {first + 2, first + 3, first + 4, first + 9}) t.precision(col, 1);
-    std::uint64_t rank = 0;
-    for (const Row& r : rows) {
-      std::vector<Cell> cells{++rank};
-      std::string what = r.what;
-      if (kernels) {
-        const auto tab = what.find('\t');
-        cells.emplace_back(what.substr(0, tab));
-        what = what.substr(tab + 1);
-      }
-      cells.emplace_back(what);
-      cells.emplace_back(r.in.device_ns * ms);
-      cells.emplace_back(std::string(detail::to_string(r.v.bound)));
-      cells.emplace_back(r.in.dram_pct);
-      cells.emplace_back(r.in.sm_pct);
-      cells.emplace_back(r.in.tensor_pct);
-      cells.emplace_back(r.v.intensity);
-      cells.emplace_back(r.v.flops_per_s * 1e-12);
-      cells.emplace_back(c.known() ? Cell(r.v.attainable_ns * ms) : Cell{});
-      cells.emplace_back(c.known() ? Cell(r.v.saving_ns * ms) : Cell{});
-      cells.emplace_back(c.known() && device_ns
-                             ? Cell(100.0 * r.v.saving_ns / static_cast<double>(device_ns))
-                             : Cell{});
-      t.row(std::move(cells));
-    }
-  };
-  table("verdicts", "Fix first: operators by the device time they would save at the GPU's ceilings",
-        false, by_op);
-  table("kernel_verdicts", "What bounds each kernel (by signature and operator)", true, by_kernel);
+  return out;
+}
+
+PASTA_FUNC void OpCounters::verdict_table(Report& out, const char* name, const char* title,
+                                          bool kernels, const VerdictRows& rows,
+                                          const detail::Ceilings& c, std::uint64_t device_ns) {
+  std::vector<std::string> columns{"rank"};
+  if (kernels) columns.emplace_back("kernel");
+  columns.emplace_back("operator");
+  const std::size_t first = columns.size();
+  for (const auto& col : detail::verdict_columns) columns.emplace_back(col.name);
+  auto& t = out.table(name, title, columns);
+  for (std::size_t i = 0; i < std::size(detail::verdict_columns); ++i)
+    t.precision(first + i, detail::verdict_columns[i].digits);
+  std::uint64_t rank = 0;
+  for (const VerdictRow& r : rows) {
+    std::vector<Cell> cells{++rank};
+    const auto tab = r.what.find('\t');
+    if (kernels) cells.emplace_back(r.what.substr(0, tab));
+    cells.emplace_back(kernels ? r.what.substr(tab + 1) : r.what);
+    for (const auto& col : detail::verdict_columns)
+      cells.push_back(col.cell(r, c.known(), static_cast<double>(device_ns)));
+    t.row(std::move(cells));
+  }
 }
 
 PASTA_FUNC void OpCounters::on(const KernelComplete& e) {

@@ -61,29 +61,33 @@ struct Blame {
   std::vector<std::string> changed;            // kernels whose machine code differs
 };
 
-// Each stall is charged at the loads it waits for (a memory dependency) or
-// at its own instruction (any other reason), and from there to the targets
-// that instruction accessed, in proportion to their accesses. `code` is each
-// kernel's machine-code hash in the instrumented run: a kernel whose hash
-// differs from the sampled run's is left out.
-//
-// A stall waiting on loads that share a scoreboard waits for the slowest.
-// Which one that is shows in the stalls that wait for one load only: the
-// samples per access they charge each target (its rate). A shared wait
-// splits by the mean rate of what each load reads; with no such evidence,
-// over the loads whose registers it reads, else evenly.
-inline Blame join(const std::vector<SampledKernel>& sampled, const AccessesAt& accesses,
-                  const std::map<std::string, std::string, std::less<>>& code) {
-  Blame out;
+// One sampled stall, with the instructions it is charged at (the loads a
+// memory dependency waits for, else its own) and the loads whose registers
+// it reads.
+struct Stall {
+  std::string_view kernel;
+  std::vector<std::uint64_t> at, reads;
+  double samples;
+  bool dependency;
+};
+// Samples per access each target was charged by stalls that wait for one
+// load only: target -> (samples, accesses).
+using Evidence = std::map<std::uint32_t, std::pair<double, double>>;
+
+inline const Accesses* accesses_at(const AccessesAt& accesses, std::string_view kernel,
+                                   std::uint64_t pc) {
+  const auto it = accesses.find({kernel, pc});
+  return it == accesses.end() ? nullptr : it->second;
+}
+
+// The sampled stalls that can be charged; the others go to `out` as
+// unattributed, by why (or its `changed` kernels).
+inline std::vector<Stall> chargeable(const std::vector<SampledKernel>& sampled,
+                                     const AccessesAt& accesses,
+                                     const std::map<std::string, std::string, std::less<>>& code,
+                                     Blame& out) {
   std::set<std::string_view> ran;
   for (const auto& [at, targets] : accesses) ran.insert(at.first);
-  // Each stall, with the instructions it is charged at.
-  struct Stall {
-    std::string_view kernel;
-    std::vector<std::uint64_t> at, reads;
-    double samples;
-    bool dependency;
-  };
   std::vector<Stall> stalls;
   for (const SampledKernel& k : sampled) {
     const auto here = code.find(k.name);
@@ -104,14 +108,14 @@ inline Blame join(const std::vector<SampledKernel>& sampled, const AccessesAt& a
               {*ran_it, dependency ? pc.waits_for : std::vector{pc.pc}, pc.reads, n, dependency});
       }
   }
-  auto accesses_at = [&](std::string_view kernel, std::uint64_t p) {
-    const auto it = accesses.find({kernel, p});
-    return it == accesses.end() ? nullptr : it->second;
-  };
-  std::map<std::uint32_t, std::pair<double, double>> evidence;  // target -> samples, accesses
+  return stalls;
+}
+
+inline Evidence single_load_evidence(const std::vector<Stall>& stalls, const AccessesAt& accesses) {
+  Evidence evidence;
   for (const Stall& st : stalls) {
     if (!st.dependency || st.at.size() != 1) continue;
-    if (const auto* targets = accesses_at(st.kernel, st.at.front())) {
+    if (const auto* targets = accesses_at(accesses, st.kernel, st.at.front())) {
       std::uint64_t sum = 0;
       for (const auto& [k, c] : *targets) sum += c;
       for (const auto& [k, c] : *targets) {
@@ -120,6 +124,15 @@ inline Blame join(const std::vector<SampledKernel>& sampled, const AccessesAt& a
       }
     }
   }
+  return evidence;
+}
+
+// How much of a stall each of its instructions takes, as weights: one takes
+// it all; a shared wait splits by the mean rate of what each load reads (the
+// evidence), else over the loads whose registers it reads, else evenly.
+inline std::vector<double> weights(const Stall& st, const AccessesAt& accesses,
+                                   const Evidence& evidence) {
+  if (st.at.size() == 1) return {1.0};
   auto rate = [&](const Accesses& targets) {
     double r = 0, sum = 0;
     for (const auto& [k, c] : targets) {
@@ -129,25 +142,42 @@ inline Blame join(const std::vector<SampledKernel>& sampled, const AccessesAt& a
     }
     return sum > 0 ? r / sum : 0.0;
   };
+  std::vector<double> weight(st.at.size(), 0.0);
+  bool any = false;
+  for (std::size_t i = 0; i < st.at.size(); ++i)
+    if (const auto* targets = accesses_at(accesses, st.kernel, st.at[i]))
+      any = (weight[i] = rate(*targets)) != 0 || any;
+  if (!any)
+    for (std::size_t i = 0; i < st.at.size(); ++i)
+      weight[i] =
+          st.reads.empty() || std::count(st.reads.begin(), st.reads.end(), st.at[i]) ? 1.0 : 0.0;
+  return weight;
+}
+
+// Each stall is charged at the loads it waits for (a memory dependency) or
+// at its own instruction (any other reason), and from there to the targets
+// that instruction accessed, in proportion to their accesses. `code` is each
+// kernel's machine-code hash in the instrumented run: a kernel whose hash
+// differs from the sampled run's is left out.
+//
+// A stall waiting on loads that share a scoreboard waits for the slowest.
+// Which one that is shows in the stalls that wait for one load only: the
+// samples per access they charge each target (its rate). A shared wait
+// splits by the mean rate of what each load reads; with no such evidence,
+// over the loads whose registers it reads, else evenly.
+inline Blame join(const std::vector<SampledKernel>& sampled, const AccessesAt& accesses,
+                  const std::map<std::string, std::string, std::less<>>& code) {
+  Blame out;
+  const std::vector<Stall> stalls = chargeable(sampled, accesses, code, out);
+  const Evidence evidence = single_load_evidence(stalls, accesses);
   for (const Stall& st : stalls) {
-    std::vector<double> weight(st.at.size(), 0.0);
-    double weights = 0;
-    if (st.at.size() > 1) {
-      for (std::size_t i = 0; i < st.at.size(); ++i)
-        if (const auto* targets = accesses_at(st.kernel, st.at[i]))
-          weights += weight[i] = rate(*targets);
-      if (weights == 0)
-        for (std::size_t i = 0; i < st.at.size(); ++i)
-          weights += weight[i] =
-              st.reads.empty() || std::count(st.reads.begin(), st.reads.end(), st.at[i]) ? 1.0
-                                                                                         : 0.0;
-    } else {
-      weight[0] = weights = 1;
-    }
+    const std::vector<double> weight = weights(st, accesses, evidence);
+    double total = 0;
+    for (double w : weight) total += w;
     for (std::size_t i = 0; i < st.at.size(); ++i) {
       if (weight[i] == 0) continue;
-      const double share = st.samples * weight[i] / weights;
-      const auto* targets = accesses_at(st.kernel, st.at[i]);
+      const double share = st.samples * weight[i] / total;
+      const auto* targets = accesses_at(accesses, st.kernel, st.at[i]);
       if (!targets) {
         out.unattributed[st.dependency ? "load made no recorded access (e.g. skipped by a filter)"
                                        : "not at a memory instruction (compute, sync, ...)"] +=

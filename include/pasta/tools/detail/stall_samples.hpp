@@ -44,53 +44,30 @@ struct KernelCode {
 // The hash as the file holds it, to tell whether the two runs ran the same code.
 inline std::string code_hash(std::uint64_t hash) { return fmt::format("{:016x}", hash); }
 
-// Run 1's report: the stalls per instruction (samples per kernel and pc,
-// then reason), with the loads each memory-dependency stall waits for, read
-// from each kernel's code by `disassembler`; and the file for run 2.
+// Run 1's report, instruction by instruction: the stalls per instruction
+// (samples per kernel and pc, then reason), with the loads each
+// memory-dependency stall waits for, read from each kernel's code by the
+// Disassembler; and the file for run 2.
 template <class Disassembler>
-void report_sampled(Report& out, const Disassembler& disassembler, const Samples& samples,
-                    const std::map<std::string, KernelCode>& code_of, std::uint64_t total,
-                    const std::string& output_dir) {
+class SampledReport {
+ public:
   using Instruction = typename Disassembler::Instruction;
-  const std::string tool = disassembler.locate();
-  std::map<NameId, std::uint64_t> by_reason;
-  std::map<std::string, std::vector<Instruction>> disassembled;
-  std::vector<std::string> problems;
-  nlohmann::json functions = nlohmann::json::object();
-  std::uint64_t moved = 0, unmoved = 0;
-  auto& top = out.table("stalls", "Stall samples per instruction",
-                        {"kernel", "pc", "opcode", "reason", "samples", "waits_for"});
-  struct Row {
-    std::string kernel, opcode, reason, waits;
-    std::uint64_t pc, samples;
-  };
-  std::vector<Row> rows;
-  for (const auto& [key, reasons] : samples) {
+
+  SampledReport(const Disassembler& disassembler, const std::map<std::string, KernelCode>& code_of)
+      : tool_(disassembler.locate()), code_of_(code_of) {}
+
+  // One sampled instruction and its samples per reason.
+  void add(const SampleKey& key, const std::map<NameId, std::uint64_t>& reasons) {
     const std::string kernel(name_of(key.function));
-    auto& f = functions[kernel];
-    const auto code = code_of.find(kernel);
+    auto& f = functions_[kernel];
+    const auto code = code_of_.find(kernel);
     if (!f.contains("code")) {
-      f["code"] = code == code_of.end() ? "" : code_hash(code->second.hash);
+      f["code"] = code == code_of_.end() ? "" : code_hash(code->second.hash);
       f["pcs"] = nlohmann::json::array();
-    }
-    // Every sampled kernel is read once: its memory-dependency stalls move to
-    // their loads, and its loads no access patch sees are named for run 2.
-    const std::vector<Instruction>* instructions = nullptr;
-    if (code != code_of.end() && !code->second.bytes.empty() && !tool.empty()) {
-      auto [it, fresh] = disassembled.try_emplace(kernel);
-      if (fresh) {
-        std::string why;
-        it->second = Disassembler::disassemble(code->second.bytes, code->second.arch, tool, why);
-        if (!why.empty()) problems.push_back(fmt::format("{}: {}", kernel, why));
-        // Loads the access run will not see: run 2 names these kernels.
-        if constexpr (requires { Disassembler::unseen_loads(it->second); })
-          if (const std::size_t n = Disassembler::unseen_loads(it->second)) f["unseen_loads"] = n;
-      }
-      instructions = &it->second;
     }
     typename Disassembler::Waits waits;
     std::string opcode;
-    if (instructions) {
+    if (const auto* instructions = read(kernel, f)) {
       waits = Disassembler::waits_for(*instructions, key.pc);
       if (const auto* i = Disassembler::at(*instructions, key.pc)) opcode = i->opcode;
     }
@@ -99,49 +76,101 @@ void report_sampled(Report& out, const Disassembler& disassembler, const Samples
                       {"waits_for", waits.all},
                       {"reads", waits.reads}};
     if (!opcode.empty()) pc["opcode"] = opcode;
+    std::string list;
+    for (std::uint64_t w : waits.all) list += fmt::format("{}0x{:x}", list.empty() ? "" : " ", w);
     for (const auto& [r, n] : reasons) {
       pc["reasons"][std::string(name_of(r))] = n;
-      by_reason[r] += n;
-      if (memory_dependency(name_of(r))) (waits.all.empty() ? unmoved : moved) += n;
-      std::string list;
-      for (std::uint64_t w : waits.all) list += fmt::format("{}0x{:x}", list.empty() ? "" : " ", w);
-      rows.push_back({kernel, opcode, std::string(name_of(r)), list, key.pc, n});
+      by_reason_[r] += n;
+      if (memory_dependency(name_of(r))) (waits.all.empty() ? unmoved_ : moved_) += n;
+      rows_.push_back({kernel, opcode, std::string(name_of(r)), list, key.pc, n});
     }
     f["pcs"].push_back(std::move(pc));
   }
-  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
-    return a.samples != b.samples ? a.samples > b.samples : a.pc < b.pc;
-  });
-  for (const Row& r : rows)
-    top.row(short_kernel_name(demangle(r.kernel)), fmt::format("0x{:x}", r.pc), r.opcode, r.reason,
-            r.samples, r.waits);
-  auto& reasons = out.table("reasons", "Stall samples per reason", {"reason", "samples", "share"});
-  std::vector<std::pair<NameId, std::uint64_t>> order(by_reason.begin(), by_reason.end());
-  std::sort(order.begin(), order.end(), [](auto& a, auto& b) { return a.second > b.second; });
-  for (const auto& [r, n] : order)
-    reasons.row(std::string(name_of(r)), n, total ? double(n) / total : 0.0);
-  out.summary("stall samples", total);
-  out.summary("memory-dependency samples moved to their load", moved);
-  if (unmoved)
-    out.note(fmt::format(
-        "{} memory-dependency samples stay at the stalled instruction: {}", unmoved,
-        tool.empty() ? Disassembler::not_found
-                     : "no load feeding them was found in the SASS, or the kernel's code was "
-                       "not seen loading"));
-  for (const auto& p : problems) out.note(p);
 
-  nlohmann::json doc{{"schema", schema},
-                     {"version", schema_version},
-                     {"samples", total},
-                     {"nvdisasm", tool},
-                     {"functions", std::move(functions)}};
-  const std::string path = join_path(output_dir, samples_file);
-  std::string why = make_dirs(output_dir);
-  if (why.empty()) why = write_file(path, doc.dump(1));
-  if (why.empty())
-    out.attach(path);
-  else
-    out.mark_partial(fmt::format("{} not written: {}", samples_file, why));
+  // The tables, the summary, and stall_samples.json in `output_dir`.
+  void write(Report& out, std::uint64_t total, const std::string& output_dir) {
+    auto& top = out.table("stalls", "Stall samples per instruction",
+                          {"kernel", "pc", "opcode", "reason", "samples", "waits_for"});
+    std::sort(rows_.begin(), rows_.end(), [](const Row& a, const Row& b) {
+      return a.samples != b.samples ? a.samples > b.samples : a.pc < b.pc;
+    });
+    for (const Row& r : rows_)
+      top.row(short_kernel_name(demangle(r.kernel)), fmt::format("0x{:x}", r.pc), r.opcode,
+              r.reason, r.samples, r.waits);
+    auto& reasons =
+        out.table("reasons", "Stall samples per reason", {"reason", "samples", "share"});
+    std::vector<std::pair<NameId, std::uint64_t>> order(by_reason_.begin(), by_reason_.end());
+    std::sort(order.begin(), order.end(), [](auto& a, auto& b) { return a.second > b.second; });
+    for (const auto& [r, n] : order)
+      reasons.row(std::string(name_of(r)), n, total ? double(n) / total : 0.0);
+    out.summary("stall samples", total);
+    out.summary("memory-dependency samples moved to their load", moved_);
+    if (unmoved_)
+      out.note(fmt::format(
+          "{} memory-dependency samples stay at the stalled instruction: {}", unmoved_,
+          tool_.empty() ? Disassembler::not_found
+                        : "no load feeding them was found in the SASS, or the kernel's code was "
+                          "not seen loading"));
+    for (const auto& p : problems_) out.note(p);
+    write_file_for_run_2(out, total, output_dir);
+  }
+
+ private:
+  struct Row {
+    std::string kernel, opcode, reason, waits;
+    std::uint64_t pc, samples;
+  };
+
+  // Every sampled kernel is read once: its memory-dependency stalls move to
+  // their loads, and its loads no access patch sees are named for run 2
+  // (in its entry `f`). Nothing when its code or the disassembler is missing.
+  const std::vector<Instruction>* read(const std::string& kernel, nlohmann::json& f) {
+    const auto code = code_of_.find(kernel);
+    if (code == code_of_.end() || code->second.bytes.empty() || tool_.empty()) return nullptr;
+    auto [it, fresh] = disassembled_.try_emplace(kernel);
+    if (fresh) {
+      std::string why;
+      it->second = Disassembler::disassemble(code->second.bytes, code->second.arch, tool_, why);
+      if (!why.empty()) problems_.push_back(fmt::format("{}: {}", kernel, why));
+      // Loads the access run will not see: run 2 names these kernels.
+      if constexpr (requires { Disassembler::unseen_loads(it->second); })
+        if (const std::size_t n = Disassembler::unseen_loads(it->second)) f["unseen_loads"] = n;
+    }
+    return &it->second;
+  }
+
+  void write_file_for_run_2(Report& out, std::uint64_t total, const std::string& output_dir) {
+    nlohmann::json doc{{"schema", schema},
+                       {"version", schema_version},
+                       {"samples", total},
+                       {"nvdisasm", tool_},
+                       {"functions", std::move(functions_)}};
+    const std::string path = join_path(output_dir, samples_file);
+    std::string why = make_dirs(output_dir);
+    if (why.empty()) why = write_file(path, doc.dump(1));
+    if (why.empty())
+      out.attach(path);
+    else
+      out.mark_partial(fmt::format("{} not written: {}", samples_file, why));
+  }
+
+  const std::string tool_;
+  const std::map<std::string, KernelCode>& code_of_;
+  std::map<NameId, std::uint64_t> by_reason_;
+  std::map<std::string, std::vector<Instruction>> disassembled_;
+  std::vector<std::string> problems_;
+  nlohmann::json functions_ = nlohmann::json::object();
+  std::uint64_t moved_ = 0, unmoved_ = 0;
+  std::vector<Row> rows_;
+};
+
+template <class Disassembler>
+void report_sampled(Report& out, const Disassembler& disassembler, const Samples& samples,
+                    const std::map<std::string, KernelCode>& code_of, std::uint64_t total,
+                    const std::string& output_dir) {
+  SampledReport<Disassembler> report(disassembler, code_of);
+  for (const auto& [key, reasons] : samples) report.add(key, reasons);
+  report.write(out, total, output_dir);
 }
 
 // Why the file at `path`, whose text is `text` (empty: unreadable) and

@@ -86,6 +86,11 @@ class AccessBuffers {
   std::mutex table_mutex_;                       // guards live_, table_version_
   std::map<std::uint64_t, std::uint64_t> live_;  // base -> bytes of each live allocation
   std::uint64_t table_version_ = 0;
+  // prepare()'s parts: the allocation table on the device up to date; the
+  // counters and the buffers the launch's mode writes, cleared, in `p`.
+  void update_table(ContextState& c, Sanitizer_StreamHandle stream);
+  void prepare_counts(ContextState& c, Sanitizer_StreamHandle stream, AccessMode mode,
+                      std::uint64_t trace_buffer_bytes, device::Params& p);
   void prepare_pcs(ContextState& c, const Sanitizer_LaunchData& d, device::Params& p,
                    const AccessRegions& regions, std::uint64_t trace_buffer_bytes);
   // Slots of the largest count table PASTA_TRACE_BUFFER's bytes allow (a power of two).
@@ -138,61 +143,13 @@ struct RegionBlock {
 // launch_mutex_ held.
 inline bool AccessBuffers::prepare(ContextState& c, const Sanitizer_LaunchData& d, AccessMode mode,
                                    std::uint64_t trace_buffer_bytes, const AccessRegions* regions) {
-  using device::AllocRange;
   const CUcontext ctx = c.ctx;
-  // Only the snapshot is taken under table_mutex_: a driver call made while
-  // holding it can run a stream-ordered allocation's callback on this very
-  // thread, which takes table_mutex_ again (seen as a hang on the H100).
-  bool changed = false;
-  {
-    std::lock_guard lock(table_mutex_);
-    if (c.table_version != table_version_) {
-      changed = true;
-      c.host_ranges.clear();
-      std::uint64_t slot = 0;
-      for (const auto& [base, bytes] : live_) {
-        c.host_ranges.push_back(AllocRange{base, base + bytes, slot});
-        slot += (bytes + (1ull << page_shift_) - 1) >> page_shift_;
-      }
-      c.slot_count = slot + device::catch_all_slots;
-      c.table_version = table_version_;
-    }
-  }
-  if (changed) {
-    try {
-      c.ranges.reserve(ctx, c.host_ranges.size() * sizeof(AllocRange), "the allocation table");
-      if (!c.host_ranges.empty())
-        check(sanitizer_api().sanitizerMemcpyHostToDeviceAsync(
-                  c.ranges.get(), c.host_ranges.data(), c.host_ranges.size() * sizeof(AllocRange),
-                  d.hStream),
-              "copying the allocation table");
-    } catch (...) {
-      c.table_version = ~0ull;  // the device does not hold it
-      throw;
-    }
-  }
+  update_table(c, d.hStream);
   device::Params p{};
-  p.ranges = c.ranges.get<const AllocRange>();
+  p.ranges = c.ranges.get<const device::AllocRange>();
   p.range_count = static_cast<std::uint32_t>(c.host_ranges.size());
   p.page_shift = static_cast<std::uint32_t>(page_shift_);
-  if (c.counters.reserve(ctx, 2 * sizeof(unsigned long long), "counters"))
-    check(sanitizer_api().sanitizerMemset(c.counters.get(), 0, c.counters.bytes(), d.hStream),
-          "clearing counters");
-  if (mode == AccessMode::histogram) {
-    const std::size_t bytes = c.slot_count * sizeof(device::Slot);
-    if (c.slots.reserve(ctx, bytes, "page counters"))
-      check(sanitizer_api().sanitizerMemset(c.slots.get(), 0, c.slots.bytes(), d.hStream),
-            "clearing page counters");
-    c.bins.reserve(ctx, c.slot_count * sizeof(device::Bin), "compacted counters");
-    p.slots = c.slots.get<device::Slot>();
-    p.slot_count = c.slot_count;
-  }
-  if (mode == AccessMode::trace) {
-    c.records.reserve(ctx, trace_buffer_bytes, "the access trace buffer");
-    p.records = c.records.get<device::TraceRecord>();
-    p.capacity = c.records.bytes() / sizeof(device::TraceRecord);
-    p.record_count = c.counters.get<unsigned long long>();
-  }
+  prepare_counts(c, d.hStream, mode, trace_buffer_bytes, p);
   std::uint64_t pc = 0, size = 0;
   const bool located =
       d.functionName && sanitizer_api().sanitizerGetFunctionPcAndSize(d.module, d.functionName, &pc,
@@ -219,6 +176,60 @@ inline bool AccessBuffers::prepare(ContextState& c, const Sanitizer_LaunchData& 
                                                        c.params.get()),
         "setting the launch's callback data");
   return true;
+}
+
+inline void AccessBuffers::update_table(ContextState& c, Sanitizer_StreamHandle stream) {
+  using device::AllocRange;
+  // Only the snapshot is taken under table_mutex_: a driver call made while
+  // holding it can run a stream-ordered allocation's callback on this very
+  // thread, which takes table_mutex_ again (seen as a hang on the H100).
+  {
+    std::lock_guard lock(table_mutex_);
+    if (c.table_version == table_version_) return;
+    c.host_ranges.clear();
+    std::uint64_t slot = 0;
+    for (const auto& [base, bytes] : live_) {
+      c.host_ranges.push_back(AllocRange{base, base + bytes, slot});
+      slot += (bytes + (1ull << page_shift_) - 1) >> page_shift_;
+    }
+    c.slot_count = slot + device::catch_all_slots;
+    c.table_version = table_version_;
+  }
+  try {
+    c.ranges.reserve(c.ctx, c.host_ranges.size() * sizeof(AllocRange), "the allocation table");
+    if (!c.host_ranges.empty())
+      check(sanitizer_api().sanitizerMemcpyHostToDeviceAsync(
+                c.ranges.get(), c.host_ranges.data(), c.host_ranges.size() * sizeof(AllocRange),
+                stream),
+            "copying the allocation table");
+  } catch (...) {
+    c.table_version = ~0ull;  // the device does not hold it
+    throw;
+  }
+}
+
+inline void AccessBuffers::prepare_counts(ContextState& c, Sanitizer_StreamHandle stream,
+                                          AccessMode mode, std::uint64_t trace_buffer_bytes,
+                                          device::Params& p) {
+  const CUcontext ctx = c.ctx;
+  if (c.counters.reserve(ctx, 2 * sizeof(unsigned long long), "counters"))
+    check(sanitizer_api().sanitizerMemset(c.counters.get(), 0, c.counters.bytes(), stream),
+          "clearing counters");
+  if (mode == AccessMode::histogram) {
+    const std::size_t bytes = c.slot_count * sizeof(device::Slot);
+    if (c.slots.reserve(ctx, bytes, "page counters"))
+      check(sanitizer_api().sanitizerMemset(c.slots.get(), 0, c.slots.bytes(), stream),
+            "clearing page counters");
+    c.bins.reserve(ctx, c.slot_count * sizeof(device::Bin), "compacted counters");
+    p.slots = c.slots.get<device::Slot>();
+    p.slot_count = c.slot_count;
+  }
+  if (mode == AccessMode::trace) {
+    c.records.reserve(ctx, trace_buffer_bytes, "the access trace buffer");
+    p.records = c.records.get<device::TraceRecord>();
+    p.capacity = c.records.bytes() / sizeof(device::TraceRecord);
+    p.record_count = c.counters.get<unsigned long long>();
+  }
 }
 
 // The regions (copied when they changed), the count table and its
