@@ -1869,6 +1869,7 @@ def matrix_launches(how, argv, out):
         counts = ncu_launches(argv, os.path.join(out, "ncu"))
         return counts if counts is SKIP else sum(counts.values())
     if how == "torch.profiler":
+        os.makedirs(out, exist_ok=True)
         path = os.path.join(out, "torch_profiler_kernels.json")
         run([argv[0], COUNT_KERNELS, path, *argv[1:]])
         return counted_kernels(path)
