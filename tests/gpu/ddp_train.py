@@ -16,8 +16,8 @@ end; "kernel_names": how many of each name), the independent count the test
 compares pasta's per-rank report with.
 torch.profiler and pasta's CUPTI cannot share a process: count in a run of
 its own. --trace DIR also writes each rank's torch.profiler trace (Chrome JSON) to
-DIR/rank<R>.trace.json; --slow-rank R makes rank R spin its GPU about MS ms after each forward,
-so that it arrives last at every all-reduce of the backward.
+DIR/rank<R>.trace.json; --slow-rank R makes rank R spin its GPU about MS ms after each forward (every rank then waits
+for its GPU), so that it arrives last at the backward's first all-reduce, MS ms late.
 """
 import argparse
 import contextlib
@@ -88,6 +88,8 @@ def main():
             loss = loss_of(ddp)
             if rank == args.slow_rank:  # about 2e6 cycles a ms at an H200's clock
                 torch.cuda._sleep(int(args.slow_ms * 2e6))
+            if args.slow_rank >= 0:  # the spin delays the backward's launches too: how late the
+                torch.cuda.synchronize()  # rank comes then does not hang on a profiler's cost
             loss.backward()
             opt.step()
         torch.cuda.synchronize()
@@ -95,12 +97,13 @@ def main():
     out = {"rank": rank, "world_size": dist.get_world_size(), "pid": os.getpid(),
            "checksum": checksum, "loss": loss.item(), "model": args.model}
     if prof is not None:
-        names = kernel_names(prof)
-        out["kernels"] = sum(names.values())
-        out["kernel_names"] = dict(names)
+        keep = None
         if args.trace:  # the whole export: its ts count from its baseTimeNanoseconds
             os.makedirs(args.trace, exist_ok=True)
-            prof.export_chrome_trace(os.path.join(args.trace, f"rank{rank}.trace.json"))
+            keep = os.path.join(args.trace, f"rank{rank}.trace.json")
+        names = kernel_names(prof, keep)
+        out["kernels"] = sum(names.values())
+        out["kernel_names"] = dict(names)
     print(json.dumps(out), flush=True)
     if args.results:
         os.makedirs(args.results, exist_ok=True)

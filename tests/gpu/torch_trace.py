@@ -7,10 +7,12 @@ import os
 import tempfile
 
 
-def kernel_names(prof):
-    """{kernel name: launches} of a finished torch.profiler run, from its raw trace."""
+def kernel_names(prof, keep=None):
+    """{kernel name: launches} of a finished torch.profiler run, from its raw trace; the trace
+    is written to `keep` where given (torch.profiler exports a run's trace once)."""
     with tempfile.TemporaryDirectory() as d:
-        prof.export_chrome_trace(os.path.join(d, "trace.json"))
-        with open(os.path.join(d, "trace.json")) as f:
+        path = keep or os.path.join(d, "trace.json")
+        prof.export_chrome_trace(path)
+        with open(path) as f:
             events = json.load(f)["traceEvents"]
     return collections.Counter(e["name"] for e in events if e.get("cat") == "kernel")
