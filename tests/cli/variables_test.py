@@ -33,16 +33,20 @@ import library  # noqa: E402
 
 def launcher():
     """The launcher's modules (share/pasta/launcher/), asking this build's pasta-trace."""
-    os.environ["PASTA_TRACE_TOOL"] = TRACE_TOOL
-    os.environ["PASTA_BUILD_DIR"] = BUILD
+    os.environ.update(WHERE)
     from launcher import run, where
     return run, where
 
 
+WHERE = {"PASTA_TRACE_TOOL": TRACE_TOOL, "PASTA_BUILD_DIR": BUILD}  # this build's parts
+
+
 def clean_env():
-    """This environment without pasta's variables and any launcher's rank."""
+    """This environment without pasta's variables and any launcher's rank, but with where this
+    build's parts are (a source tree's own build/ may be another, older one)."""
     ranks = library.rank_variable_names(TRACE_TOOL)
-    return {k: v for k, v in os.environ.items() if not k.startswith("PASTA_") and k not in ranks}
+    return {**{k: v for k, v in os.environ.items() if not k.startswith("PASTA_") and
+               k not in ranks}, **WHERE}
 
 
 def child_dir(out_pattern, env):
