@@ -1363,13 +1363,14 @@ def case_torch_syncs(build, out):
                     {k: n for k, n in records.items() if k != ("event", 0)}) and ok
         # CUDA makes one event synchronisation a step inside another call of this script: the
         # records show it, the callbacks (the program's own calls) cannot (docs/benchmarks.md).
-        # Over the whole run the records also hold the few CUDA makes at start-up, their
-        # number CUDA's own.
+        # Exactly one a step in steps 2-3; over the whole run one a step from the second on
+        # at least (an H200 run, PyTorch 2.11: 5 in 6 steps, the first step made none), with
+        # whatever CUDA makes at start-up, its number CUDA's own.
         extra = records[("event", 0)] - calls[("event", 0)]
-        steps = 2 if window else 6
+        steps = 2 if window else 6 - 1
         ok = expect(f"{what}: event synchronisations without a stream, records "
                     f"{records[('event', 0)]} less callbacks {calls[('event', 0)]}: one a step "
-                    f"({steps})" + ("" if window else " and those of start-up"),
+                    + ("(2)" if window else f"after the first ({steps}) at least"),
                     extra == steps if window else extra >= steps, True) and ok
         # Steps 2-3 of the 6 hold a third of the script's calls, but the final synchronisation.
         share = (lambda n: n * 2 // 6) if window else (lambda n: n)
