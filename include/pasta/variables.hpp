@@ -14,12 +14,14 @@
 #include <pasta/device/settings.hpp>
 #include <pasta/nv/cupti/settings.hpp>
 #include <pasta/nv/sanitizer/settings.hpp>
+#include <pasta/torch/settings.hpp>
 
 namespace pasta {
 
 // The settings every handler brings, and a Config that holds them all.
 using HandlerSettings =
-    TypeList<nv::CuptiSettings, nv::SanitizerSettings, device::AnnotationSettings>;
+    TypeList<nv::CuptiSettings, nv::SanitizerSettings, device::AnnotationSettings,
+             torch::AtenSettings>;
 using ConfigWithAll = typename detail::config_with<HandlerSettings>::type;
 
 // f(table) for each table: pasta's own, then each handler's, in that order.

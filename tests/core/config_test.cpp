@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <type_traits>
 
 #include <pasta/core/config.hpp>
 #include <pasta/core/detail/profiler_setup.hpp>
@@ -57,6 +58,28 @@ TEST_CASE("valid values override the code's configuration") {
   CHECK(cfg.page_bytes == 2u << 20);
   CHECK(cfg.trace_file == "run.pasta");
   CHECK(cfg.launch_callbacks);
+}
+
+TEST_CASE("torch::Aten's variables set its own settings, which pasta's Config does not hold") {
+  static_assert(!std::is_base_of_v<torch::AtenSettings, Config>);
+  ConfigWith<torch::AtenSettings> cfg;
+  FakeEnv env{{{"PASTA_MODULES", "0"},
+               {"PASTA_SOURCE_LINES", "off"},
+               {"PASTA_OP_INPUTS", "1"},
+               {"PASTA_SOURCE_SKIP", "site-packages"},
+               {"PASTA_COMPILED_KERNELS", "no"}}};
+  CHECK(apply_env(cfg, env).empty());
+  CHECK_FALSE(cfg.modules);
+  CHECK_FALSE(cfg.source_lines);
+  CHECK(cfg.op_inputs);
+  CHECK(cfg.source_skip == "site-packages");
+  CHECK_FALSE(cfg.compiled_kernels);
+  // Its defaults where nothing is set.
+  ConfigWith<torch::AtenSettings> fresh;
+  CHECK(apply_env(fresh, FakeEnv{}).empty());
+  CHECK(fresh.modules);
+  CHECK(fresh.source_lines);
+  CHECK_FALSE(fresh.op_inputs);
 }
 
 TEST_CASE("each bad value gives one line naming the variable and what it accepts") {

@@ -173,7 +173,7 @@ TEST_CASE("Aten: operators on several threads keep their own nesting") {
 
 TEST_CASE("Aten: with PASTA_OP_INPUTS, operators carry their input shapes and dtypes") {
   test::TempDir dir;
-  Config cfg = test::quiet(dir);
+  Prof::config_type cfg = test::quiet(dir);  // Config + torch::AtenSettings
   cfg.op_inputs = true;
   Prof prof(cfg);
   {

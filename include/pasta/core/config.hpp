@@ -20,10 +20,6 @@
 #include <pasta/core/detail/variables.hpp>
 #include <pasta/core/process_identity.hpp>
 #include <pasta/core/type_list.hpp>
-// The one handler whose settings core still holds: torch::Aten takes them from
-// Config (torch/aten.hpp). They become its own, as nv::Cupti's are, once it
-// takes ConfigFor's (Config, settings) pair.
-#include <pasta/torch/settings.hpp>
 
 namespace pasta {
 
@@ -35,8 +31,8 @@ inline constexpr unsigned all = text | json | csv;
 enum class PrintTo : std::uint8_t { stderr_, stdout_, none };
 
 // Settings of pasta as a whole: what every pipeline reads, whatever its
-// handler. (torch::AtenSettings: see the include above.)
-struct Config : torch::AtenSettings {
+// handler.
+struct Config {
   // PASTA_OUTPUT_DIR: where reports go. In a job (a rank variable, or under
   // `pasta run`) each process writes into a place of its own below it
   // (ProcessIdentity::dir_name), unless the name holds placeholders (%p pid,
@@ -193,7 +189,6 @@ inline constexpr detail::Variable<Config> config_table[] = {
 template <class F>
 constexpr void for_each_variable_table(F&& f) {
   f(config_table);
-  f(torch::aten_variables);
 }
 
 // A part that brings settings of its own (a handler) names them `using
@@ -262,7 +257,7 @@ std::vector<std::string> apply_own_env(ConfigWith<Own...>& cfg, Getenv&& getenv)
 
 // Every variable's name of pasta's own tables, in order.
 inline constexpr auto config_variables = [] {
-  std::array<std::string_view, std::size(config_table) + std::size(torch::aten_variables)> names{};
+  std::array<std::string_view, std::size(config_table)> names{};
   std::size_t n = 0;
   for_each_variable_table([&](const auto& table) {
     for (const auto& row : table) names[n++] = row.name;

@@ -55,6 +55,7 @@
 #include <pasta/torch/detail/inductor_bridge.hpp>
 #include <pasta/torch/detail/module_tracker.hpp>
 #include <pasta/torch/detail/tensor_text.hpp>
+#include <pasta/torch/settings.hpp>
 
 namespace pasta::torch {
 
@@ -74,14 +75,16 @@ class Aten {
     pasta::detail::SelfTime op_start, op_end, memory;
   };
 
-  explicit Aten(const Config& cfg)
-      : inputs_(cfg.op_inputs),
+  using settings = AtenSettings;  // ConfigFor<Aten> holds them (torch/settings.hpp)
+
+  explicit Aten(const Config& cfg, const AtenSettings& own = {})
+      : inputs_(own.op_inputs),
         verbose_(cfg.verbose),
         self_time_(cfg.self_time),
-        compiled_kernels_(cfg.compiled_kernels),
-        modules_(cfg.modules),
-        source_lines_(cfg.source_lines),
-        source_skip_(skip_list(cfg.source_skip)) {}
+        compiled_kernels_(own.compiled_kernels),
+        modules_(own.modules),
+        source_lines_(own.source_lines),
+        source_skip_(skip_list(own.source_skip)) {}
   ~Aten() { stop(); }
   Aten(const Aten&) = delete;
   Aten& operator=(const Aten&) = delete;

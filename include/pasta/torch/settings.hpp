@@ -1,5 +1,5 @@
-// What torch::Aten can be told, in code (a field Config inherits) or by a
-// PASTA_* variable. No PyTorch here: core/config.hpp includes it.
+// What torch::Aten can be told, in code (ConfigFor<torch::Aten>'s fields) or by
+// a PASTA_* variable. No PyTorch here: pasta/variables.hpp includes it.
 #pragma once
 
 #include <string>
@@ -23,6 +23,7 @@ struct AtenSettings {
   std::string source_skip;
 };
 
+namespace detail::aten_rows {
 inline constexpr pasta::detail::Variable<AtenSettings> aten_variables[] = {
     pasta::detail::var::flag<&AtenSettings::op_inputs>("PASTA_OP_INPUTS"),
     pasta::detail::var::flag<&AtenSettings::compiled_kernels>("PASTA_COMPILED_KERNELS"),
@@ -31,5 +32,10 @@ inline constexpr pasta::detail::Variable<AtenSettings> aten_variables[] = {
     pasta::detail::var::text<&AtenSettings::source_skip>(
         "PASTA_SOURCE_SKIP", "comma-separated path fragments, e.g. site-packages"),
 };
+inline const bool entered = pasta::detail::enter_known_variables(aten_variables);
+}  // namespace detail::aten_rows
+
+using detail::aten_rows::aten_variables;
+constexpr const auto& variables_of(const AtenSettings*) { return aten_variables; }
 
 }  // namespace pasta::torch
