@@ -75,6 +75,12 @@ class ModuleSummary {
   // named, from its name ("a.b.c" -> "a.b").
   NameId parent_of(NameId module) const;
   std::unordered_map<NameId, Totals> totals() const;
+  // report()'s parts: the modules depth first, and its three tables.
+  std::vector<NameId> tree_order(const std::unordered_map<NameId, Totals>& total) const;
+  void modules_table(Report& out, const std::vector<NameId>& order,
+                     const std::unordered_map<NameId, Totals>& total) const;
+  void kernels_table(Report& out, const std::vector<NameId>& order) const;
+  void lines_table(Report& out) const;
   void copy(std::uint64_t op, std::uint64_t d);
 
   detail::OpTable<Instance> table_;

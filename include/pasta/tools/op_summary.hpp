@@ -89,6 +89,11 @@ class OpSummary {
   void report(Report& out) const;  // tools/detail/op_summary_impl.hpp
 
  private:
+  // report()'s tables.
+  void operators_table(Report& out, const std::vector<std::uint32_t>& order) const;
+  void unattributed_table(Report& out) const;
+  void compiled_table(Report& out) const;
+  void inputs_table(Report& out) const;
   struct Instance {
     std::uint64_t id = 0, parent = 0;
     NameId name{}, inputs{}, source{};

@@ -259,7 +259,11 @@ class BasicStallBlame {
     std::uint32_t views_begin = 0, views_end = 0;  // its operators' views in launch_views_
   };
 
+  using Blamed = decltype(pasta::detail::stall::Blame::blamed);
   void report_blame(Report& out) const;
+  Table blame_tables(Report& out, const Blamed& blamed, double total) const;
+  void write_forest(Report& out, const pasta::detail::BlameNode& forest, const Table& all,
+                    double total) const;
   static void report_unseen_loads(Report& out,
                                   const std::vector<pasta::detail::stall::SampledKernel>& sampled);
   void write_accesses(Report& out) const;
@@ -304,6 +308,33 @@ void BasicStallBlame<Disassembler>::write_accesses(Report& out) const {
     out.mark_partial("the accesses per instruction were not written: " + why);
 }
 
+// Rows of `order` (largest first) in t: the first `shown`, each its leading
+// cells (`cells(key)`), samples and share of `total`, then one row that sums
+// the rest ("(N more)", then `blanks` empty cells).
+template <class Order, class Cells>
+void ranked_rows(Table& t, const Order& order, std::size_t shown, double total, std::size_t blanks,
+                 Cells&& cells) {
+  const auto share = [&](double n) { return total > 0 ? n / total : 0.0; };
+  double beyond = 0;
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const auto& [key, n] = order[i];
+    if (i >= shown) {
+      beyond += n;
+      continue;
+    }
+    std::vector<Cell> row = cells(key);
+    row.emplace_back(n);
+    row.emplace_back(share(n));
+    t.row(std::move(row));
+  }
+  if (order.size() <= shown) return;
+  std::vector<Cell> row{fmt::format("({} more)", order.size() - shown)};
+  for (std::size_t i = 0; i < blanks; ++i) row.emplace_back(std::string());
+  row.emplace_back(beyond);
+  row.emplace_back(share(beyond));
+  t.row(std::move(row));
+}
+
 // Run 2: run 1's stalls charged to the tensors their loads read.
 template <StallDisassembler Disassembler>
 void BasicStallBlame<Disassembler>::report_blame(Report& out) const {
@@ -328,99 +359,82 @@ void BasicStallBlame<Disassembler>::report_blame(Report& out) const {
   for (const auto& [kernel, c] : code_) code[kernel] = pasta::detail::stall::code_hash(c.hash);
   const double total = doc.value("samples", 0.0);
   const auto sampled = pasta::detail::stall::sampled_kernels(doc["functions"]);
-  const auto [blamed, unattributed, changed] = pasta::detail::stall::join(sampled, at_pc, code);
-
-  std::map<AccessKey, double> per_target_op;
-  double blamed_total = 0;
-  for (const auto& [key, n] : blamed) {
-    per_target_op[key.first] += n;
-    blamed_total += n;
+  const auto blame = pasta::detail::stall::join(sampled, at_pc, code);
+  const Table all = blame_tables(out, blame.blamed, total);
+  auto& rest = out.table("unattributed", "Stall samples not blamed on a tensor",
+                         {"why", "stall_samples", "share"});
+  rest.precision(1, 1).precision(2, 4);
+  for (const auto& [why, n] : blame.unattributed) rest.row(why, n, total > 0 ? n / total : 0.0);
+  report_unseen_loads(out, sampled);
+  if (!blame.changed.empty()) {
+    auto& t = out.table("code_changed", "Kernels whose machine code differs between the runs",
+                        {"kernel"});
+    for (const auto& k : blame.changed) t.row(k);
+    out.note(fmt::format(
+        "{} kernels ran different machine code in the two runs (a JIT, autotuning or a changed "
+        "build): their stalls are not blamed",
+        blame.changed.size()));
   }
-  pasta::detail::BlameNode forest = pasta::detail::stall::blame_forest(blamed, targets_);
+  double blamed_total = 0;
+  for (const auto& [key, n] : blame.blamed) blamed_total += n;
+  out.summary("stall samples (sampled run)", total);
+  out.summary("blamed on tensors", blamed_total);
+  out.summary("blamed share", total > 0 ? blamed_total / total : 0.0);
+  pasta::detail::BlameNode forest = pasta::detail::stall::blame_forest(blame.blamed, targets_);
   // Readable at model scale: the forest keeps each node's largest children.
   pasta::detail::stall::prune(forest, forest_children, forest_min_share * total);
-  auto share = [&](double n) { return total > 0 ? n / total : 0.0; };
+  write_forest(out, forest, all, total);
+}
+
+// The blame tables: per tensor and operator, per operator, per kernel (the
+// largest rows, the rest summed in one); returns every (tensor, operator)
+// row, for stall_blame.blame_all.csv.
+template <StallDisassembler Disassembler>
+Table BasicStallBlame<Disassembler>::blame_tables(Report& out, const Blamed& blamed,
+                                                  double total) const {
   using pasta::detail::LiveOps;
   using pasta::detail::stall::largest_first;
-  // Tables show the largest rows and sum the rest in one row; every row is
-  // in stall_blame.blame_all.csv.
-  auto rest_row = [&](Table& t, std::size_t more, double n, std::size_t blanks) {
-    std::vector<Cell> row{fmt::format("({} more)", more)};
-    for (std::size_t i = 0; i < blanks; ++i) row.emplace_back(std::string());
-    row.emplace_back(n);
-    row.emplace_back(share(n));
-    t.row(std::move(row));
-  };
+  std::map<AccessKey, double> per_target_op;
+  for (const auto& [key, n] : blamed) per_target_op[key.first] += n;
   const auto order = largest_first(per_target_op);
-  Table all("blame_all", "Stall samples blamed on tensors",
-            {"tensor", "operator", "stall_samples", "share"});
-  auto& table = out.table("blame", "Stall samples blamed on tensors",
-                          {"tensor", "operator", "stall_samples", "share"});
+  const std::vector<std::string> columns{"tensor", "operator", "stall_samples", "share"};
+  Table all("blame_all", "Stall samples blamed on tensors", columns);
+  for (const auto& [k, n] : order)
+    all.row(targets_.label(k.target), LiveOps::label(k.op), n, total > 0 ? n / total : 0.0);
+  auto& table = out.table("blame", "Stall samples blamed on tensors", columns);
   table.precision(2, 1).precision(3, 4);
-  double beyond = 0;
-  for (std::size_t i = 0; i < order.size(); ++i) {
-    const auto& [k, n] = order[i];
-    all.row(targets_.label(k.target), LiveOps::label(k.op), n, share(n));
-    if (i < table_rows)
-      table.row(targets_.label(k.target), LiveOps::label(k.op), n, share(n));
-    else
-      beyond += n;
-  }
-  if (order.size() > table_rows) rest_row(table, order.size() - table_rows, beyond, 1);
+  ranked_rows(table, order, table_rows, total, 1, [&](const AccessKey& k) {
+    return std::vector<Cell>{targets_.label(k.target), LiveOps::label(k.op)};
+  });
   // Operators grouped: every tensor an operator's loads waited for.
-  std::map<NameId, std::pair<double, std::size_t>> per_op;
+  std::map<NameId, double> op_samples;
+  std::map<NameId, std::size_t> op_tensors;
   for (const auto& [k, n] : per_target_op) {
-    per_op[k.op].first += n;
-    ++per_op[k.op].second;
+    op_samples[k.op] += n;
+    ++op_tensors[k.op];
   }
   auto& ops = out.table("blame_operators", "Stall samples blamed on tensors, per operator",
                         {"operator", "tensors", "stall_samples", "share"});
   ops.precision(2, 1).precision(3, 4);
-  std::map<NameId, double> op_samples;
-  for (const auto& [op, x] : per_op) op_samples[op] = x.first;
-  const auto op_order = largest_first(op_samples);
-  beyond = 0;
-  for (std::size_t i = 0; i < op_order.size(); ++i) {
-    if (i < table_rows)
-      ops.row(LiveOps::label(op_order[i].first), per_op[op_order[i].first].second,
-              op_order[i].second, share(op_order[i].second));
-    else
-      beyond += op_order[i].second;
-  }
-  if (op_order.size() > table_rows) rest_row(ops, op_order.size() - table_rows, beyond, 1);
+  ranked_rows(ops, largest_first(op_samples), table_rows, total, 1, [&](NameId op) {
+    return std::vector<Cell>{LiveOps::label(op), op_tensors[op]};
+  });
   auto& kernels = out.table("blame_kernels", "Stall samples blamed on tensors, per kernel",
                             {"tensor", "operator", "kernel", "stall_samples", "share"});
   kernels.precision(3, 1).precision(4, 4);
-  const auto rows = largest_first(blamed);
-  beyond = 0;
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const auto& [k, n] = rows[i];
-    if (i < table_rows)
-      kernels.row(targets_.label(k.first.target), LiveOps::label(k.first.op),
-                  pasta::detail::short_kernel_name(pasta::detail::demangle(k.second)), n, share(n));
-    else
-      beyond += n;
-  }
-  if (rows.size() > table_rows) rest_row(kernels, rows.size() - table_rows, beyond, 2);
+  ranked_rows(kernels, largest_first(blamed), table_rows, total, 2, [&](const auto& k) {
+    return std::vector<Cell>{
+        targets_.label(k.first.target), LiveOps::label(k.first.op),
+        pasta::detail::short_kernel_name(pasta::detail::demangle(k.second))};
+  });
   out.summary("tensor and operator pairs blamed", order.size());
-  auto& rest = out.table("unattributed", "Stall samples not blamed on a tensor",
-                         {"why", "stall_samples", "share"});
-  rest.precision(1, 1).precision(2, 4);
-  for (const auto& [why, n] : unattributed) rest.row(why, n, share(n));
-  report_unseen_loads(out, sampled);
-  if (!changed.empty()) {
-    auto& t = out.table("code_changed", "Kernels whose machine code differs between the runs",
-                        {"kernel"});
-    for (const auto& k : changed) t.row(k);
-    out.note(fmt::format(
-        "{} kernels ran different machine code in the two runs (a JIT, autotuning or a changed "
-        "build): their stalls are not blamed",
-        changed.size()));
-  }
-  out.summary("stall samples (sampled run)", total);
-  out.summary("blamed on tensors", blamed_total);
-  out.summary("blamed share", share(blamed_total));
+  return all;
+}
 
+// The forest (DOT and SVG) and every blame row (CSV) beside the reports.
+template <StallDisassembler Disassembler>
+void BasicStallBlame<Disassembler>::write_forest(Report& out, const pasta::detail::BlameNode& forest,
+                                                 const Table& all, double total) const {
   const std::string dot = pasta::detail::join_path(output_dir_, "stall_blame.forest.dot");
   const std::string svg = pasta::detail::join_path(output_dir_, "stall_blame.forest.svg");
   const std::string csv = pasta::detail::join_path(output_dir_, "stall_blame.blame_all.csv");

@@ -8,6 +8,11 @@
 #include <pasta/tools/module_summary.hpp>
 
 namespace pasta::detail {
+inline double share_pct(std::uint64_t part, std::uint64_t whole) {
+  return whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+inline constexpr double ms_per_ns = 1e-6;
+
 // The key of the largest value in `m` (the smallest key on ties); {} if empty.
 template <class Map>
 typename Map::key_type top_key(const Map& m) {
@@ -144,11 +149,8 @@ PASTA_FUNC std::uint64_t ModuleSummary::device_total_ns(std::string_view module)
 }
 
 PASTA_FUNC void ModuleSummary::report(Report& out) const {
+  const auto pct = detail::share_pct;
   const auto total = totals();
-  const double ms = 1e-6;
-  auto pct = [](std::uint64_t part, std::uint64_t whole) {
-    return whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
-  };
   std::uint64_t calls = 0;
   for (const auto& [id, s] : modules_) calls += s.calls;
   out.summary("modules", total.size());
@@ -158,7 +160,7 @@ PASTA_FUNC void ModuleSummary::report(Report& out) const {
   out.summary("operator calls with a source line (%)", pct(ops_with_line_, ops_));
   out.summary("kernels", kernels_seen_);
   out.summary("kernels in a module (%)", pct(kernels_in_module_, kernels_seen_));
-  out.summary("device time (ms)", device_ns_ * ms);
+  out.summary("device time (ms)", device_ns_ * detail::ms_per_ns);
   if (total.empty()) {
     // No module at all: the tables would hold one "(no module)" row; they stay empty.
     out.table("modules", "Modules by device time", {"module"});
@@ -170,8 +172,15 @@ PASTA_FUNC void ModuleSummary::report(Report& out) const {
           "with PASTA_MODULES on (the log says why when they are not)");
     return;
   }
+  const std::vector<NameId> order = tree_order(total);
+  modules_table(out, order, total);
+  kernels_table(out, order);
+  lines_table(out);
+}
 
-  // The tree, depth first: roots and then each module's children by total device time.
+// The tree, depth first: roots and then each module's children by total device time.
+PASTA_FUNC std::vector<NameId> ModuleSummary::tree_order(
+    const std::unordered_map<NameId, Totals>& total) const {
   std::unordered_map<NameId, std::vector<NameId>> children;
   std::vector<NameId> roots;
   for (const auto& [id, t] : total) {
@@ -193,7 +202,13 @@ PASTA_FUNC void ModuleSummary::report(Report& out) const {
   };
   std::sort(roots.begin(), roots.end(), by_time);
   for (NameId r : roots) visit(r);
+  return order;
+}
 
+PASTA_FUNC void ModuleSummary::modules_table(Report& out, const std::vector<NameId>& order,
+                                             const std::unordered_map<NameId, Totals>& total) const {
+  const auto pct = detail::share_pct;
+  constexpr double ms = detail::ms_per_ns;
   auto& t = out.table("modules", "Modules by device time (self: the module's own operators)",
                       {"module", "class", "parent", "depth", "calls", "ops", "launches_self",
                        "launches_total", "device_self_ms", "device_total_ms", "device_total_pct",
@@ -222,7 +237,9 @@ PASTA_FUNC void ModuleSummary::report(Report& out) const {
           s.device_ns * ms, pct(s.device_ns, device_ns_), s.forward_ns * ms, s.backward_ns * ms,
           s.copies, Cell{}, s.alloc_bytes, s.peak_bytes, "", s.device_ns, s.device_ns);
   }
+}
 
+PASTA_FUNC void ModuleSummary::kernels_table(Report& out, const std::vector<NameId>& order) const {
   auto& k = out.table("module_kernels", "Kernels each module launched itself",
                       {"module", "kernel", "launches", "device_ms", "device_ns"});
   k.precision(3, 3);
@@ -239,9 +256,11 @@ PASTA_FUNC void ModuleSummary::report(Report& out) const {
     });
     for (const auto& [kernel, ks] : rows)
       k.row(m ? std::string(name_of(m)) : std::string(no_module), std::string(name_of(kernel)),
-            ks.launches, ks.device_ns * ms, ks.device_ns);
+            ks.launches, ks.device_ns * detail::ms_per_ns, ks.device_ns);
   }
+}
 
+PASTA_FUNC void ModuleSummary::lines_table(Report& out) const {
   std::vector<std::pair<NameId, const LineStats*>> lines;
   for (const auto& [id, l] : lines_) lines.emplace_back(id, &l);
   std::sort(lines.begin(), lines.end(), [](const auto& a, const auto& b) {
@@ -256,8 +275,8 @@ PASTA_FUNC void ModuleSummary::report(Report& out) const {
   std::uint64_t rank = 0;
   for (const auto& [id, ls] : lines) {
     const NameId module = detail::top_key(ls->module_ns);
-    l.row(++rank, std::string(name_of(id)), ls->device_ns * ms, pct(ls->device_ns, device_ns_),
-          ls->launches, ls->calls,
+    l.row(++rank, std::string(name_of(id)), ls->device_ns * detail::ms_per_ns,
+          detail::share_pct(ls->device_ns, device_ns_), ls->launches, ls->calls,
           ls->op_ns.empty() ? "" : std::string(name_of(detail::top_key(ls->op_ns))),
           ls->module_ns.empty() ? "" : std::string(module ? name_of(module) : no_module));
   }

@@ -41,7 +41,17 @@ PASTA_FUNC void OpSummary::report(Report& out) const {
         "charged to each in equal shares, 1/N of its device time, as self and total time; its "
         "launching call, named after the kernel, and that call's callers get the whole time in "
         "device_total_ms only");
+  operators_table(out, order);
+  unattributed_table(out);
+  compiled_table(out);
+  inputs_table(out);
+}
 
+// Operators by device time, each with the line of the program whose calls of
+// it took the most.
+PASTA_FUNC void OpSummary::operators_table(Report& out,
+                                           const std::vector<std::uint32_t>& order) const {
+  const double ms = 1e-6;
   // Per operator, the line of the program whose calls of it took the most device time.
   std::unordered_map<std::uint32_t, std::pair<std::uint64_t, std::uint32_t>> top_line;
   for (const auto& [key, ns] : lines_) {
@@ -73,7 +83,9 @@ PASTA_FUNC void OpSummary::report(Report& out) const {
     ops.row(Cell{}, "(operator record evicted)", Cell{}, evicted_.kernels, evicted_.copies,
             evicted_.device_self_ns * ms, evicted_.device_self_ns * ms, Cell{}, Cell{},
             pct(evicted_.device_self_ns), Cell{}, Cell{}, Cell{});
+}
 
+PASTA_FUNC void OpSummary::unattributed_table(Report& out) const {
   std::vector<std::pair<NameId, KernelStats>> kernels(unattributed_.begin(), unattributed_.end());
   std::sort(kernels.begin(), kernels.end(), [](const auto& a, const auto& b) {
     if (a.second.device_ns != b.second.device_ns) return a.second.device_ns > b.second.device_ns;
@@ -85,27 +97,30 @@ PASTA_FUNC void OpSummary::report(Report& out) const {
   outside.precision(2, 3);
   for (const auto& [k, s] : kernels)
     outside.row(pasta::detail::short_kernel_name(pasta::detail::demangle(name_of(k))), s.launches,
-                s.device_ns * ms);
+                s.device_ns * 1e-6);
+}
 
-  if (!compiled_.empty()) {
-    std::vector<std::size_t> by_time(compiled_.size());
-    for (std::size_t i = 0; i < by_time.size(); ++i) by_time[i] = i;
-    std::stable_sort(by_time.begin(), by_time.end(), [&](std::size_t a, std::size_t b) {
-      return compiled_[a].device_ns > compiled_[b].device_ns;
-    });
-    auto& ck =
-        out.table("compiled_kernels", "Compiled kernels and the operators their compiler fused",
-                  {"kernel", "source", "attribution", "operators", "launches", "kernels",
-                   "device_ms", "graph"});
-    ck.precision(6, 3);
-    for (std::size_t i : by_time) {
-      const CompiledStats& c = compiled_[i];
-      ck.row(std::string(name_of(c.kernel)), std::string(name_of(c.source)),
-             c.ops.empty() ? "unattributed" : "fused by compiler", std::string(name_of(c.fused)),
-             c.launches, c.kernels, c.device_ns * ms, std::string(name_of(c.graph)));
-    }
+PASTA_FUNC void OpSummary::compiled_table(Report& out) const {
+  if (compiled_.empty()) return;
+  std::vector<std::size_t> by_time(compiled_.size());
+  for (std::size_t i = 0; i < by_time.size(); ++i) by_time[i] = i;
+  std::stable_sort(by_time.begin(), by_time.end(), [&](std::size_t a, std::size_t b) {
+    return compiled_[a].device_ns > compiled_[b].device_ns;
+  });
+  auto& ck =
+      out.table("compiled_kernels", "Compiled kernels and the operators their compiler fused",
+                {"kernel", "source", "attribution", "operators", "launches", "kernels",
+                 "device_ms", "graph"});
+  ck.precision(6, 3);
+  for (std::size_t i : by_time) {
+    const CompiledStats& c = compiled_[i];
+    ck.row(std::string(name_of(c.kernel)), std::string(name_of(c.source)),
+           c.ops.empty() ? "unattributed" : "fused by compiler", std::string(name_of(c.fused)),
+           c.launches, c.kernels, c.device_ns * 1e-6, std::string(name_of(c.graph)));
   }
+}
 
+PASTA_FUNC void OpSummary::inputs_table(Report& out) const {
   if (inputs_.empty()) return;
   std::vector<std::pair<std::uint64_t, InputStats>> shapes(inputs_.begin(), inputs_.end());
   std::sort(shapes.begin(), shapes.end(), [](const auto& a, const auto& b) {
@@ -120,7 +135,7 @@ PASTA_FUNC void OpSummary::report(Report& out) const {
   for (const auto& [key, s] : shapes)
     in.row(std::string(name_of(NameId{static_cast<std::uint32_t>(key >> 32)})),
            std::string(name_of(NameId{static_cast<std::uint32_t>(key)})), s.calls,
-           s.device_self_ns * ms);
+           s.device_self_ns * 1e-6);
 }
 
 PASTA_FUNC void OpSummary::on(const OpBegin& e) {
