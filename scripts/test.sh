@@ -14,6 +14,8 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
   -DCMAKE_CUDA_FLAGS_RELWITHDEBINFO="-O1 -Xcompiler=-g1 -DNDEBUG" "$@"
 cmake --build "$build" --parallel "$(nproc)"
+# Where the build goes: its ten slowest steps (a step not built again keeps its last time).
+python3 "$root/scripts/slowest-units.py" "$build" || true
 cd "$build"
 ctest --no-tests=error --output-on-failure --parallel "$(nproc)" -LE gpu
 # The GPU tests run where a GPU is; where none is, each skips, and ctest (which counts a skip
