@@ -145,6 +145,12 @@ class Rocprofiler {
   template <class Sink>
   void configure();
   template <class Sink>
+  void list_agents();
+  template <class Sink>
+  void trace_callbacks();
+  template <class Sink>
+  void trace_records();
+  template <class Sink>
   static void on_callback(rocprofiler_callback_tracing_record_t record,
                           rocprofiler_user_data_t* user_data, void* self);
   template <class Sink>
@@ -233,22 +239,59 @@ void Rocprofiler::start(Sink& sink) {
   }
 }
 
+namespace detail {
+// What a sink's tools consume, as the rocprofiler-sdk services that deliver it.
+template <class Sink>
+struct Wanted {
+  static constexpr bool completions = Sink::template wants<KernelComplete>();
+  static constexpr bool launches = Sink::template wants<KernelLaunch>();
+  static constexpr bool copies = Sink::template wants<Memcpy>();
+  static constexpr bool sets = Sink::template wants<Memset>();
+  static constexpr bool memory =
+      Sink::template wants<MemAlloc>() || Sink::template wants<MemFree>();
+  static constexpr bool syncs = Sink::template wants<Synchronize>();
+  static constexpr bool modules = Sink::template wants<ModuleLoad>();
+  static constexpr bool scopes =
+      Sink::template wants<ScopeBegin>() || Sink::template wants<ScopeEnd>();
+  static constexpr bool ops = (completions || launches || copies) &&
+                              (Sink::template wants<OpBegin>() || Sink::template wants<OpEnd>());
+  static constexpr bool hip_api = memory || sets || syncs;
+};
+}  // namespace detail
+
 // Runs inside rocprofiler's tool initialisation, the only place where
 // contexts may be created.
 template <class Sink>
 void Rocprofiler::configure() {
-  constexpr bool completions = Sink::template wants<KernelComplete>();
-  constexpr bool launches = Sink::template wants<KernelLaunch>();
-  constexpr bool copies = Sink::template wants<Memcpy>();
-  constexpr bool sets = Sink::template wants<Memset>();
-  constexpr bool memory = Sink::template wants<MemAlloc>() || Sink::template wants<MemFree>();
-  constexpr bool syncs = Sink::template wants<Synchronize>();
-  constexpr bool modules = Sink::template wants<ModuleLoad>();
-  constexpr bool scopes = Sink::template wants<ScopeBegin>() || Sink::template wants<ScopeEnd>();
-  constexpr bool ops = (completions || launches || copies) &&
-                       (Sink::template wants<OpBegin>() || Sink::template wants<OpEnd>());
+  using W = detail::Wanted<Sink>;
+  list_agents<Sink>();  // first: every record names its device by agent
+  if (!check(rocprofiler_create_context(&context_), "creating a context")) {
+    error_ = "rocprofiler-sdk gave pasta no context; pasta records nothing";
+    current() = nullptr;
+    return;
+  }
+  trace_callbacks<Sink>();
+  trace_records<Sink>();
+  if (!check(rocprofiler_start_context(context_), "starting the context")) {
+    error_ = "rocprofiler-sdk did not start pasta's context; pasta records nothing";
+    current() = nullptr;
+    return;
+  }
+  if (W::ops && op_tags_) pasta::detail::op_correlator().store(&op_hooks, std::memory_order_release);
+  // Host events (scopes) share rocprofiler's clock, so timelines line up.
+  pasta::detail::set_clock(&clock);
+  active_ = true;
+  if (verbose_)
+    pasta::detail::log(fmt::format(
+        "rocprofiler handler: dispatch records {}, launch callbacks {}, copies {}, HIP API "
+        "callbacks {}, ROCTx {}",
+        W::completions ? "on" : "off", W::launches ? "on" : "off", W::copies ? "on" : "off",
+        W::hip_api ? "on" : "off", W::scopes ? "on" : "off"));
+}
 
-  // Agents first: every record names its device by agent.
+// The agents (CPUs and GPUs), and each GPU's DeviceInfo where a tool wants it.
+template <class Sink>
+void Rocprofiler::list_agents() {
   auto on_agents = [](rocprofiler_agent_version_t, const void** list, std::size_t n,
                       void* self_ptr) {
     auto& self = *static_cast<Rocprofiler*>(self_ptr);
@@ -273,12 +316,13 @@ void Rocprofiler::configure() {
   check(rocprofiler_query_available_agents(ROCPROFILER_AGENT_INFO_VERSION_0, on_agents,
                                            sizeof(rocprofiler_agent_v0_t), this),
         "listing agents");
+}
 
-  if (!check(rocprofiler_create_context(&context_), "creating a context")) {
-    error_ = "rocprofiler-sdk gave pasta no context; pasta records nothing";
-    current() = nullptr;
-    return;
-  }
+// The callback services: code objects (kernel names), dispatches, the HIP
+// calls the tools want, ROCTx ranges.
+template <class Sink>
+void Rocprofiler::trace_callbacks() {
+  using W = detail::Wanted<Sink>;
   auto trace = [&](rocprofiler_callback_tracing_kind_t kind,
                    std::vector<rocprofiler_tracing_operation_t> ops_list, std::string_view what) {
     check(rocprofiler_configure_callback_tracing_service(
@@ -286,14 +330,14 @@ void Rocprofiler::configure() {
               &on_callback<Sink>, this),
           what);
   };
-  if constexpr (completions || launches || modules)  // kernel names, code objects
+  if constexpr (W::completions || W::launches || W::modules)  // kernel names, code objects
     trace(ROCPROFILER_CALLBACK_TRACING_CODE_OBJECT, {}, "code-object callbacks");
-  if constexpr (launches)
+  if constexpr (W::launches)
     trace(ROCPROFILER_CALLBACK_TRACING_KERNEL_DISPATCH, {ROCPROFILER_KERNEL_DISPATCH_ENQUEUE},
           "dispatch callbacks");
-  if constexpr (memory || sets || syncs) {
+  if constexpr (W::hip_api) {
     std::vector<rocprofiler_tracing_operation_t> hip{ROCPROFILER_HIP_RUNTIME_API_ID_hipSetDevice};
-    if (memory)
+    if (W::memory)
       hip.insert(hip.end(), {ROCPROFILER_HIP_RUNTIME_API_ID_hipMalloc,
                              ROCPROFILER_HIP_RUNTIME_API_ID_hipMallocManaged,
                              ROCPROFILER_HIP_RUNTIME_API_ID_hipHostMalloc,
@@ -303,50 +347,41 @@ void Rocprofiler::configure() {
                              ROCPROFILER_HIP_RUNTIME_API_ID_hipFree,
                              ROCPROFILER_HIP_RUNTIME_API_ID_hipHostFree,
                              ROCPROFILER_HIP_RUNTIME_API_ID_hipFreeAsync});
-    if (sets)
+    if (W::sets)
       hip.insert(hip.end(), {ROCPROFILER_HIP_RUNTIME_API_ID_hipMemset,
                              ROCPROFILER_HIP_RUNTIME_API_ID_hipMemsetAsync});
-    if (syncs)
+    if (W::syncs)
       hip.insert(hip.end(), {ROCPROFILER_HIP_RUNTIME_API_ID_hipDeviceSynchronize,
                              ROCPROFILER_HIP_RUNTIME_API_ID_hipStreamSynchronize,
                              ROCPROFILER_HIP_RUNTIME_API_ID_hipEventSynchronize});
     trace(ROCPROFILER_CALLBACK_TRACING_HIP_RUNTIME_API, std::move(hip), "HIP runtime callbacks");
   }
-  if constexpr (scopes)
+  if constexpr (W::scopes)
     trace(ROCPROFILER_CALLBACK_TRACING_MARKER_CORE_API,
           {ROCPROFILER_MARKER_CORE_API_ID_roctxRangePushA,
            ROCPROFILER_MARKER_CORE_API_ID_roctxRangePop},
           "ROCTx callbacks");
-  if constexpr (completions || copies) {
-    if (check(rocprofiler_create_buffer(context_, buffer_bytes, buffer_bytes / 2,
-                                        ROCPROFILER_BUFFER_POLICY_LOSSLESS, &on_buffer<Sink>, this,
-                                        &buffer_),
-              "creating a record buffer")) {
-      if (completions)
-        check(rocprofiler_configure_buffer_tracing_service(
-                  context_, ROCPROFILER_BUFFER_TRACING_KERNEL_DISPATCH, nullptr, 0, buffer_),
-              "kernel dispatch records");
-      if (copies)
-        check(rocprofiler_configure_buffer_tracing_service(
-                  context_, ROCPROFILER_BUFFER_TRACING_MEMORY_COPY, nullptr, 0, buffer_),
-              "memory copy records");
-    }
+}
+
+// The buffered records: kernel dispatches with device times, memory copies.
+template <class Sink>
+void Rocprofiler::trace_records() {
+  using W = detail::Wanted<Sink>;
+  if constexpr (W::completions || W::copies) {
+    if (!check(rocprofiler_create_buffer(context_, buffer_bytes, buffer_bytes / 2,
+                                         ROCPROFILER_BUFFER_POLICY_LOSSLESS, &on_buffer<Sink>,
+                                         this, &buffer_),
+               "creating a record buffer"))
+      return;
+    if (W::completions)
+      check(rocprofiler_configure_buffer_tracing_service(
+                context_, ROCPROFILER_BUFFER_TRACING_KERNEL_DISPATCH, nullptr, 0, buffer_),
+            "kernel dispatch records");
+    if (W::copies)
+      check(rocprofiler_configure_buffer_tracing_service(
+                context_, ROCPROFILER_BUFFER_TRACING_MEMORY_COPY, nullptr, 0, buffer_),
+            "memory copy records");
   }
-  if (!check(rocprofiler_start_context(context_), "starting the context")) {
-    error_ = "rocprofiler-sdk did not start pasta's context; pasta records nothing";
-    current() = nullptr;
-    return;
-  }
-  if (ops && op_tags_) pasta::detail::op_correlator().store(&op_hooks, std::memory_order_release);
-  // Host events (scopes) share rocprofiler's clock, so timelines line up.
-  pasta::detail::set_clock(&clock);
-  active_ = true;
-  if (verbose_)
-    pasta::detail::log(fmt::format(
-        "rocprofiler handler: dispatch records {}, launch callbacks {}, copies {}, HIP API "
-        "callbacks {}, ROCTx {}",
-        completions ? "on" : "off", launches ? "on" : "off", copies ? "on" : "off",
-        memory || sets || syncs ? "on" : "off", scopes ? "on" : "off"));
 }
 
 inline void Rocprofiler::stop() {
