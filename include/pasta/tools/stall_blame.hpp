@@ -55,6 +55,7 @@
 #include <pasta/tools/detail/live_ops.hpp>
 #include <pasta/tools/detail/stall_forest.hpp>
 #include <pasta/tools/detail/stall_join.hpp>
+#include <pasta/tools/detail/units.hpp>
 #include <pasta/tools/detail/stall_samples.hpp>
 #include <pasta/tools/detail/stall_targets.hpp>
 
@@ -314,7 +315,7 @@ void BasicStallBlame<Disassembler>::write_accesses(Report& out) const {
 template <class Order, class Cells>
 void ranked_rows(Table& t, const Order& order, std::size_t shown, double total, std::size_t blanks,
                  Cells&& cells) {
-  const auto share = [&](double n) { return total > 0 ? n / total : 0.0; };
+  const auto share = [&](double n) { return pasta::detail::share_of(n, total); };
   double beyond = 0;
   for (std::size_t i = 0; i < order.size(); ++i) {
     const auto& [key, n] = order[i];
@@ -364,7 +365,7 @@ void BasicStallBlame<Disassembler>::report_blame(Report& out) const {
   auto& rest = out.table("unattributed", "Stall samples not blamed on a tensor",
                          {"why", "stall_samples", "share"});
   rest.precision(1, 1).precision(2, 4);
-  for (const auto& [why, n] : blame.unattributed) rest.row(why, n, total > 0 ? n / total : 0.0);
+  for (const auto& [why, n] : blame.unattributed) rest.row(why, n, pasta::detail::share_of(n, total));
   report_unseen_loads(out, sampled);
   if (!blame.changed.empty()) {
     auto& t = out.table("code_changed", "Kernels whose machine code differs between the runs",
@@ -379,7 +380,7 @@ void BasicStallBlame<Disassembler>::report_blame(Report& out) const {
   for (const auto& [key, n] : blame.blamed) blamed_total += n;
   out.summary("stall samples (sampled run)", total);
   out.summary("blamed on tensors", blamed_total);
-  out.summary("blamed share", total > 0 ? blamed_total / total : 0.0);
+  out.summary("blamed share", pasta::detail::share_of(blamed_total, total));
   pasta::detail::BlameNode forest = pasta::detail::stall::blame_forest(blame.blamed, targets_);
   // Readable at model scale: the forest keeps each node's largest children.
   pasta::detail::stall::prune(forest, forest_children, forest_min_share * total);
@@ -400,7 +401,7 @@ Table BasicStallBlame<Disassembler>::blame_tables(Report& out, const Blamed& bla
   const std::vector<std::string> columns{"tensor", "operator", "stall_samples", "share"};
   Table all("blame_all", "Stall samples blamed on tensors", columns);
   for (const auto& [k, n] : order)
-    all.row(targets_.label(k.target), LiveOps::label(k.op), n, total > 0 ? n / total : 0.0);
+    all.row(targets_.label(k.target), LiveOps::label(k.op), n, pasta::detail::share_of(n, total));
   auto& table = out.table("blame", "Stall samples blamed on tensors", columns);
   table.precision(2, 1).precision(3, 4);
   ranked_rows(table, order, table_rows, total, 1, [&](const AccessKey& k) {

@@ -7,6 +7,7 @@
 #include <pasta/core/detail/demangle.hpp>
 #include <pasta/core/detail/fmt.hpp>
 
+#include <pasta/tools/detail/units.hpp>
 #include <pasta/tools/kernel_freq.hpp>
 
 namespace pasta::tools {
@@ -45,9 +46,9 @@ PASTA_FUNC void KernelFreq::report(Report& out) const {
     const auto top = std::max_element(s.shapes.begin(), s.shapes.end(),
                                       [](auto& a, auto& b) { return a.second < b.second; });
     const double us = 1e-3;
-    kernels.row(++rank, kernel, s.calls(), s.timed, s.total_ns * 1e-6,
+    kernels.row(++rank, kernel, s.calls(), s.timed, s.total_ns * detail::ms_per_ns,
                 s.timed ? s.total_ns * us / s.timed : 0.0, s.timed ? s.min_ns * us : 0.0,
-                s.max_ns * us, total_ns ? 100.0 * s.total_ns / total_ns : 0.0, s.shapes.size(),
+                s.max_ns * us, detail::share_pct(s.total_ns, total_ns), s.shapes.size(),
                 top == s.shapes.end() ? std::string() : shape_text(top->first), signature);
     for (const auto& [shape, n] : s.shapes)
       shapes.row(kernel, dim_text(shape.grid), dim_text(shape.block), n);

@@ -5,14 +5,10 @@
 #include <algorithm>
 #include <functional>
 
+#include <pasta/tools/detail/units.hpp>
 #include <pasta/tools/module_summary.hpp>
 
 namespace pasta::detail {
-inline double share_pct(std::uint64_t part, std::uint64_t whole) {
-  return whole ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
-}
-inline constexpr double ms_per_ns = 1e-6;
-
 // The key of the largest value in `m` (the smallest key on ties); {} if empty.
 template <class Map>
 typename Map::key_type top_key(const Map& m) {

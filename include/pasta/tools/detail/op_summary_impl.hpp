@@ -3,6 +3,7 @@
 // runtime, so a unit that includes the header parses none of it.
 #pragma once
 
+#include <pasta/tools/detail/units.hpp>
 #include <pasta/tools/op_summary.hpp>
 
 namespace pasta::tools {
@@ -19,12 +20,12 @@ PASTA_FUNC void OpSummary::report(Report& out) const {
   });
   std::uint64_t calls = 0;
   for (std::uint32_t i : order) calls += by_name_[i].calls;
-  const double ms = 1e-6;
+  constexpr double ms = pasta::detail::ms_per_ns;
   out.summary("operators", order.size());
   out.summary("calls", calls);
   out.summary("kernels", kernels_);
   out.summary("kernels attributed to an operator", attributed_);
-  out.summary("kernels attributed (%)", kernels_ ? 100.0 * attributed_ / kernels_ : 0.0);
+  out.summary("kernels attributed (%)", pasta::detail::share_pct(attributed_, kernels_));
   out.summary("kernels outside every operator", unattributed_kernels_);
   out.summary("kernels by attribution: direct operator", direct_);
   out.summary("kernels by attribution: fused by compiler", fused_kernels_);
@@ -51,7 +52,7 @@ PASTA_FUNC void OpSummary::report(Report& out) const {
 // it took the most.
 PASTA_FUNC void OpSummary::operators_table(Report& out,
                                            const std::vector<std::uint32_t>& order) const {
-  const double ms = 1e-6;
+  constexpr double ms = pasta::detail::ms_per_ns;
   // Per operator, the line of the program whose calls of it took the most device time.
   std::unordered_map<std::uint32_t, std::pair<std::uint64_t, std::uint32_t>> top_line;
   for (const auto& [key, ns] : lines_) {
@@ -70,7 +71,7 @@ PASTA_FUNC void OpSummary::operators_table(Report& out,
   for (std::size_t c = 5; c <= 8; ++c) ops.precision(c, 3);
   ops.precision(9, 1);
   ops.precision(11, 3);
-  auto pct = [&](std::uint64_t ns) { return device_ns_ ? 100.0 * ns / device_ns_ : 0.0; };
+  auto pct = [&](std::uint64_t ns) { return pasta::detail::share_pct(ns, device_ns_); };
   std::uint64_t rank = 0;
   for (std::uint32_t i : order) {
     const Stats& s = by_name_[i];
@@ -97,7 +98,7 @@ PASTA_FUNC void OpSummary::unattributed_table(Report& out) const {
   outside.precision(2, 3);
   for (const auto& [k, s] : kernels)
     outside.row(pasta::detail::short_kernel_name(pasta::detail::demangle(name_of(k))), s.launches,
-                s.device_ns * 1e-6);
+                s.device_ns * pasta::detail::ms_per_ns);
 }
 
 PASTA_FUNC void OpSummary::compiled_table(Report& out) const {
@@ -116,7 +117,7 @@ PASTA_FUNC void OpSummary::compiled_table(Report& out) const {
     const CompiledStats& c = compiled_[i];
     ck.row(std::string(name_of(c.kernel)), std::string(name_of(c.source)),
            c.ops.empty() ? "unattributed" : "fused by compiler", std::string(name_of(c.fused)),
-           c.launches, c.kernels, c.device_ns * 1e-6, std::string(name_of(c.graph)));
+           c.launches, c.kernels, c.device_ns * pasta::detail::ms_per_ns, std::string(name_of(c.graph)));
   }
 }
 
@@ -135,7 +136,7 @@ PASTA_FUNC void OpSummary::inputs_table(Report& out) const {
   for (const auto& [key, s] : shapes)
     in.row(std::string(name_of(NameId{static_cast<std::uint32_t>(key >> 32)})),
            std::string(name_of(NameId{static_cast<std::uint32_t>(key)})), s.calls,
-           s.device_self_ns * 1e-6);
+           s.device_self_ns * pasta::detail::ms_per_ns);
 }
 
 PASTA_FUNC void OpSummary::on(const OpBegin& e) {

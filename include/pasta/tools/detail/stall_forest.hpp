@@ -17,6 +17,7 @@
 #include <pasta/tools/detail/live_ops.hpp>
 #include <pasta/tools/detail/stall_join.hpp>
 #include <pasta/tools/detail/stall_targets.hpp>
+#include <pasta/tools/detail/units.hpp>
 
 namespace pasta::detail {
 
@@ -120,7 +121,7 @@ inline std::string forest_dot(const BlameNode& root, double total) {
   int next = 0;
   auto visit = [&](auto& self, const BlameNode& n, int parent) -> void {
     const int id = next++;
-    const double share = total > 0 ? n.samples / total : 0;
+    const double share = share_of(n.samples, total);
     std::string label = n.label;
     for (std::size_t i = 0; (i = label.find('"', i)) != std::string::npos; i += 2)
       label.insert(i, "\\");
@@ -157,7 +158,7 @@ inline std::string forest_svg(const BlameNode& root, double total) {
       const double w = total > 0 ? width * c.samples / total : 0;
       if (w >= 1) {
         const double y = 24 + row * d;
-        const double heat = total > 0 ? c.samples / total : 0;
+        const double heat = share_of(c.samples, total);
         out += fmt::format(
             "<g><title>{} - {:.0f} samples ({:.1f}%)</title><rect x=\"{:.1f}\" y=\"{:.1f}\" "
             "width=\"{:.1f}\" height=\"{:.1f}\" fill=\"hsl(10,{:.0f}%,60%)\" stroke=\"white\"/>",
