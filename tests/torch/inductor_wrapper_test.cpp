@@ -87,6 +87,44 @@ TEST_CASE("Inductor's wrapper module: a definition without its comment block has
   CHECK(k[0].fused.empty());
 }
 
+TEST_CASE("Inductor's wrapper module: the module and frames torch::Aten added to a kernel's comment") {
+  const auto k = inductor_kernels(
+      "# kernel path: /c/ab/cab.py\n"
+      "# Topologically Sorted Source Nodes: [layer_norm], Original ATen: [aten.native_layer_norm]\n"
+      "# Graph fragment:\n"
+      "#   %var_mean : [num_users=2] = call_function[target=torch.ops.aten.var_mean.correction]\n"
+      "# pasta module: root= path=transformer.h.0.ln_1 class=LayerNorm\n"
+      "# pasta frames: /m/gpt2.py:388;/m/gpt2.py:920\n"
+      "triton_per_fused_native_layer_norm_0 = async_compile.triton('triton_per_fused_native_layer_norm_0', '''\n"
+      "'''\n"
+      "# kernel path: /c/cd/ccd.py\n"
+      "# Topologically Sorted Source Nodes: [sum_1], Original ATen: [aten.sum]\n"
+      "# pasta module: root=Net path= class=Net\n"
+      "triton_red_fused_sum_1 = async_compile.triton('triton_red_fused_sum_1', '''\n"
+      "'''\n"
+      "# kernel path: /c/ef/cef.py\n"
+      "# Topologically Sorted Source Nodes: [x], Original ATen: [aten.mul]\n"
+      "triton_poi_fused_mul_2 = async_compile.triton('triton_poi_fused_mul_2', '''\n"
+      "'''\n");
+  REQUIRE(k.size() == 3);
+  CHECK(k[0].fused == std::vector<std::string>{"aten.native_layer_norm"});
+  CHECK(k[0].has_module);
+  CHECK(k[0].module_root.empty());
+  CHECK(k[0].module_path == "transformer.h.0.ln_1");
+  CHECK(k[0].module_class == "LayerNorm");
+  CHECK(k[0].frames == std::vector<std::string>{"/m/gpt2.py:388", "/m/gpt2.py:920"});
+  SUBCASE("a module handed to the compiled code, the nodes in its own forward") {
+    CHECK(k[1].has_module);
+    CHECK(k[1].module_root == "Net");
+    CHECK(k[1].module_path.empty());
+    CHECK(k[1].frames.empty());
+  }
+  SUBCASE("compiled before pasta watched: no module") {
+    CHECK_FALSE(k[2].has_module);
+    CHECK(k[2].frames.empty());
+  }
+}
+
 TEST_CASE("Inductor's names for operators, as operator events spell them") {
   CHECK(operator_event_name("aten.add") == "aten::add");
   CHECK(operator_event_name("aten._softmax") == "aten::_softmax");

@@ -459,13 +459,17 @@ class Aten {
         const std::uint64_t parent = t.open.empty() ? 0 : t.open.back().id;
         Open open{.id = ctx.id};
         if (self->tracking_) {
-          if (!t.open.empty() && !t.open.back().scope) {
-            open.module = t.open.back().module;
-            open.source = t.open.back().source;
-          } else {
-            if (self->modules_) open.module = detail::ModuleTracker::current();
-            if (self->source_lines_) open.source = detail::ModuleTracker::op_source(ctx.name);
+          // The module running the compiled code (or its operator's), and below it
+          // the module of the nodes the kernel fuses, when Inductor's comment names it.
+          const bool inside = !t.open.empty() && !t.open.back().scope;
+          if (self->modules_) {
+            open.module = inside ? t.open.back().module : detail::ModuleTracker::current();
+            if (k.has_module) open.module = compiled_module(open.module, k);
           }
+          if (self->source_lines_)
+            open.source = k.line   ? k.line
+                          : inside ? t.open.back().source
+                                   : detail::ModuleTracker::op_source(ctx.name);
         }
         t.open.push_back(open);
         if (const auto* hooks = pasta::detail::op_correlator().load(std::memory_order_acquire)) {
@@ -492,6 +496,19 @@ class Aten {
       }
     }
     t.launches.push_back(ctx);
+  }
+  // A compiled kernel's module: named whole, or `k.module_path` below `running`.
+  static NameId compiled_module(NameId running, const detail::CompiledKernel& k) {
+    if (k.module) return k.module;
+    if (!k.module_path) return running;
+    if (!running) return k.module_path;
+    thread_local std::unordered_map<std::uint64_t, NameId> below;  // (running, path) -> name
+    const std::uint64_t key = std::uint64_t{running.value} << 32 | k.module_path.value;
+    auto it = below.find(key);
+    if (it == below.end())
+      it = below.emplace(key, intern(fmt::format("{}.{}", name_of(running), name_of(k.module_path))))
+               .first;
+    return it->second;
   }
   static void leave_compiled() {
     ThreadState& t = thread_state();

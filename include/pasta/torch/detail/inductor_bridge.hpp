@@ -4,7 +4,15 @@
 // compiled something), CachingAutotuner.run is wrapped; the wrapper looks the
 // kernel up once (its source hash, and the compiled graph's module that
 // launched it, whose comments list the operators: detail/inductor_wrapper.hpp)
-// and brackets every launch with enter/leave. The Python C API is found with
+// and brackets every launch with enter/leave. Inductor's codegen is watched
+// too (its get_kernel_metadata, which writes each kernel's comment block, is
+// wrapped): the comment gets the nn.Module of the FX nodes the kernel fuses
+// (their nn_module_stack; a backward node's is its forward's,
+// fwd_nn_module_stack) and the frames of the code that made them
+// (stack_trace), so that modules and lines survive compilation. A graph
+// compiled before pasta watched (Inductor's cache filled by a run without
+// it) has no such lines: its kernels go to the module that ran it.
+// The Python C API is found with
 // dlsym (no link dependency): a program without Python, or one that never
 // compiles, pays one check every few operator calls and nothing else.
 #pragma once
@@ -26,6 +34,7 @@
 #include <pasta/core/log.hpp>
 #include <pasta/core/names.hpp>
 #include <pasta/torch/detail/inductor_wrapper.hpp>
+#include <pasta/torch/detail/module_tracker.hpp>
 #include <pasta/torch/detail/python_api.hpp>
 
 namespace pasta::torch::detail {
@@ -33,6 +42,11 @@ namespace pasta::torch::detail {
 // One Triton kernel as Inductor's metadata describes it.
 struct CompiledKernel {
   NameId kernel{}, source{}, fused{}, graph{};  // as FusedKernel's fields
+  // Its nn.Module (InductorKernel's): `module` whole when the compiled code
+  // named its root, else `module_path` below the module running it; `line`:
+  // the program's line that made its nodes. 0 = not known.
+  bool has_module = false;
+  NameId module{}, module_path{}, line{};
 };
 
 class InductorBridge {
@@ -57,8 +71,9 @@ class InductorBridge {
     if (!s.active.exchange(false)) return;
     if (s.verbose && s.installed.load())
       pasta::detail::log(fmt::format(
-          "inductor: {} compiled kernels seen, {} with the operators they fuse, {} launches",
-          s.kernels.size(), s.described.load(), s.launches.load()));
+          "inductor: {} compiled kernels seen, {} with the operators they fuse, {} with their "
+          "nn.Module, {} launches",
+          s.kernels.size(), s.described.load(), s.with_module.load(), s.launches.load()));
   }
 
   // At an operator call: until the wrapper is in, asks the Python main
@@ -81,7 +96,7 @@ class InductorBridge {
   struct State : LazyInstall {
     PythonApi api;
     bool resolved = false, python = false, verbose = false;
-    std::atomic<std::uint64_t> launches{0}, described{0};
+    std::atomic<std::uint64_t> launches{0}, described{0}, with_module{0};
     std::uint64_t logged = 0;  // kernels described in the log (the first 60)
     Enter enter = nullptr;
     Leave leave = nullptr;
@@ -100,8 +115,105 @@ class InductorBridge {
   // imported. describe() returns the kernel's id, negative while the
   // launching module did not name the kernel (tried again next launch).
   static constexpr const char* python_source = R"PY(
-import sys
+import re, sys
+_LOCAL = re.compile(r"L\[['\"]([^'\"]+)['\"]\]")
+_ITEM = re.compile(r"\[['\"]?([^'\"\]]*)['\"]?\]")
+_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+
+def module_parts(fqn):
+    # "L['self'].h.0.ln" or "L['self']._modules['h']['0']" -> ["h", "0", "ln"]; None: no local
+    m = _LOCAL.match(fqn if isinstance(fqn, str) else "")
+    if not m:
+        return None
+    rest = _ITEM.sub(lambda g: "." + g.group(1), fqn[m.end():])
+    return [p for p in rest.split(".") if p and p != "_modules"]
+
+def class_name(cls):
+    return getattr(cls, "__name__", None) or str(cls).rsplit(".", 1)[-1].strip("'>")
+
+def describe_nodes(nodes, comment="#"):
+    """The comment lines of the FX nodes a kernel fuses (in order): their common
+    nn.Module and the frames of the code that made the first of them."""
+    common, root, roots, classes, frames, seen = None, "", set(), {}, "", False
+    for n in nodes:
+        meta = getattr(n, "meta", None) or {}
+        stack = meta.get("nn_module_stack") or meta.get("fwd_nn_module_stack") or {}
+        entries = []
+        for v in stack.values():
+            if isinstance(v, (tuple, list)) and len(v) >= 2:
+                parts = module_parts(v[0])
+                if parts is not None:
+                    entries.append((parts, class_name(v[1])))
+        this_root = ""
+        if entries and not entries[0][0]:  # a module handed to the compiled code: its class
+            this_root = entries[0][1]
+        for parts, cls in entries:
+            classes.setdefault((this_root, tuple(parts)), cls)
+        path = entries[-1][0] if entries else []
+        if stack or meta.get("stack_trace"):
+            seen = True
+        roots.add(this_root)
+        if common is None:
+            common = list(path)
+        else:
+            k = 0
+            while k < len(common) and k < len(path) and common[k] == path[k]:
+                k += 1
+            del common[k:]
+        if not frames and meta.get("stack_trace"):
+            found = _FRAME.findall(meta["stack_trace"])
+            frames = ";".join(f"{f}:{l}" for f, l in reversed(found[-8:]))
+    if not seen:
+        return ""
+    if len(roots) > 1:  # nodes of modules handed in and of the compiled frame's own
+        root, common = "", []
+    else:
+        root = next(iter(roots), "")
+    common = common or []
+    cls = classes.get((root, tuple(common)), root if not common else "")
+    lines = [f"{comment} pasta module: root={root} path={'.'.join(common)} class={cls}"]
+    if frames:
+        lines.append(f"{comment} pasta frames: {frames}")
+    return "\n".join(lines)
+
+def hook_codegen():
+    u = sys.modules.get("torch._inductor.utils")
+    original = getattr(u, "get_kernel_metadata", None)
+    if original is None:
+        return 0
+    if getattr(original, "_pasta", False):
+        return 1
+    origins = getattr(u, "aggregate_origins", None)
+    def pasta_get_kernel_metadata(node_schedule, wrapper, *args, **kwargs):
+        result = original(node_schedule, wrapper, *args, **kwargs)
+        try:
+            if origins is None or not isinstance(result, tuple) or len(result) != 2:
+                return result
+            nodes = [o for o in origins(node_schedule) if getattr(o, "op", "") == "call_function"]
+            graphs = {id(o.graph) for o in nodes}
+            if len(graphs) == 1:
+                graph = nodes[0].graph
+                index = getattr(graph, "_pasta_index", None)
+                if index is None or len(index) != len(graph.nodes):
+                    index = {x: i for i, x in enumerate(graph.nodes)}
+                    graph._pasta_index = index
+                nodes.sort(key=lambda x: index.get(x, 0))
+            extra = describe_nodes(nodes, getattr(wrapper, "comment", "#"))
+            if extra:
+                return result[0], (result[1] + "\n" + extra) if result[1] else extra
+        except Exception:
+            pass
+        return result
+    pasta_get_kernel_metadata._pasta = True
+    pasta_get_kernel_metadata.__wrapped__ = original
+    # Inductor's codegen modules bound the name when they were imported.
+    for name, module in list(sys.modules.items()):
+        if name.startswith("torch._inductor") and getattr(module, "get_kernel_metadata", None) is original:
+            module.get_kernel_metadata = pasta_get_kernel_metadata
+    return 1
+
 def install(enter, leave, describe):
+    hook_codegen()
     th = sys.modules.get("torch._inductor.runtime.triton_heuristics")
     if th is None:
         return 0
@@ -216,16 +328,39 @@ def install(enter, leave, describe):
         if (!fused.empty()) fused += ", ";
         fused += operator_event_name(op);
       }
-    s.kernels.push_back(CompiledKernel{.kernel = intern(name),
-                                       .source = intern(source),
-                                       .fused = fused.empty() ? NameId{} : intern(fused),
-                                       .graph = intern(graph)});
+    CompiledKernel k{.kernel = intern(name),
+                     .source = intern(source),
+                     .fused = fused.empty() ? NameId{} : intern(fused),
+                     .graph = intern(graph)};
+    if (found && found->has_module) {
+      k.has_module = true;
+      if (!found->module_root.empty())
+        k.module = intern(found->module_path.empty()
+                              ? found->module_root
+                              : found->module_root + "." + found->module_path);
+      else if (!found->module_path.empty())
+        k.module_path = intern(found->module_path);
+      for (const std::string& frame : found->frames) {
+        const auto colon = frame.rfind(':');
+        if (colon != std::string::npos && ModuleTracker::program_file(frame.substr(0, colon))) {
+          k.line = intern(frame);
+          break;
+        }
+      }
+      s.with_module.fetch_add(1, std::memory_order_relaxed);
+    }
+    s.kernels.push_back(k);
     const auto id = static_cast<long long>(s.kernels.size());
     if (found && !fused.empty()) s.described.fetch_add(1, std::memory_order_relaxed);
     if (s.verbose && ++s.logged <= 60) {
       if (found)
-        pasta::detail::log(fmt::format("inductor: {} (source {}, by {}) fuses [{}], from {}", name,
-                                       source, how, fused, graph));
+        pasta::detail::log(fmt::format(
+            "inductor: {} (source {}, by {}) fuses [{}]{}, from {}", name, source, how, fused,
+            found->has_module ? fmt::format(" of module {}{}{} at {}", found->module_root,
+                                            found->module_root.empty() ? "" : ".",
+                                            found->module_path, k.line ? name_of(k.line) : "?")
+                              : std::string(" (no module: compiled before pasta watched?)"),
+            graph));
       else
         pasta::detail::log(fmt::format(
             "inductor: {} (source {}) is not defined in the module that launched it ({}; {} "

@@ -1,11 +1,16 @@
 // What Inductor writes about its Triton kernels in a compiled graph's module
 // (the wrapper code TORCH_LOGS=output_code prints), read back: each kernel's
 // name, its source file (whose stem is the source hash) and the operators
-// its comment says it fuses. No PyTorch and no Python here.
+// its comment says it fuses, and the two lines torch::Aten adds there when it
+// watched the compile (detail/inductor_bridge.hpp): the nn.Module of the FX
+// nodes the kernel fuses and the frames of the code that made them. No
+// PyTorch and no Python here.
 //
 //   # kernel path: /tmp/torchinductor_u/ab/cabxyz.py
 //   # Topologically Sorted Source Nodes: [x, y], Original ATen: [aten.add, aten.relu]
 //   ...
+//   # pasta module: root= path=h.0.mlp class=MLP
+//   # pasta frames: /m/model.py:41;/m/model.py:88
 //   triton_poi_fused_add_relu_0 = async_compile.triton('triton_poi_fused_add_relu_0', '''
 #pragma once
 
@@ -21,6 +26,14 @@ struct InductorKernel {
   std::string path;    // the kernel's source file
   std::string source;  // its stem: Inductor's hash of the kernel's source
   std::vector<std::string> fused;  // as Inductor lists them: "aten.add", "aten.relu"
+  // The module of its FX nodes (their common one), as their nn_module_stack
+  // names it. `root`: the class of the module the compiled code was handed
+  // (a function compiled with a model as an argument), empty when that is the
+  // compiled frame's own `self` (then `path` is below the module running it);
+  // `path`: the attributes from there ("h.0.mlp"; empty: that module itself).
+  bool has_module = false;
+  std::string module_root, module_path, module_class;
+  std::vector<std::string> frames;  // "file:line" of the code that made them, innermost first
 };
 
 // "cabxyz" of "/tmp/torchinductor_u/ab/cabxyz.py".
@@ -65,6 +78,34 @@ inline std::vector<std::string> original_aten(std::string_view line) {
   return out;
 }
 
+// "root=M path=h.0.mlp class=MLP" (after "# pasta module: ") into `k`.
+inline void read_module_line(std::string_view text, InductorKernel& k) {
+  k.has_module = true;
+  while (!text.empty()) {
+    const auto space = text.find(' ');
+    const std::string_view field = text.substr(0, space);
+    text.remove_prefix(space == std::string_view::npos ? text.size() : space + 1);
+    const auto eq = field.find('=');
+    if (eq == std::string_view::npos) continue;
+    const std::string_view key = field.substr(0, eq), value = field.substr(eq + 1);
+    if (key == "root") k.module_root = value;
+    if (key == "path") k.module_path = value;
+    if (key == "class") k.module_class = value;
+  }
+}
+
+// "/m/a.py:41;/m/a.py:88" (after "# pasta frames: ").
+inline std::vector<std::string> read_frames(std::string_view text) {
+  std::vector<std::string> out;
+  while (!text.empty()) {
+    const auto semi = text.find(';');
+    if (semi != 0) out.emplace_back(text.substr(0, semi));
+    if (semi == std::string_view::npos) break;
+    text.remove_prefix(semi + 1);
+  }
+  return out;
+}
+
 // Every Triton kernel the module defines, in its order. A kernel's comment
 // block (path, then its operators) comes right before its definition; a
 // definition without one is listed with no path and no operators.
@@ -83,12 +124,17 @@ inline std::vector<InductorKernel> inductor_kernels(std::string_view module) {
     }
     constexpr std::string_view path_key = "# kernel path: ";
     constexpr std::string_view define_key = " = async_compile.triton(";
+    constexpr std::string_view module_key = "# pasta module: ", frames_key = "# pasta frames: ";
     if (line.starts_with(path_key)) {
       pending = {};
       pending.path = std::string(line.substr(path_key.size()));
       pending.source = std::string(source_hash(pending.path));
     } else if (line.starts_with("#") && line.find("Original ATen: [") != std::string_view::npos) {
       if (!pending.path.empty()) pending.fused = original_aten(line);
+    } else if (line.starts_with(module_key)) {
+      if (!pending.path.empty()) read_module_line(line.substr(module_key.size()), pending);
+    } else if (line.starts_with(frames_key)) {
+      if (!pending.path.empty()) pending.frames = read_frames(line.substr(frames_key.size()));
     } else if (const auto d = line.find(define_key);
                d != std::string_view::npos && d > 0 && line.front() != ' ' &&
                line.front() != '#') {

@@ -8,7 +8,8 @@
 // extra call, and a model's own hooks run as before). A module is named by
 // where it sits: its root's class, then the attribute path from there
 // ("GPT2LMHeadModel.transformer.h.3.attn"), looked up once per (parent,
-// module) and remembered.
+// module) and remembered; a torch.compile'd module (OptimizedModule) is
+// named as the module it wraps.
 //
 // Source lines: the innermost frame that is not torch's own code nor
 // Python's standard library (PASTA_SOURCE_SKIP adds path fragments, e.g.
@@ -140,6 +141,16 @@ class ModuleTracker {
     return t.stack.empty() ? NameId{} : t.stack.back().module;
   }
 
+  // Whether the code of file `path` is the program's own, as source lines
+  // count it: not torch's, not the standard library's, not under a
+  // PASTA_SOURCE_SKIP fragment (torch's and the library's folders are known
+  // once modules are followed).
+  static bool program_file(std::string_view path) {
+    State& s = state();
+    std::scoped_lock lock(s.mutex);
+    return user_file(s, path);
+  }
+
   // The source line of operator `op`, called from Python on this thread now.
   static NameId op_source(NameId op) {
     State& s = state();
@@ -242,9 +253,14 @@ def install(start, ret, unwind, configure, exiting):
     import os, sysconfig, atexit
     torch_dir = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(mm.__file__))))
     stdlib = sysconfig.get_paths().get("stdlib") or os.path.dirname(os.__file__)
+    def unwrap(mod):  # a torch.compile'd module is named as the module it wraps
+        inner = getattr(mod, "_orig_mod", None) if type(mod).__name__ == "OptimizedModule" else None
+        return mod if inner is None else inner
     def module_name(parent, mod):
+        mod = unwrap(mod)
         if parent is None:
             return type(mod).__name__
+        parent = unwrap(parent)
         if mod is parent:
             return ""
         for n, m in parent._modules.items():
@@ -480,7 +496,15 @@ def install(start, ret, unwind, configure, exiting):
     if (auto it = s.user_code.find(code); it != s.user_code.end()) return it->second;
     PythonApi& py = s.api;
     PythonApi::Obj file = py.get_attr(code, "co_filename");
-    const std::string_view path = py.text(file);
+    const bool user = user_file(s, py.text(file));
+    if (file) py.decref(file);
+    py.incref(code);  // kept: the cache is keyed by its address
+    s.user_code.emplace(code, user);
+    return user;
+  }
+
+  // Whether the code of file `path` is the program's own (is_user's rule); s.mutex held.
+  static bool user_file(const State& s, std::string_view path) {
     bool user = !path.empty() && !path.starts_with("<");
     if (user && !s.torch_dir.empty() && path.starts_with(s.torch_dir)) user = false;
     if (user && !s.stdlib_dir.empty() && path.starts_with(s.stdlib_dir) &&
@@ -488,9 +512,6 @@ def install(start, ret, unwind, configure, exiting):
       user = false;
     for (const std::string& fragment : s.extra_skip)
       if (user && !fragment.empty() && path.find(fragment) != std::string_view::npos) user = false;
-    if (file) py.decref(file);
-    py.incref(code);  // kept: the cache is keyed by its address
-    s.user_code.emplace(code, user);
     return user;
   }
 

@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""The comment lines torch::Aten adds to a compiled kernel (the nn.Module of the FX nodes it
+fuses, the frames of the code that made them), computed by the Python that
+include/pasta/torch/detail/inductor_bridge.hpp runs inside the program, on the FX graphs
+PyTorch's own AOTAutograd hands a compiler (forward and backward) on CPU. Each module here
+computes with an operator no other module uses, so which module a node belongs to is known
+from its target alone, and the lines are marked in this file.
+
+Exit 0 when every check holds, 1 when one fails, 77 (skipped) without PyTorch 2.x."""
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HERE = os.path.abspath(__file__)
+
+try:
+    import torch
+    from torch import nn
+    from functorch.compile import make_boxed_func
+    from torch._dynamo.backends.common import aot_autograd
+except ImportError as e:
+    print(f"skipped: PyTorch with torch._dynamo is not importable here ({e})")
+    sys.exit(77)
+
+
+def marked_lines():
+    """{"a": 41, ...} from the "# line: NAME" marks in this file."""
+    out = {}
+    with open(HERE) as f:
+        for number, text in enumerate(f, 1):
+            m = re.search(r"# line: (\w+)$", text.rstrip())
+            if m:
+                out[m.group(1)] = number
+    return out
+
+
+class A(nn.Module):
+    def forward(self, x):
+        return torch.sin(x)  # line: a
+
+
+class C(nn.Module):
+    def forward(self, x):
+        return torch.cos(x)  # line: c
+
+
+class B(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c = C()
+
+    def forward(self, x):
+        return self.c(x) * 3.0  # line: b
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = A()
+        self.b = B()
+
+    def forward(self, x):
+        x = self.b(self.a(x))  # line: net
+        return torch.exp(x).sum()  # line: root
+
+
+def step(model, x):
+    return model(x)  # line: step
+
+
+def bridge_namespace():
+    """The Python source inside inductor_bridge.hpp, run as the program would run it."""
+    with open(os.path.join(ROOT, "include", "pasta", "torch", "detail", "inductor_bridge.hpp")) as f:
+        text = f.read()
+    source = text[text.index('R"PY(') + len('R"PY('):text.index(')PY"')]
+    ns = {}
+    exec(compile(source, "inductor_bridge.hpp", "exec"), ns)
+    return ns
+
+
+def graphs_of(fn, *args):
+    """The forward and backward FX graphs AOTAutograd makes of fn (both run eagerly)."""
+    seen = []
+
+    def keep(gm, _inputs):
+        seen.append(gm.graph)
+        return make_boxed_func(gm.forward)
+
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, backend=aot_autograd(fw_compiler=keep, bw_compiler=keep))
+    compiled(*args).backward()
+    return seen
+
+
+def main():
+    ns = bridge_namespace()
+    describe = ns["describe_nodes"]
+    lines = marked_lines()
+    failures = []
+
+    def expect(what, got, want):
+        ok = got == want
+        print(f"{'ok  ' if ok else 'FAIL'} {what}: {got!r}" + ("" if ok else f" (expected {want!r})"))
+        if not ok:
+            failures.append(what)
+
+    expect("module_parts of an attribute path", ns["module_parts"]("L['self'].h.0.ln"),
+           ["h", "0", "ln"])
+    expect("module_parts of a _modules path", ns["module_parts"]("L['self']._modules['h']['0']"),
+           ["h", "0"])
+    expect("module_parts of no local", ns["module_parts"]("self.h"), None)
+
+    # Which module computes with which operator, and the line that calls it.
+    forward = {"aten.sin.default": ("a", "A", "a"), "aten.cos.default": ("b.c", "C", "c"),
+               "aten.mul.Tensor": ("b", "B", "b"), "aten.exp.default": ("", "", "root")}
+    # In the backward graph: d sin = cos (module a), d cos = -sin (module b.c).
+    backward = {"aten.cos.default": ("a", "A", "a"), "aten.sin.default": ("b.c", "C", "c")}
+
+    def fields(text):
+        module = dict(f.split("=", 1) for f in text.splitlines()[0].split(": ", 1)[1].split())
+        frames = text.splitlines()[1].split(": ", 1)[1].split(";") if "\n" in text else []
+        return module, frames
+
+    def check_graph(label, graph, table, root):
+        found = set()
+        for node in graph.nodes:
+            target = str(node.target)
+            if node.op != "call_function" or target not in table:
+                continue
+            path, cls, line = table[target]
+            module, frames = fields(describe([node]))
+            want_root = root if root else ""
+            want_class = cls if path else (root or "")
+            expect(f"{label} {target}: module", (module["root"], module["path"], module["class"]),
+                   (want_root, path, want_class))
+            expect(f"{label} {target}: innermost frame", frames[:1], [f"{HERE}:{lines[line]}"])
+            found.add(target)
+        expect(f"{label}: the operators the model computes with are in the graph", sorted(found),
+               sorted(table))
+
+    x = torch.randn(8, 4, requires_grad=True)
+    model = Net()
+    fw, bw = graphs_of(model, x)
+    check_graph("compiled module, forward", fw, forward, "")
+    check_graph("compiled module, backward", bw, backward, "")
+
+    # Nodes of two modules: their common module; of a module and the compiled frame: that frame.
+    def nodes(graph, target):
+        return [n for n in graph.nodes if str(n.target) == target]
+    both = nodes(fw, "aten.cos.default") + nodes(fw, "aten.mul.Tensor")
+    expect("nodes of b.c and b together", fields(describe(both))[0]["path"], "b")
+    expect("their frames: the first node's", fields(describe(both))[1][:1], [f"{HERE}:{lines['c']}"])
+    mixed = nodes(fw, "aten.sin.default") + nodes(fw, "aten.exp.default")
+    expect("nodes of a and of the compiled frame's own code", fields(describe(mixed))[0]["path"], "")
+    expect("nodes without metadata describe nothing", describe([object()]), "")
+
+    # A function compiled with the model as its argument: the model is the root, by class.
+    fw, bw = graphs_of(step, model, x)
+    check_graph("compiled function, forward", fw, forward, "Net")
+    check_graph("compiled function, backward", bw, backward, "Net")
+
+    print(f"{len(failures)} checks failed" if failures else "every check held")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
