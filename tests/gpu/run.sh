@@ -192,8 +192,8 @@ if [ "$what" = record-gpt ]; then
 fi
 if [ "$what" = modules ]; then
   echo "== nn.Modules, source lines and verdicts (issue 53)"
-  gpu_tests modules "gpu: (${MODULES_TESTS:-modules_small|modules_gpt2|modules_resnet18|verdicts})$"
-  grep -E "^([0-9]+: )?(FAIL|modules and|verdicts|aten::|ceilings|[0-9]+ forward|GPT2|ResNet|Net)" \
+  gpu_tests modules "gpu: (${MODULES_TESTS:-modules_small|modules_gpt2|modules_resnet18|modules_compiled|verdicts})$"
+  grep -E "^([0-9]+: )?(FAIL|modules and|compiled modules|verdicts|aten::|ceilings|[0-9]+ forward|GPT2|ResNet|Net|  triton_|  launches in)" \
     "$out/gpu-tests-modules.log" | sed -E "s/^[0-9]+: //" | head -80
   cp "$build/gpu-out/verdicts/op_counters.json" "$out/verdicts_op_counters.json" 2>/dev/null
   # What each check compared, to read again where no GPU is.
