@@ -16,9 +16,10 @@ the first round only: it is slow):
           16-byte record per access, copied out and reduced on the host
 and once per model the whole `pasta run --torch -t stall_blame
 --device-reduction` (both runs, program start to report), whose reports must
-be whole: each run's launches (and the sampled run's operator calls) those
-torch.profiler counts in a run of its own, and run 2's blame table charging
-every sample of run 1, some to tensors.
+be whole: each run's launches (and the sampled run's operator calls, which its
+Aten handler logs under PASTA_VERBOSE) those torch.profiler counts in a run of
+its own, and run 2's blame table charging every sample of run 1, some to
+tensors.
 
 An instrumented run counts only when its sanitizer.json shows instrumented
 launches; the device run's must also show no count lost and no partial
@@ -33,6 +34,7 @@ missed is a FAILED line, and the exit status 1.
 import glob
 import json
 import os
+import re
 import statistics
 import sys
 
@@ -76,15 +78,35 @@ HOST_VS_DEVICE_MIN = 20.0
 TWO_RUNS_MAX_S, TWO_RUNS_LAYERS = 180.0, 12
 
 
+RUN_2_BEGINS = "stall_blame, run 2 of 2"  # the launcher's line between the two runs
+
+
+def sampled_operator_calls(d):
+    """The operator calls the sampled run's Aten handler logged (PASTA_VERBOSE), each a
+    number, from the launcher's stderr that the harness keeps (d/stderr.txt), before run 2
+    begins. -t stall_blame runs stall_blame alone (PASTA_TOOLS), so run 1 writes no
+    op_summary.json to count them by (seen on the H200)."""
+    try:
+        with open(os.path.join(d, "stderr.txt")) as f:
+            run1 = f.read().split(RUN_2_BEGINS, 1)[0]
+    except OSError:
+        return []
+    return [int(n) for n in re.findall(r"aten handler: (\d+) operator calls", run1)]
+
+
 def whole_run(counted):
-    """A check of the whole two-run stall blame: run 1 (OUT/sampled) whole, with the
-    launches and operator calls torch.profiler counted, and run 2's blame table charging
-    each of run 1's samples, to a tensor or to why not."""
+    """A check of the whole two-run stall blame (run with PASTA_VERBOSE): run 1
+    (OUT/sampled) whole, with the launches and operator calls torch.profiler counted, and
+    run 2's blame table charging each of run 1's samples, to a tensor or to why not."""
     def check(d, _result):
         sampled = os.path.join(d, "sampled")
-        problem = harness.report_problem(sampled, counted.kernels, operators=counted.operators)
+        problem = harness.report_problem(sampled, counted.kernels)
         if problem:
             return f"run 1: {problem}"
+        calls = sampled_operator_calls(d)
+        if calls != [counted.operators]:
+            return (f"run 1: its Aten handler logged {calls} operator calls ({d}/stderr.txt, "
+                    f"before run 2), torch.profiler counts {counted.operators}")
         found = glob.glob(os.path.join(sampled, "**", "stall_samples.json"), recursive=True)
         blame = harness.read_json(os.path.join(d, "stall_blame.json"))
         problem = harness.blame_problem(blame, harness.read_json(found[0]) if found else None)
@@ -155,7 +177,9 @@ def main():
 
         # The whole two-run stall blame, program start to report.
         counted = bench.count_kernels(workload, cmd)
+        # PASTA_VERBOSE: run 1's Aten handler logs its operator calls (whole_run).
         whole = harness.Variant("pasta run --torch -t stall_blame --device-reduction", cmd,
+                                {"PASTA_VERBOSE": "1"},
                                 pasta=["--torch", "-t", "stall_blame", "--device-reduction"],
                                 expect=counted.kernels if counted else None,
                                 check=whole_run(counted) if counted else None)

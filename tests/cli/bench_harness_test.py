@@ -344,8 +344,17 @@ def stall_goals_and_runs(tmp):
         {"layers": 2, "two_run_seconds": 190.0}), [])
     d = os.path.join(tmp, "stall")
     sampled = reports(f"{d}/sampled", 752)
-    with open(f"{sampled}/op_summary.json", "w") as f:
-        json.dump({"summary": {"calls": 4000}}, f)
+    # Run 1 writes no op_summary.json (-t stall_blame runs stall_blame alone): its Aten
+    # handler's count is in the launcher's stderr before run 2, run 2's own after it.
+    def stderr(*lines):
+        with open(f"{d}/stderr.txt", "w") as f:
+            f.write("".join(f"pasta: {line}\n" for line in lines))
+    run2 = ("stall_blame, run 2 of 2: memory accesses (Compute Sanitizer) into OUT",
+            "aten handler: 4001 operator calls, 7 allocations, 7 frees, 0 views, memory hook "
+            "on 1 threads")
+    stderr("stall_blame, run 1 of 2: PC sampling (CUPTI) into OUT/sampled",
+           "aten handler: 4000 operator calls, 7 allocations, 7 frees, 0 views, memory hook "
+           "on 1 threads", *run2)
     with open(f"{sampled}/stall_samples.json", "w") as f:
         json.dump({"functions": {"k": {"pcs": [{"pc": 0, "reasons": {"long_scoreboard": 8}}]}}},
                   f)
@@ -363,8 +372,13 @@ def stall_goals_and_runs(tmp):
                   "6.000 samples, the sampled run holds 8")
     checks.expect("run 1 with another operator count",
                   stall_access.whole_run(harness.Counted(752, {}, 4001))(d, None),
-                  f"run 1: pasta saw 4000 operator calls (op_summary.json in {d}/sampled), "
-                  "torch.profiler counts 4001")
+                  f"run 1: its Aten handler logged [4000] operator calls ({d}/stderr.txt, "
+                  "before run 2), torch.profiler counts 4001")
+    stderr("stall_blame, run 1 of 2: PC sampling (CUPTI) into OUT/sampled", *run2)
+    checks.expect("run 1 logged no operator count (run 2's is not run 1's)",
+                  stall_access.whole_run(harness.Counted(752, {}, 4001))(d, None),
+                  f"run 1: its Aten handler logged [] operator calls ({d}/stderr.txt, "
+                  "before run 2), torch.profiler counts 4001")
 
 
 def quiet_rounds(bench, workload, variants, rounds, value):
