@@ -17,7 +17,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIELD = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)')
-TRACES = ["gpt2_b2_h200.pasta", "gpt2_b8_h200.pasta"]
+TRACES = ["gpt2_b2_h200.pasta", "gpt2_b8_h200.pasta", "gpt2_compiled_b4_h200.pasta"]
 NO_MODULE = "(no module)"
 
 

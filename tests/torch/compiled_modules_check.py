@@ -10,8 +10,10 @@
   and one of the lines (marked "# line: ...") that made those nodes.
 * A transformers GPT-2 (2 blocks, from a config), which nobody in the project wrote: every
   module a Triton launch carries is one of the model's own (named_modules), the two blocks,
-  compiled alike, launch as many kernels in each of their attn, mlp, ln_1 and ln_2, and the
-  lines of the kernels inside the blocks are in transformers' modeling_gpt2.py.
+  compiled alike (Inductor launches one kernel for both), launch as many kernels in each of
+  their attn, mlp, ln_1 and ln_2 (a kernel fusing a block's last add with the next block's
+  layer norm belongs to neither), and the lines of the kernels inside the blocks are
+  transformers' own (modeling_gpt2.py among them).
 
 Usage: compiled_modules_check.py --pasta BIN/pasta --pasta-trace BIN/pasta-trace --out DIR
 Exits 0 when every check holds, 1 when one fails, 77 without a GPU (skipped, says why).
@@ -166,10 +168,13 @@ def check_construct(args, failures):
         names[module].add(kernel)
     if not rows:
         failures.append("construct: no Triton launch recorded")
-    for module in ("Net", "Net.a", "Net.b"):  # a forward kernel and a backward one each
-        if len(names.get(module, ())) < 2:
+    # Net and Net.b: a forward kernel and a backward one each; Net.a a forward one only (the
+    # input needs no gradient, and its weight's gradient is a matrix product).
+    # Inductor may split a reduction in two kernels: at least that many for Net and Net.b.
+    for module, least, most in (("Net", 2, 99), ("Net.a", 1, 1), ("Net.b", 2, 99)):
+        if not least <= len(names.get(module, ())) <= most:
             failures.append(f"construct: {module} has kernels {sorted(names.get(module, ()))}, "
-                            "expected its forward's and its backward's")
+                            f"expected {least}" + ("" if most == least else " or more"))
 
 
 def check_gpt2(args, failures):
@@ -191,13 +196,16 @@ def check_gpt2(args, failures):
         print(f"  launches in transformer.h.0.{part} / h.1.{part}: {h0} / {h1}")
         if h0 != h1 or (part in ("attn", "mlp") and h0 == 0):
             failures.append(f"gpt2: blocks compiled alike launch {h0} and {h1} kernels in {part}")
+    # The model's own code is transformers': modeling_gpt2.py, and the Conv1D and activation
+    # modules it builds on (pytorch_utils.py, activations.py).
     inside = [f for f in launches if f.get("module", "").startswith(f"{root}.transformer.h.")]
-    files = collections.Counter(os.path.basename(f.get("source", "").rsplit(":", 1)[0])
-                                for f in inside)
-    print(f"  lines of the launches inside the blocks, by file: {dict(files)}")
-    if not inside or set(files) != {"modeling_gpt2.py"}:
-        failures.append(f"gpt2: lines inside the blocks are not all in modeling_gpt2.py: "
-                        f"{dict(files)}")
+    files = collections.Counter(f.get("source", "").rsplit(":", 1)[0] for f in inside)
+    print("  lines of the launches inside the blocks, by file:",
+          {os.path.basename(k) or "(none)": n for k, n in files.items()})
+    if not inside or any("/transformers/" not in f for f in files) or \
+            not any(f.endswith("/modeling_gpt2.py") for f in files):
+        failures.append(f"gpt2: lines inside the blocks are not all transformers' own, "
+                        f"modeling_gpt2.py among them: {dict(files)}")
 
 
 def main():

@@ -87,41 +87,54 @@ TEST_CASE("Inductor's wrapper module: a definition without its comment block has
   CHECK(k[0].fused.empty());
 }
 
-TEST_CASE("Inductor's wrapper module: the module and frames torch::Aten added to a kernel's comment") {
-  const auto k = inductor_kernels(
+TEST_CASE("Inductor's wrapper module: each launch with the module and frames torch::Aten added") {
+  // One kernel launched for two blocks (Inductor defined its code once), a
+  // matrix product between, and a launch compiled before pasta watched.
+  const auto sites = inductor_call_sites(
       "# kernel path: /c/ab/cab.py\n"
       "# Topologically Sorted Source Nodes: [layer_norm], Original ATen: [aten.native_layer_norm]\n"
-      "# Graph fragment:\n"
-      "#   %var_mean : [num_users=2] = call_function[target=torch.ops.aten.var_mean.correction]\n"
-      "# pasta module: root= path=transformer.h.0.ln_1 class=LayerNorm\n"
-      "# pasta frames: /m/gpt2.py:388;/m/gpt2.py:920\n"
+      "# pasta module: root= path=h.0.ln class=LayerNorm\n"
       "triton_per_fused_native_layer_norm_0 = async_compile.triton('triton_per_fused_native_layer_norm_0', '''\n"
-      "'''\n"
-      "# kernel path: /c/cd/ccd.py\n"
-      "# Topologically Sorted Source Nodes: [sum_1], Original ATen: [aten.sum]\n"
-      "# pasta module: root=Net path= class=Net\n"
-      "triton_red_fused_sum_1 = async_compile.triton('triton_red_fused_sum_1', '''\n"
-      "'''\n"
-      "# kernel path: /c/ef/cef.py\n"
-      "# Topologically Sorted Source Nodes: [x], Original ATen: [aten.mul]\n"
-      "triton_poi_fused_mul_2 = async_compile.triton('triton_poi_fused_mul_2', '''\n"
-      "'''\n");
-  REQUIRE(k.size() == 3);
-  CHECK(k[0].fused == std::vector<std::string>{"aten.native_layer_norm"});
-  CHECK(k[0].has_module);
-  CHECK(k[0].module_root.empty());
-  CHECK(k[0].module_path == "transformer.h.0.ln_1");
-  CHECK(k[0].module_class == "LayerNorm");
-  CHECK(k[0].frames == std::vector<std::string>{"/m/gpt2.py:388", "/m/gpt2.py:920"});
-  SUBCASE("a module handed to the compiled code, the nodes in its own forward") {
-    CHECK(k[1].has_module);
-    CHECK(k[1].module_root == "Net");
-    CHECK(k[1].module_path.empty());
-    CHECK(k[1].frames.empty());
+      "@triton.jit\n"
+      "def triton_per_fused_native_layer_norm_0(in_ptr0):\n"
+      "    x.run(1)\n"
+      "''', device_str='cuda')\n"
+      "def call(args):\n"
+      "    with torch.cuda._DeviceGuard(0):\n"
+      "        buf0 = empty_strided_cuda((4, 8), (8, 1), torch.float32)\n"
+      "        # Topologically Sorted Source Nodes: [layer_norm], Original ATen: [aten.native_layer_norm]\n"
+      "# pasta module: root= path=h.0.ln class=LayerNorm\n"
+      "# pasta frames: /m/gpt2.py:388;/m/gpt2.py:920\n"
+      "        stream0 = get_raw_stream(0)\n"
+      "        triton_per_fused_native_layer_norm_0.run(buf0, 32, stream=stream0)\n"
+      "        # Topologically Sorted Source Nodes: [linear], Original ATen: [aten.addmm]\n"
+      "# pasta module: root= path=h.0.fc class=Linear\n"
+      "        extern_kernels.addmm(buf1, buf0, buf2, alpha=1, beta=1, out=buf3)\n"
+      "        # Topologically Sorted Source Nodes: [layer_norm_1], Original ATen: [aten.native_layer_norm]\n"
+      "# pasta module: root=Net path=h.1.ln class=LayerNorm\n"
+      "        triton_per_fused_native_layer_norm_0.run(buf3,\n"
+      "            32, stream=stream0)\n"
+      "        # Topologically Sorted Source Nodes: [x], Original ATen: [aten.mul]\n"
+      "        triton_poi_fused_mul_1.run(buf3, 32, stream=stream0)\n");
+  REQUIRE(sites.size() == 3);
+  CHECK(sites[0].kernel == "triton_per_fused_native_layer_norm_0");
+  CHECK(sites[0].line == 16);
+  CHECK(sites[0].has_module);
+  CHECK(sites[0].module_root.empty());
+  CHECK(sites[0].module_path == "h.0.ln");
+  CHECK(sites[0].module_class == "LayerNorm");
+  CHECK(sites[0].frames == std::vector<std::string>{"/m/gpt2.py:388", "/m/gpt2.py:920"});
+  SUBCASE("the same kernel for another block; the product's lines stay with the product") {
+    CHECK(sites[1].kernel == "triton_per_fused_native_layer_norm_0");
+    CHECK(sites[1].line == 22);
+    CHECK(sites[1].module_root == "Net");
+    CHECK(sites[1].module_path == "h.1.ln");
+    CHECK(sites[1].frames.empty());
   }
   SUBCASE("compiled before pasta watched: no module") {
-    CHECK_FALSE(k[2].has_module);
-    CHECK(k[2].frames.empty());
+    CHECK(sites[2].kernel == "triton_poi_fused_mul_1");
+    CHECK(sites[2].line == 25);
+    CHECK_FALSE(sites[2].has_module);
   }
 }
 

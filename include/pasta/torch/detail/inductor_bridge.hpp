@@ -5,13 +5,15 @@
 // kernel up once (its source hash, and the compiled graph's module that
 // launched it, whose comments list the operators: detail/inductor_wrapper.hpp)
 // and brackets every launch with enter/leave. Inductor's codegen is watched
-// too (its get_kernel_metadata, which writes each kernel's comment block, is
-// wrapped): the comment gets the nn.Module of the FX nodes the kernel fuses
-// (their nn_module_stack; a backward node's is its forward's,
-// fwd_nn_module_stack) and the frames of the code that made them
-// (stack_trace), so that modules and lines survive compilation. A graph
-// compiled before pasta watched (Inductor's cache filled by a run without
-// it) has no such lines: its kernels go to the module that ran it.
+// too (its get_kernel_metadata, which writes the comment before each launch
+// in the graph's code, is wrapped): the comment gets the nn.Module of the FX
+// nodes that launch computes (their nn_module_stack; a backward node's is its
+// forward's, fwd_nn_module_stack) and the frames of the code that made them
+// (stack_trace), so that modules and lines survive compilation. A launch is
+// looked up once per place in the graph's code (one kernel serves every block
+// of a model). A graph compiled before pasta watched (Inductor's cache filled
+// by a run without it) has no such lines: its kernels go to the module that
+// ran it.
 // The Python C API is found with
 // dlsym (no link dependency): a program without Python, or one that never
 // compiles, pays one check every few operator calls and nothing else.
@@ -39,12 +41,13 @@
 
 namespace pasta::torch::detail {
 
-// One Triton kernel as Inductor's metadata describes it.
+// One place a Triton kernel is launched from, as Inductor's metadata describes it.
 struct CompiledKernel {
   NameId kernel{}, source{}, fused{}, graph{};  // as FusedKernel's fields
-  // Its nn.Module (InductorKernel's): `module` whole when the compiled code
-  // named its root, else `module_path` below the module running it; `line`:
-  // the program's line that made its nodes. 0 = not known.
+  // The nn.Module of the nodes one launch of it computes (InductorCallSite's):
+  // `module` whole when the compiled code named its root, else `module_path`
+  // below the module running the graph; `line`: the program's line that made
+  // them. 0 = not known.
   bool has_module = false;
   NameId module{}, module_path{}, line{};
 };
@@ -71,8 +74,8 @@ class InductorBridge {
     if (!s.active.exchange(false)) return;
     if (s.verbose && s.installed.load())
       pasta::detail::log(fmt::format(
-          "inductor: {} compiled kernels seen, {} with the operators they fuse, {} with their "
-          "nn.Module, {} launches",
+          "inductor: {} compiled kernels' launch places seen, {} with the operators they fuse, "
+          "{} with their nn.Module, {} launches",
           s.kernels.size(), s.described.load(), s.with_module.load(), s.launches.load()));
   }
 
@@ -103,8 +106,12 @@ class InductorBridge {
     PythonApi::Obj install = nullptr;
     std::mutex mutex;  // the tables below (Python threads hold the GIL, free-threaded ones not)
     std::deque<CompiledKernel> kernels;                         // index + 1 is the id Python keeps
-    std::map<std::string, long long> ids;                       // graph \n source \n name -> id
-    std::map<std::string, std::vector<InductorKernel>> graphs;  // module file -> its kernels
+    std::map<std::string, long long> ids;  // graph \n source \n name \n line -> id
+    struct Graph {
+      std::vector<InductorKernel> kernels;
+      std::vector<InductorCallSite> sites;
+    };
+    std::map<std::string, Graph> graphs;  // module file -> its kernels and launches
   };
   static State& state() {
     static State s;
@@ -132,7 +139,7 @@ def class_name(cls):
     return getattr(cls, "__name__", None) or str(cls).rsplit(".", 1)[-1].strip("'>")
 
 def describe_nodes(nodes, comment="#"):
-    """The comment lines of the FX nodes a kernel fuses (in order): their common
+    """The comment lines of the FX nodes a launch computes (in order): their common
     nn.Module and the frames of the code that made the first of them."""
     common, root, roots, classes, frames, seen = None, "", set(), {}, "", False
     for n in nodes:
@@ -199,8 +206,8 @@ def hook_codegen():
                     graph._pasta_index = index
                 nodes.sort(key=lambda x: index.get(x, 0))
             extra = describe_nodes(nodes, getattr(wrapper, "comment", "#"))
-            if extra:
-                return result[0], (result[1] + "\n" + extra) if result[1] else extra
+            if extra:  # after the comment's first line, before the launch it describes
+                return (result[0] + "\n" + extra) if result[0] else extra, result[1]
         except Exception:
             pass
         return result
@@ -225,15 +232,21 @@ def install(enter, leave, describe):
         return 1
     getframe = sys._getframe
     def pasta_run(self, *args, **kwargs):
-        k = self.__dict__.get("_pasta_kernel", 0)
+        caller = getframe(1)
+        site = (id(caller.f_code), caller.f_lineno)  # the launch's place in the graph's code
+        sites = self.__dict__.get("_pasta_sites")
+        if sites is None:
+            sites = self.__dict__["_pasta_sites"] = {}
+        k = sites.get(site, 0)
         if k <= 0:
             try:
                 meta = getattr(self, "inductor_meta", None) or {}
                 name = meta.get("kernel_name") or getattr(getattr(self, "fn", None), "__name__", "")
-                graph = getframe(1).f_globals.get("__file__") or ""
-                k = describe(str(name or ""), str(getattr(self, "filename", None) or ""), str(graph))
+                graph = caller.f_globals.get("__file__") or ""
+                k = describe(str(name or ""), str(getattr(self, "filename", None) or ""), str(graph),
+                             int(caller.f_lineno))
                 if k > 0:
-                    self._pasta_kernel = k
+                    sites[site] = k
             except Exception:
                 k = 0
         if k == 0:
@@ -277,6 +290,11 @@ def install(enter, leave, describe):
   static PythonApi::Obj py_describe(PythonApi::Obj, PythonApi::Obj args) {
     State& s = state();
     std::string text[3];
+    const long long line = s.api.long_as(s.api.tuple_get(args, 3));
+    if (s.api.err_occurred()) {
+      s.api.err_clear();
+      return s.api.long_from(0);
+    }
     for (int i = 0; i < 3; ++i) {
       long n = 0;
       const char* p = s.api.utf8(s.api.tuple_get(args, i), &n);
@@ -288,40 +306,47 @@ def install(enter, leave, describe):
     }
     long long id = 0;
     try {
-      id = describe(s, text[0], text[1], text[2]);
+      id = describe(s, text[0], text[1], text[2], static_cast<int>(line));
     } catch (...) {
       pasta::detail::log_once("inductor:describe", "inductor: a compiled kernel was not described");
     }
     return s.api.long_from(id);
   }
 
-  // The id of kernel `name` (source file `path`) launched from module `graph`.
+  // The id of kernel `name` (source file `path`) launched from line `line` of module `graph`.
   static long long describe(State& s, const std::string& name, const std::string& path,
-                            const std::string& graph) {
+                            const std::string& graph, int line) {
     std::scoped_lock lock(s.mutex);
     const std::string source(source_hash(path));
-    const std::string key = graph + '\n' + source + '\n' + name;
+    const std::string key = fmt::format("{}\n{}\n{}\n{}", graph, source, name, line);
     if (auto hit = s.ids.find(key); hit != s.ids.end()) return hit->second;
     auto module = s.graphs.find(graph);
     if (module == s.graphs.end()) {
-      std::vector<InductorKernel> kernels;
+      State::Graph g;
       if (!graph.empty() && graph.ends_with(".py")) {
         std::ifstream in(graph);
         std::stringstream text;
         text << in.rdbuf();
-        kernels = inductor_kernels(text.str());
+        g.kernels = inductor_kernels(text.str());
+        g.sites = inductor_call_sites(text.str());
       }
-      module = s.graphs.emplace(graph, std::move(kernels)).first;
+      module = s.graphs.emplace(graph, std::move(g)).first;
     }
+    const std::vector<InductorKernel>& kernels = module->second.kernels;
     // Keyed on the source hash; failing that, on the kernel's name within
     // the module that launched it (unique there: Inductor numbers them).
     const InductorKernel* found = nullptr;
     const char* how = "source hash";
-    for (const InductorKernel& k : module->second)
+    for (const InductorKernel& k : kernels)
       if (!source.empty() && k.source == source) found = &k;
     if (!found)
-      for (const InductorKernel& k : module->second)
+      for (const InductorKernel& k : kernels)
         if (k.name == name) found = &k, how = "name within its module";
+    // The launch: the last `name.run(` at or above the calling line (a call
+    // written over several lines reports one of them).
+    const InductorCallSite* site = nullptr;
+    for (const InductorCallSite& c : module->second.sites)
+      if (c.line <= line && c.kernel == name) site = &c;
     std::string fused;
     if (found)
       for (const std::string& op : found->fused) {
@@ -332,15 +357,14 @@ def install(enter, leave, describe):
                      .source = intern(source),
                      .fused = fused.empty() ? NameId{} : intern(fused),
                      .graph = intern(graph)};
-    if (found && found->has_module) {
+    if (found && site && site->has_module) {
       k.has_module = true;
-      if (!found->module_root.empty())
-        k.module = intern(found->module_path.empty()
-                              ? found->module_root
-                              : found->module_root + "." + found->module_path);
-      else if (!found->module_path.empty())
-        k.module_path = intern(found->module_path);
-      for (const std::string& frame : found->frames) {
+      if (!site->module_root.empty())
+        k.module = intern(site->module_path.empty() ? site->module_root
+                                                    : site->module_root + "." + site->module_path);
+      else if (!site->module_path.empty())
+        k.module_path = intern(site->module_path);
+      for (const std::string& frame : site->frames) {
         const auto colon = frame.rfind(':');
         if (colon != std::string::npos && ModuleTracker::program_file(frame.substr(0, colon))) {
           k.line = intern(frame);
@@ -355,17 +379,17 @@ def install(enter, leave, describe):
     if (s.verbose && ++s.logged <= 60) {
       if (found)
         pasta::detail::log(fmt::format(
-            "inductor: {} (source {}, by {}) fuses [{}]{}, from {}", name, source, how, fused,
-            found->has_module ? fmt::format(" of module {}{}{} at {}", found->module_root,
-                                            found->module_root.empty() ? "" : ".",
-                                            found->module_path, k.line ? name_of(k.line) : "?")
-                              : std::string(" (no module: compiled before pasta watched?)"),
-            graph));
+            "inductor: {} (source {}, by {}) fuses [{}]{}, from {}:{}", name, source, how, fused,
+            k.has_module ? fmt::format(" of module {}{}{} at {}", site->module_root,
+                                       site->module_root.empty() ? "" : ".", site->module_path,
+                                       k.line ? name_of(k.line) : "?")
+                         : std::string(" (no module: compiled before pasta watched?)"),
+            graph, line));
       else
         pasta::detail::log(fmt::format(
             "inductor: {} (source {}) is not defined in the module that launched it ({}; {} "
             "kernels there): launched as an operator of its own, looked up again next launch",
-            name, source, graph.empty() ? "no file" : graph, module->second.size()));
+            name, source, graph.empty() ? "no file" : graph, kernels.size()));
     }
     // Negative: Python asks again at the next launch, which finds this id
     // unless another module launches it (the first caller may not be the

@@ -1,17 +1,24 @@
 // What Inductor writes about its Triton kernels in a compiled graph's module
 // (the wrapper code TORCH_LOGS=output_code prints), read back: each kernel's
 // name, its source file (whose stem is the source hash) and the operators
-// its comment says it fuses, and the two lines torch::Aten adds there when it
-// watched the compile (detail/inductor_bridge.hpp): the nn.Module of the FX
-// nodes the kernel fuses and the frames of the code that made them. No
-// PyTorch and no Python here.
+// its comment says it fuses; and each place the graph launches a kernel, with
+// the two lines torch::Aten adds to the comment before it when it watched the
+// compile (detail/inductor_bridge.hpp): the nn.Module of the FX nodes that
+// launch computes and the frames of the code that made them. One kernel can
+// be launched from several places (Inductor defines identical code once: the
+// same kernel for every block of a model). No PyTorch and no Python here.
 //
 //   # kernel path: /tmp/torchinductor_u/ab/cabxyz.py
 //   # Topologically Sorted Source Nodes: [x, y], Original ATen: [aten.add, aten.relu]
 //   ...
+//   triton_poi_fused_add_relu_0 = async_compile.triton('triton_poi_fused_add_relu_0', '''
+//   ...
+//   def call(args):
+//       ...
+//       # Topologically Sorted Source Nodes: [x, y], Original ATen: [aten.add, aten.relu]
 //   # pasta module: root= path=h.0.mlp class=MLP
 //   # pasta frames: /m/model.py:41;/m/model.py:88
-//   triton_poi_fused_add_relu_0 = async_compile.triton('triton_poi_fused_add_relu_0', '''
+//       triton_poi_fused_add_relu_0.run(buf0, buf1, 1024, stream=stream0)
 #pragma once
 
 #include <cstddef>
@@ -26,11 +33,18 @@ struct InductorKernel {
   std::string path;    // the kernel's source file
   std::string source;  // its stem: Inductor's hash of the kernel's source
   std::vector<std::string> fused;  // as Inductor lists them: "aten.add", "aten.relu"
-  // The module of its FX nodes (their common one), as their nn_module_stack
-  // names it. `root`: the class of the module the compiled code was handed
-  // (a function compiled with a model as an argument), empty when that is the
-  // compiled frame's own `self` (then `path` is below the module running it);
-  // `path`: the attributes from there ("h.0.mlp"; empty: that module itself).
+};
+
+// One launch of a kernel in the graph's code, and what the comment before it
+// says of the FX nodes it computes.
+struct InductorCallSite {
+  int line = 0;        // of the `.run(` call, from 1
+  std::string kernel;  // the kernel it launches
+  // The nodes' common module, as their nn_module_stack names it. `root`: the
+  // class of a module the compiled code was handed (a function compiled with
+  // a model as an argument), empty when it is the compiled frame's own `self`
+  // (then `path` is below the module running the graph); `path`: the
+  // attributes from there ("h.0.mlp"; empty: that module itself).
   bool has_module = false;
   std::string module_root, module_path, module_class;
   std::vector<std::string> frames;  // "file:line" of the code that made them, innermost first
@@ -79,7 +93,7 @@ inline std::vector<std::string> original_aten(std::string_view line) {
 }
 
 // "root=M path=h.0.mlp class=MLP" (after "# pasta module: ") into `k`.
-inline void read_module_line(std::string_view text, InductorKernel& k) {
+inline void read_module_line(std::string_view text, InductorCallSite& k) {
   k.has_module = true;
   while (!text.empty()) {
     const auto space = text.find(' ');
@@ -124,17 +138,12 @@ inline std::vector<InductorKernel> inductor_kernels(std::string_view module) {
     }
     constexpr std::string_view path_key = "# kernel path: ";
     constexpr std::string_view define_key = " = async_compile.triton(";
-    constexpr std::string_view module_key = "# pasta module: ", frames_key = "# pasta frames: ";
     if (line.starts_with(path_key)) {
       pending = {};
       pending.path = std::string(line.substr(path_key.size()));
       pending.source = std::string(source_hash(pending.path));
     } else if (line.starts_with("#") && line.find("Original ATen: [") != std::string_view::npos) {
       if (!pending.path.empty()) pending.fused = original_aten(line);
-    } else if (line.starts_with(module_key)) {
-      if (!pending.path.empty()) read_module_line(line.substr(module_key.size()), pending);
-    } else if (line.starts_with(frames_key)) {
-      if (!pending.path.empty()) pending.frames = read_frames(line.substr(frames_key.size()));
     } else if (const auto d = line.find(define_key);
                d != std::string_view::npos && d > 0 && line.front() != ' ' &&
                line.front() != '#') {
@@ -144,6 +153,44 @@ inline std::vector<InductorKernel> inductor_kernels(std::string_view module) {
       in_source = line.ends_with("'''");
     } else if (!line.empty() && !line.starts_with("#")) {
       pending = {};  // a comment block belongs to the definition right after it
+    }
+  }
+  return out;
+}
+
+// Every `KERNEL.run(` launch in the module, in its order, with the module
+// lines of the comment that comes before it: each launch's comment starts
+// with Inductor's "Source Nodes" line, and torch::Aten's lines follow it.
+inline std::vector<InductorCallSite> inductor_call_sites(std::string_view module) {
+  std::vector<InductorCallSite> out;
+  InductorCallSite pending;
+  bool in_source = false;
+  for (int number = 1; !module.empty(); ++number) {
+    const auto nl = module.find('\n');
+    std::string_view line = module.substr(0, nl);
+    module.remove_prefix(nl == std::string_view::npos ? module.size() : nl + 1);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (in_source) {
+      if (line.starts_with("'''")) in_source = false;
+      continue;
+    }
+    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+    constexpr std::string_view module_key = "# pasta module: ", frames_key = "# pasta frames: ";
+    if (line.find(" = async_compile.triton(") != std::string_view::npos) {
+      in_source = line.ends_with("'''");
+      pending = {};
+    } else if (line.starts_with("#") && line.find("Source Nodes: [") != std::string_view::npos) {
+      pending = {};  // a launch's comment begins
+    } else if (line.starts_with(module_key)) {
+      read_module_line(line.substr(module_key.size()), pending);
+    } else if (line.starts_with(frames_key)) {
+      pending.frames = read_frames(line.substr(frames_key.size()));
+    } else if (const auto run = line.find(".run("); run != std::string_view::npos && run > 0 &&
+               line.substr(0, run).find_first_of(" =(#") == std::string_view::npos) {
+      pending.line = number;
+      pending.kernel = std::string(line.substr(0, run));
+      out.push_back(std::move(pending));
+      pending = {};
     }
   }
   return out;

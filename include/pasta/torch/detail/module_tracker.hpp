@@ -425,9 +425,10 @@ def install(start, ret, unwind, configure, exiting):
     if (type) py.decref(type);
     named.class_name = intern(class_name.empty() ? "?" : class_name);
     std::string relative = class_name;
-    if (parent && s.module_name) {
-      // The parent module object: the parent frame's `self`.
-      PythonApi::Obj parent_self = py.frame_var(parent->frame, "self");
+    if (s.module_name) {
+      // The parent module object: the parent frame's `self` (None for a root,
+      // named by its class: a compiled module's is the class it wraps).
+      PythonApi::Obj parent_self = parent ? py.frame_var(parent->frame, "self") : py.new_none();
       PythonApi::Obj args = parent_self ? py.tuple_new(2) : nullptr;
       PythonApi::Obj result = nullptr;
       if (args) {
@@ -447,12 +448,14 @@ def install(start, ret, unwind, configure, exiting):
       }
     }
     t.walking = was_walking;
-    if (!parent)
+    if (!parent) {
+      if (!relative.empty()) named.class_name = intern(relative);
       named.module = named.class_name;
-    else if (relative.empty())  // a module calling itself: the same entry
+    } else if (relative.empty()) {  // a module calling itself: the same entry
       named.module = parent->module;
-    else
+    } else {
       named.module = intern(std::string(name_of(parent->module)) + "." + relative);
+    }
     std::scoped_lock lock(s.mutex);
     s.named.emplace(key, named);
     return named;
