@@ -138,6 +138,54 @@ TEST_CASE("Inductor's wrapper module: each launch with the module and frames tor
   }
 }
 
+TEST_CASE("Inductor's wrapper module: a launch found by its source hash or name, and its place") {
+  const InductorGraph graph = inductor_graph(
+      "# kernel path: /c/ab/cab.py\n"                                                      // 1
+      "# Topologically Sorted Source Nodes: [x], Original ATen: [aten.mul]\n"              // 2
+      "triton_poi_fused_mul_0 = async_compile.triton('triton_poi_fused_mul_0', '''\n"      // 3
+      "''', device_str='cuda')\n"                                                          // 4
+      "# kernel path: /c/cd/ccd.py\n"                                                      // 5
+      "# Topologically Sorted Source Nodes: [y], Original ATen: [aten.add]\n"              // 6
+      "triton_poi_fused_add_1 = async_compile.triton('triton_poi_fused_add_1', '''\n"      // 7
+      "''', device_str='cuda')\n"                                                          // 8
+      "def call(args):\n"                                                                  // 9
+      "    # Topologically Sorted Source Nodes: [x], Original ATen: [aten.mul]\n"          // 10
+      "# pasta module: root= path=a class=A\n"                                             // 11
+      "    triton_poi_fused_mul_0.run(buf0, 8, stream=stream0)\n"                          // 12
+      "    # Topologically Sorted Source Nodes: [y], Original ATen: [aten.add]\n"          // 13
+      "# pasta module: root= path=b class=B\n"                                             // 14
+      "    triton_poi_fused_mul_0.run(buf1,\n"                                             // 15
+      "        8, stream=stream0)\n"                                                       // 16
+      "    triton_poi_fused_add_1.run(buf1, 8, stream=stream0)\n");                        // 17
+  REQUIRE(graph.kernels.size() == 2);
+  REQUIRE(graph.sites.size() == 3);
+  const InductorLaunch first = find_launch(graph, "triton_poi_fused_mul_0", "cab", 12);
+  REQUIRE(first.kernel != nullptr);
+  CHECK(first.kernel->fused == std::vector<std::string>{"aten.mul"});
+  CHECK_FALSE(first.by_name);
+  REQUIRE(first.site != nullptr);
+  CHECK(first.site->module_path == "a");
+  SUBCASE("the same kernel's second launch, reported from the call's second line") {
+    const InductorLaunch second = find_launch(graph, "triton_poi_fused_mul_0", "cab", 16);
+    REQUIRE(second.site != nullptr);
+    CHECK(second.site->line == 15);
+    CHECK(second.site->module_path == "b");
+  }
+  SUBCASE("a source hash the module does not list: found by name; a launch without lines") {
+    const InductorLaunch add = find_launch(graph, "triton_poi_fused_add_1", "cother", 17);
+    REQUIRE(add.kernel != nullptr);
+    CHECK(add.by_name);
+    REQUIRE(add.site != nullptr);
+    CHECK_FALSE(add.site->has_module);
+  }
+  SUBCASE("a line above every launch of the kernel, and a kernel the module lacks") {
+    CHECK(find_launch(graph, "triton_poi_fused_add_1", "ccd", 12).site == nullptr);
+    const InductorLaunch none = find_launch(graph, "triton_poi_fused_sub_2", "cxyz", 17);
+    CHECK(none.kernel == nullptr);
+    CHECK(none.site == nullptr);
+  }
+}
+
 TEST_CASE("Inductor's names for operators, as operator events spell them") {
   CHECK(operator_event_name("aten.add") == "aten::add");
   CHECK(operator_event_name("aten._softmax") == "aten::_softmax");

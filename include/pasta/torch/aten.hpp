@@ -121,7 +121,8 @@ class Aten {
       tracking_ = modules_ || source_lines_;
       if (tracking_)
         detail::ModuleTracker::start(&on_module, modules_, source_lines_, source_skip_, verbose_);
-      if (compiled_) detail::InductorBridge::start(&enter_compiled, &leave_compiled, verbose_);
+      if (compiled_)
+        detail::InductorBridge::start(&enter_compiled, &leave_compiled, tracking_, verbose_);
       memory_ = memory;
       views_ = views;
       if (memory_) install_reporter();  // the starting thread, before its first operator

@@ -57,11 +57,13 @@ class InductorBridge {
   using Enter = void (*)(const CompiledKernel&);
   using Leave = void (*)();
 
-  // Called by the active torch::Aten handler.
-  static void start(Enter enter, Leave leave, bool verbose) {
+  // Called by the active torch::Aten handler; `modules`: it follows modules
+  // or source lines (then launches whose graph names none are counted).
+  static void start(Enter enter, Leave leave, bool modules, bool verbose) {
     State& s = state();
     s.enter = enter;
     s.leave = leave;
+    s.modules = modules;
     s.verbose = verbose;
     if (!s.resolved) {
       s.resolved = true;
@@ -77,6 +79,13 @@ class InductorBridge {
           "inductor: {} compiled kernels' launch places seen, {} with the operators they fuse, "
           "{} with their nn.Module, {} launches",
           s.kernels.size(), s.described.load(), s.with_module.load(), s.launches.load()));
+    if (s.modules && s.without_module.load() > 0)
+      pasta::detail::log(fmt::format(
+          "inductor: {} of {} compiled kernels' launch places name no nn.Module (their graphs "
+          "were compiled before pasta watched, e.g. taken from Inductor's cache): their kernels "
+          "go to the module running the graph; TORCHINDUCTOR_FORCE_DISABLE_CACHES=1 compiles "
+          "them again",
+          s.without_module.load(), s.kernels.size()));
   }
 
   // At an operator call: until the wrapper is in, asks the Python main
@@ -98,8 +107,8 @@ class InductorBridge {
  private:
   struct State : LazyInstall {
     PythonApi api;
-    bool resolved = false, python = false, verbose = false;
-    std::atomic<std::uint64_t> launches{0}, described{0}, with_module{0};
+    bool resolved = false, python = false, verbose = false, modules = false;
+    std::atomic<std::uint64_t> launches{0}, described{0}, with_module{0}, without_module{0};
     std::uint64_t logged = 0;  // kernels described in the log (the first 60)
     Enter enter = nullptr;
     Leave leave = nullptr;
@@ -107,11 +116,7 @@ class InductorBridge {
     std::mutex mutex;  // the tables below (Python threads hold the GIL, free-threaded ones not)
     std::deque<CompiledKernel> kernels;                         // index + 1 is the id Python keeps
     std::map<std::string, long long> ids;  // graph \n source \n name \n line -> id
-    struct Graph {
-      std::vector<InductorKernel> kernels;
-      std::vector<InductorCallSite> sites;
-    };
-    std::map<std::string, Graph> graphs;  // module file -> its kernels and launches
+    std::map<std::string, InductorGraph> graphs;  // module file -> its kernels and launches
   };
   static State& state() {
     static State s;
@@ -322,31 +327,19 @@ def install(enter, leave, describe):
     if (auto hit = s.ids.find(key); hit != s.ids.end()) return hit->second;
     auto module = s.graphs.find(graph);
     if (module == s.graphs.end()) {
-      State::Graph g;
+      InductorGraph g;
       if (!graph.empty() && graph.ends_with(".py")) {
         std::ifstream in(graph);
         std::stringstream text;
         text << in.rdbuf();
-        g.kernels = inductor_kernels(text.str());
-        g.sites = inductor_call_sites(text.str());
+        g = inductor_graph(text.str());
       }
       module = s.graphs.emplace(graph, std::move(g)).first;
     }
-    const std::vector<InductorKernel>& kernels = module->second.kernels;
-    // Keyed on the source hash; failing that, on the kernel's name within
-    // the module that launched it (unique there: Inductor numbers them).
-    const InductorKernel* found = nullptr;
-    const char* how = "source hash";
-    for (const InductorKernel& k : kernels)
-      if (!source.empty() && k.source == source) found = &k;
-    if (!found)
-      for (const InductorKernel& k : kernels)
-        if (k.name == name) found = &k, how = "name within its module";
-    // The launch: the last `name.run(` at or above the calling line (a call
-    // written over several lines reports one of them).
-    const InductorCallSite* site = nullptr;
-    for (const InductorCallSite& c : module->second.sites)
-      if (c.line <= line && c.kernel == name) site = &c;
+    const InductorLaunch launch = find_launch(module->second, name, source, line);
+    const InductorKernel* found = launch.kernel;
+    const InductorCallSite* site = launch.site;
+    const char* how = launch.by_name ? "name within its module" : "source hash";
     std::string fused;
     if (found)
       for (const std::string& op : found->fused) {
@@ -372,6 +365,8 @@ def install(enter, leave, describe):
         }
       }
       s.with_module.fetch_add(1, std::memory_order_relaxed);
+    } else if (found) {
+      s.without_module.fetch_add(1, std::memory_order_relaxed);
     }
     s.kernels.push_back(k);
     const auto id = static_cast<long long>(s.kernels.size());
@@ -389,7 +384,7 @@ def install(enter, leave, describe):
         pasta::detail::log(fmt::format(
             "inductor: {} (source {}) is not defined in the module that launched it ({}; {} "
             "kernels there): launched as an operator of its own, looked up again next launch",
-            name, source, graph.empty() ? "no file" : graph, kernels.size()));
+            name, source, graph.empty() ? "no file" : graph, module->second.kernels.size()));
     }
     // Negative: Python asks again at the next launch, which finds this id
     // unless another module launches it (the first caller may not be the

@@ -196,4 +196,36 @@ inline std::vector<InductorCallSite> inductor_call_sites(std::string_view module
   return out;
 }
 
+// A graph module's kernels and launches, as the two readers above give them.
+struct InductorGraph {
+  std::vector<InductorKernel> kernels;
+  std::vector<InductorCallSite> sites;
+};
+inline InductorGraph inductor_graph(std::string_view module) {
+  return {inductor_kernels(module), inductor_call_sites(module)};
+}
+
+// One launch of kernel `name` (source hash `source`) from line `line` of the
+// graph's code: its definition, keyed on the source hash or, failing that,
+// on the name (unique within a module: Inductor numbers its kernels); and
+// the last `name.run(` at or above that line (a call written over several
+// lines reports one of them). nullptr where there is none.
+struct InductorLaunch {
+  const InductorKernel* kernel = nullptr;
+  bool by_name = false;
+  const InductorCallSite* site = nullptr;
+};
+inline InductorLaunch find_launch(const InductorGraph& graph, std::string_view name,
+                                  std::string_view source, int line) {
+  InductorLaunch out;
+  for (const InductorKernel& k : graph.kernels)
+    if (!source.empty() && k.source == source) out.kernel = &k;
+  if (!out.kernel)
+    for (const InductorKernel& k : graph.kernels)
+      if (k.name == name) out.kernel = &k, out.by_name = true;
+  for (const InductorCallSite& c : graph.sites)
+    if (c.line <= line && c.kernel == name) out.site = &c;
+  return out;
+}
+
 }  // namespace pasta::torch::detail
