@@ -465,7 +465,7 @@ class Aten {
           const bool inside = !t.open.empty() && !t.open.back().scope;
           if (self->modules_) {
             open.module = inside ? t.open.back().module : detail::ModuleTracker::current();
-            if (k.has_module) open.module = compiled_module(open.module, k);
+            open.module = compiled_module(open.module, k);
           }
           if (self->source_lines_)
             open.source = k.line   ? k.line

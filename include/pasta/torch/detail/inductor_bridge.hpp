@@ -47,8 +47,7 @@ struct CompiledKernel {
   // The nn.Module of the nodes one launch of it computes (InductorCallSite's):
   // `module` whole when the compiled code named its root, else `module_path`
   // below the module running the graph; `line`: the program's line that made
-  // them. 0 = not known.
-  bool has_module = false;
+  // them. 0 = not known (both modules 0: the module running the graph).
   NameId module{}, module_path{}, line{};
 };
 
@@ -350,8 +349,8 @@ def install(enter, leave, describe):
                      .source = intern(source),
                      .fused = fused.empty() ? NameId{} : intern(fused),
                      .graph = intern(graph)};
-    if (found && site && site->has_module) {
-      k.has_module = true;
+    const bool has_module = found && site && site->has_module;
+    if (has_module) {
       if (!site->module_root.empty())
         k.module = intern(site->module_path.empty() ? site->module_root
                                                     : site->module_root + "." + site->module_path);
@@ -375,7 +374,7 @@ def install(enter, leave, describe):
       if (found)
         pasta::detail::log(fmt::format(
             "inductor: {} (source {}, by {}) fuses [{}]{}, from {}:{}", name, source, how, fused,
-            k.has_module ? fmt::format(" of module {}{}{} at {}", site->module_root,
+            has_module ? fmt::format(" of module {}{}{} at {}", site->module_root,
                                        site->module_root.empty() ? "" : ".", site->module_path,
                                        k.line ? name_of(k.line) : "?")
                          : std::string(" (no module: compiled before pasta watched?)"),
