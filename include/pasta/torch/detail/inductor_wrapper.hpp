@@ -120,22 +120,28 @@ inline std::vector<std::string> read_frames(std::string_view text) {
   return out;
 }
 
+// Calls fn(line, number) (number from 1, no line end) for each line of the
+// module outside the kernels' ''' sources; fn returns whether a kernel's
+// source starts after that line (its definition's line ends with ''').
+template <class Fn>
+void for_each_wrapper_line(std::string_view module, Fn fn) {
+  bool in_source = false;
+  for (int number = 1; !module.empty(); ++number) {
+    const auto nl = module.find('\n');
+    std::string_view line = module.substr(0, nl);
+    module.remove_prefix(nl == std::string_view::npos ? module.size() : nl + 1);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    in_source = in_source ? !line.starts_with("'''") : fn(line, number);
+  }
+}
+
 // Every Triton kernel the module defines, in its order. A kernel's comment
 // block (path, then its operators) comes right before its definition; a
 // definition without one is listed with no path and no operators.
 inline std::vector<InductorKernel> inductor_kernels(std::string_view module) {
   std::vector<InductorKernel> out;
   InductorKernel pending;
-  bool in_source = false;  // inside a kernel's ''' source '''
-  while (!module.empty()) {
-    const auto nl = module.find('\n');
-    std::string_view line = module.substr(0, nl);
-    module.remove_prefix(nl == std::string_view::npos ? module.size() : nl + 1);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (in_source) {
-      if (line.starts_with("'''")) in_source = false;
-      continue;
-    }
+  for_each_wrapper_line(module, [&](std::string_view line, int) {
     constexpr std::string_view path_key = "# kernel path: ";
     constexpr std::string_view define_key = " = async_compile.triton(";
     if (line.starts_with(path_key)) {
@@ -150,11 +156,12 @@ inline std::vector<InductorKernel> inductor_kernels(std::string_view module) {
       pending.name = std::string(line.substr(0, d));
       out.push_back(std::move(pending));
       pending = {};
-      in_source = line.ends_with("'''");
+      return line.ends_with("'''");
     } else if (!line.empty() && !line.starts_with("#")) {
       pending = {};  // a comment block belongs to the definition right after it
     }
-  }
+    return false;
+  });
   return out;
 }
 
@@ -164,21 +171,12 @@ inline std::vector<InductorKernel> inductor_kernels(std::string_view module) {
 inline std::vector<InductorCallSite> inductor_call_sites(std::string_view module) {
   std::vector<InductorCallSite> out;
   InductorCallSite pending;
-  bool in_source = false;
-  for (int number = 1; !module.empty(); ++number) {
-    const auto nl = module.find('\n');
-    std::string_view line = module.substr(0, nl);
-    module.remove_prefix(nl == std::string_view::npos ? module.size() : nl + 1);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (in_source) {
-      if (line.starts_with("'''")) in_source = false;
-      continue;
-    }
+  for_each_wrapper_line(module, [&](std::string_view line, int number) {
     while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
     constexpr std::string_view module_key = "# pasta module: ", frames_key = "# pasta frames: ";
     if (line.find(" = async_compile.triton(") != std::string_view::npos) {
-      in_source = line.ends_with("'''");
       pending = {};
+      return line.ends_with("'''");
     } else if (line.starts_with("#") && line.find("Source Nodes: [") != std::string_view::npos) {
       pending = {};  // a launch's comment begins
     } else if (line.starts_with(module_key)) {
@@ -192,7 +190,8 @@ inline std::vector<InductorCallSite> inductor_call_sites(std::string_view module
       out.push_back(std::move(pending));
       pending = {};
     }
-  }
+    return false;
+  });
   return out;
 }
 
