@@ -7,7 +7,7 @@
   sin (its backward, cos), Net.b.c tanh (tanh_backward), Net.b multiplies by 3, Net itself
   exp and sum. Inductor names a kernel by the operators it fuses (its descriptive names), so
   a kernel's name says which module's nodes it holds: every launch must carry that module
-  and one of the lines (marked "# line: ...") that made those nodes.
+  and one of the lines (each marked with a "line:" comment) that made those nodes.
 * A transformers GPT-2 (2 blocks, from a config), which nobody in the project wrote: every
   module a Triton launch carries is one of the model's own (named_modules), the two blocks,
   compiled alike (Inductor launches one kernel for both), launch as many kernels in each of
@@ -29,7 +29,7 @@ import sys
 
 HERE = os.path.abspath(__file__)
 sys.path.insert(0, os.path.dirname(HERE))
-from modules_check import parse_dump  # noqa: E402
+from modules_check import marked_lines, parse_dump  # noqa: E402
 
 D = 256
 
@@ -96,16 +96,6 @@ def child(name, steps):
     print(json.dumps({"model": name, "modules": modules}), flush=True)
 
 
-def marked_lines():
-    out = {}
-    with open(HERE) as f:
-        for number, text in enumerate(f, 1):
-            m = re.search(r"# line: (\w+)$", text.rstrip())
-            if m:
-                out[m.group(1)] = f"{HERE}:{number}"
-    return out
-
-
 def profiled(args, name):
     """The Triton launches of `name` under pasta run --torch --record, and what the program
     printed."""
@@ -143,7 +133,7 @@ def ops_of(kernel):
 
 def check_construct(args, failures):
     launches, _ = profiled(args, "construct")
-    lines = marked_lines()
+    lines = {name: f"{HERE}:{number}" for name, number in marked_lines(HERE).items()}
     # The module whose nodes a kernel holds, by its operators, and the lines that made them.
     def expected(ops):
         if ops & {"tanh", "tanhbackward"} and not ops & {"sin", "cos", "exp", "sum"}:

@@ -8,11 +8,12 @@ from its target alone, and the lines are marked in this file.
 
 Exit 0 when every check holds, 1 when one fails, 77 (skipped) without PyTorch 2.x."""
 import os
-import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HERE = os.path.abspath(__file__)
+sys.path.insert(0, os.path.dirname(HERE))
+from modules_check import marked_lines  # noqa: E402
 
 try:
     import torch
@@ -22,17 +23,6 @@ try:
 except ImportError as e:
     print(f"skipped: PyTorch with torch._dynamo is not importable here ({e})")
     sys.exit(77)
-
-
-def marked_lines():
-    """{"a": 41, ...} from the "# line: NAME" marks in this file."""
-    out = {}
-    with open(HERE) as f:
-        for number, text in enumerate(f, 1):
-            m = re.search(r"# line: (\w+)$", text.rstrip())
-            if m:
-                out[m.group(1)] = number
-    return out
 
 
 class A(nn.Module):
@@ -96,7 +86,7 @@ def graphs_of(fn, *args):
 def main():
     ns = bridge_namespace()
     describe = ns["describe_nodes"]
-    lines = marked_lines()
+    lines = marked_lines(HERE)
     failures = []
 
     def expect(what, got, want):
