@@ -1668,10 +1668,12 @@ def case_diff_compile(build, out):
     """`pasta diff` of a transformers GPT-2 trained eager against torch.compile'd (default
     mode, tests/gpu/diff_steps.py), each profiled over the same timed steps (--capture-range):
     the changes per module (per operator where the reports have no module_summary) add up to
-    the change in step time the program measures itself without pasta, within the spread it
-    reports, plus 2% of the eager step for what device times leave out (copies, memsets, the
-    idle start of each timed round); the compiled run's Triton kernels are changes that
-    replaced eager kernels; the page and its JSON are written."""
+    the change in kernel device time per step torch.profiler measures in each native run (one
+    more round under it, after the timed ones), within 5% of the eager run's; the compiled
+    run's Triton kernels are changes that replaced eager kernels; the page and its JSON are
+    written. The change in the program's own step time is printed beside them, not checked:
+    it holds the GPU's idle time between kernels, and the same step's time varies between
+    processes by more than its spread within one (DESIGN.md: 15-24 ms)."""
     script = os.path.join(ROOT, "tests", "gpu", "diff_steps.py")
     warmup, rounds, per_round = 3, 5, 4
     window = f"steps:{warmup}-{warmup + rounds * per_round - 1}"
@@ -1682,10 +1684,19 @@ def case_diff_compile(build, out):
         for label in ("native", "profiled"):
             # A fresh Inductor cache each: every run compiles, as a user's first run would.
             env = {"TORCHINDUCTOR_CACHE_DIR": tempfile.mkdtemp(prefix=f"{mode}-{label}-", dir=out),
-                   "TORCHINDUCTOR_COMPILE_THREADS": "1", "PASTA_PRINT": "none"}
+                   "TORCHINDUCTOR_COMPILE_THREADS": "1", "PASTA_PRINT": "none",
+                   "PASTA_VERBOSE": "1"}
             pasta = [f"{build}/bin/pasta", "run", "--torch", "--capture-range", window, "-o",
                      os.path.join(out, mode), "--"] if label == "profiled" else []
-            runs[(mode, label)] = last_json(run(pasta + cmd, env, timeout=900).stdout)
+            proc = run(pasta + cmd + ([] if pasta else ["--kernel-ms"]), env, timeout=900)
+            runs[(mode, label)] = last_json(proc.stdout)
+            if pasta:
+                with open(os.path.join(out, f"{mode}-stderr.log"), "w") as f:
+                    f.write(proc.stderr)
+                for line in proc.stderr.splitlines():
+                    if "inductor: " in line and ("places seen" in line or "extern" in line or
+                                                 "name no nn.Module" in line):
+                        print(f"  {mode}, profiled: {line.strip()}")
             r = runs[(mode, label)]
             print(f"  {mode}, {label}: {r['mean_ms']:.3f} ms a step (sd {r['stdev_ms']:.3f} over "
                   f"{rounds} rounds of {per_round}), loss {r['loss']:.4f}")
@@ -1705,7 +1716,8 @@ def case_diff_compile(build, out):
     eager, compiled = runs[("eager", "native")], runs[("compiled", "native")]
     measured = compiled["mean_ms"] - eager["mean_ms"]
     noise = 3 * ((eager["stdev_ms"] ** 2 + compiled["stdev_ms"] ** 2) / rounds) ** 0.5
-    slack = 0.02 * eager["mean_ms"]
+    truth = compiled["kernel_ms"] - eager["kernel_ms"]
+    slack = 0.05 * eager["kernel_ms"]
     if doc["modules"]:
         level = "modules' own device time, (no module) included"
         parts = sum(r["self_delta_ms"] for r in doc["modules"])
@@ -1715,14 +1727,17 @@ def case_diff_compile(build, out):
         parts = sum(r["delta_ms"] for r in doc["operators"])
     device = doc["device"]
     print(f"  the program's own step: {eager['mean_ms']:.3f} -> {compiled['mean_ms']:.3f} ms, "
-          f"{measured:+.3f} ms +- {noise:.3f} (3 sd of the difference of the round means)")
+          f"{measured:+.3f} ms +- {noise:.3f} (3 sd of the difference of the round means; "
+          f"not checked)")
+    print(f"  torch.profiler, kernel device time per step: {eager['kernel_ms']:.3f} -> "
+          f"{compiled['kernel_ms']:.3f} ms ({truth:+.3f})")
     print(f"  pasta, device time per step: {device['a_ms']:.3f} -> {device['b_ms']:.3f} ms "
           f"({device['delta_ms']:+.3f}); sum of the changes of the {level}: {parts:+.3f} ms")
     print(f"  pasta's answer: {doc['summary']}")
-    gap = abs(parts - measured)
-    good = gap <= noise + slack
-    print(f"{'ok  ' if good else 'FAIL'} the changes add up to the program's own change: "
-          f"|{parts:+.3f} - ({measured:+.3f})| = {gap:.3f} ms <= {noise:.3f} + {slack:.3f}")
+    gap = abs(parts - truth)
+    good = gap <= slack
+    print(f"{'ok  ' if good else 'FAIL'} the changes add up to torch.profiler's change of kernel "
+          f"time: |{parts:+.3f} - ({truth:+.3f})| = {gap:.3f} ms <= {slack:.3f} (5% of eager's)")
     ok &= good
     fused = [c for c in doc["changes"] if c["gone"] and
              any(k["kernel"].startswith("triton_") for k in c["new"])]

@@ -7,6 +7,8 @@ After --warmup steps (compilation, autotuning), --rounds rounds of --steps steps
 back to back, the GPU synchronised only around a round, so its queue stays full and a step's
 time is its device work (the model is large enough to keep the GPU busy). Prints one JSON
 line: the mode, each round's time per step (ms), their mean and standard deviation, the loss.
+--kernel-ms: then one more round under torch.profiler (CUDA activity), whose kernels' device
+time per step is "kernel_ms" (what `pasta diff` compares as device time).
 """
 import argparse
 import json
@@ -14,6 +16,7 @@ import statistics
 import time
 
 from torch_setup import deterministic, torch  # first: sets what cuBLAS reads
+from torch_trace import kernel_events  # noqa: E402
 
 
 def main():
@@ -25,6 +28,7 @@ def main():
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--seq", type=int, default=512)
     p.add_argument("--layers", type=int, default=6)
+    p.add_argument("--kernel-ms", action="store_true")
     args = p.parse_args()
 
     deterministic()
@@ -55,9 +59,18 @@ def main():
             step()
         torch.cuda.synchronize()
         rounds.append((time.perf_counter() - t0) * 1e3 / args.steps)
+    kernel_ms = None
+    if args.kernel_ms:
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(args.steps):
+                step()
+            torch.cuda.synchronize()
+        kernel_ms = sum(e["dur"] for e in kernel_events(prof)) / 1e3 / args.steps
     print(json.dumps({"mode": "compiled" if args.compile else "eager", "round_ms": rounds,
                       "mean_ms": statistics.mean(rounds), "stdev_ms": statistics.stdev(rounds),
-                      "steps": args.warmup + args.rounds * args.steps, "loss": loss.item()}),
+                      "steps": args.warmup + args.rounds * args.steps, "loss": loss.item(),
+                      "kernel_ms": kernel_ms}),
           flush=True)
 
 

@@ -97,8 +97,8 @@ def child(name, steps):
 
 
 def profiled(args, name):
-    """The Triton launches of `name` under pasta run --torch --record, and what the program
-    printed."""
+    """The Triton launches of `name` under pasta run --torch --record, what the program
+    printed, and every operator call that launched a kernel itself."""
     out = os.path.join(args.out, name)
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
@@ -118,9 +118,12 @@ def profiled(args, name):
           *(said[-1:] or ["nothing"]))
     dump = subprocess.run([args.pasta_trace, "dump", os.path.join(out, "pasta", "trace.pasta")],
                           capture_output=True, text=True, check=True).stdout
-    launches = [f for kind, f in parse_dump(dump)
+    events = parse_dump(dump)
+    launches = [f for kind, f in events
                 if kind == "OpBegin" and f.get("name", "").startswith("triton_")]
-    return launches, json.loads(proc.stdout.strip().splitlines()[-1])
+    ran = {f.get("op") for kind, f in events if kind == "KernelComplete"}
+    ops = [f for kind, f in events if kind == "OpBegin" and f["id"] in ran]
+    return launches, json.loads(proc.stdout.strip().splitlines()[-1]), ops
 
 
 def ops_of(kernel):
@@ -132,7 +135,7 @@ def ops_of(kernel):
 
 
 def check_construct(args, failures):
-    launches, _ = profiled(args, "construct")
+    launches, _, _ = profiled(args, "construct")
     lines = {name: f"{HERE}:{number}" for name, number in marked_lines(HERE).items()}
     # The module whose nodes a kernel holds, by its operators, and the lines that made them.
     def expected(ops):
@@ -168,7 +171,7 @@ def check_construct(args, failures):
 
 
 def check_gpt2(args, failures):
-    launches, said = profiled(args, "gpt2")
+    launches, said, ops = profiled(args, "gpt2")
     real = set(said["modules"])
     per_module = collections.Counter(f.get("module", "") for f in launches)
     print(f"  {len(launches)} Triton launches over {len(per_module)} modules:")
@@ -186,6 +189,23 @@ def check_gpt2(args, failures):
         print(f"  launches in transformer.h.0.{part} / h.1.{part}: {h0} / {h1}")
         if h0 != h1 or (part in ("attn", "mlp") and h0 == 0):
             failures.append(f"gpt2: blocks compiled alike launch {h0} and {h1} kernels in {part}")
+    # Extern kernels (cuBLAS products, attention) go to the module of the nodes they compute,
+    # by arithmetic: every Conv1D of a block and the head multiply once forward and twice
+    # backward (the gradients of the weight and of the input) a step; each block's attention
+    # runs once forward and once backward a step.
+    gemms = collections.Counter(f.get("module", "") for f in ops
+                                if f["name"] in ("aten::mm", "aten::addmm", "aten::bmm"))
+    attention = collections.Counter(f.get("module", "") for f in ops if "attention" in f["name"])
+    want_gemms = {f"{root}.transformer.h.{i}.{m}": 3 * args.steps for i in (0, 1)
+                  for m in ("attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj")}
+    want_gemms[f"{root}.lm_head"] = 3 * args.steps
+    want_attention = {f"{root}.transformer.h.{i}.attn": 2 * args.steps for i in (0, 1)}
+    print("  products (cuBLAS) by module:", dict(sorted(gemms.items())))
+    print("  attention calls by module:", dict(sorted(attention.items())))
+    if dict(gemms) != want_gemms:
+        failures.append(f"gpt2: products by module {dict(gemms)}, want {want_gemms}")
+    if dict(attention) != want_attention:
+        failures.append(f"gpt2: attention calls by module {dict(attention)}, want {want_attention}")
     # The model's own code is transformers': modeling_gpt2.py, and the Conv1D and activation
     # modules it builds on (pytorch_utils.py, activations.py).
     inside = [f for f in launches if f.get("module", "").startswith(f"{root}.transformer.h.")]

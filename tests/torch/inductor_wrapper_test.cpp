@@ -116,25 +116,33 @@ TEST_CASE("Inductor's wrapper module: each launch with the module and frames tor
       "            32, stream=stream0)\n"
       "        # Topologically Sorted Source Nodes: [x], Original ATen: [aten.mul]\n"
       "        triton_poi_fused_mul_1.run(buf3, 32, stream=stream0)\n");
-  REQUIRE(sites.size() == 3);
+  REQUIRE(sites.size() == 4);
   CHECK(sites[0].kernel == "triton_per_fused_native_layer_norm_0");
+  CHECK_FALSE(sites[0].external);
   CHECK(sites[0].line == 16);
   CHECK(sites[0].has_module);
   CHECK(sites[0].module_root.empty());
   CHECK(sites[0].module_path == "h.0.ln");
   CHECK(sites[0].module_class == "LayerNorm");
   CHECK(sites[0].frames == std::vector<std::string>{"/m/gpt2.py:388", "/m/gpt2.py:920"});
-  SUBCASE("the same kernel for another block; the product's lines stay with the product") {
-    CHECK(sites[1].kernel == "triton_per_fused_native_layer_norm_0");
-    CHECK(sites[1].line == 22);
-    CHECK(sites[1].module_root == "Net");
-    CHECK(sites[1].module_path == "h.1.ln");
-    CHECK(sites[1].frames.empty());
+  SUBCASE("the product is an extern kernel's site, with its own lines") {
+    CHECK(sites[1].kernel == "extern_kernels.addmm");
+    CHECK(sites[1].external);
+    CHECK(sites[1].line == 19);
+    CHECK(sites[1].module_path == "h.0.fc");
+    CHECK(sites[1].module_class == "Linear");
+  }
+  SUBCASE("the same kernel for another block") {
+    CHECK(sites[2].kernel == "triton_per_fused_native_layer_norm_0");
+    CHECK(sites[2].line == 22);
+    CHECK(sites[2].module_root == "Net");
+    CHECK(sites[2].module_path == "h.1.ln");
+    CHECK(sites[2].frames.empty());
   }
   SUBCASE("compiled before pasta watched: no module") {
-    CHECK(sites[2].kernel == "triton_poi_fused_mul_1");
-    CHECK(sites[2].line == 25);
-    CHECK_FALSE(sites[2].has_module);
+    CHECK(sites[3].kernel == "triton_poi_fused_mul_1");
+    CHECK(sites[3].line == 25);
+    CHECK_FALSE(sites[3].has_module);
   }
 }
 
@@ -183,6 +191,43 @@ TEST_CASE("Inductor's wrapper module: a launch found by its source hash or name,
     const InductorLaunch none = find_launch(graph, "triton_poi_fused_sub_2", "cxyz", 17);
     CHECK(none.kernel == nullptr);
     CHECK(none.site == nullptr);
+  }
+}
+
+TEST_CASE("Inductor's wrapper module: extern kernels' calls, found by their line") {
+  CHECK(extern_callee("extern_kernels.mm(buf0, buf1, out=buf2)") == "extern_kernels.mm");
+  CHECK(extern_callee("buf5 = torch.ops.aten._scaled_dot_product_flash_attention.default(buf2)") ==
+        "torch.ops.aten._scaled_dot_product_flash_attention.default");
+  CHECK(extern_callee("buf3 = empty_strided_cuda((4, 8), (8, 1), torch.float32)").empty());
+  CHECK(extern_callee("stream0 = get_raw_stream(0)").empty());
+  CHECK(extern_callee("triton_poi_fused_mul_0.run(buf0, 8, stream=stream0)").empty());
+  const InductorGraph graph = inductor_graph(
+      "def call(args):\n"                                                                   // 1
+      "    buf0 = empty_strided_cuda((4, 8), (8, 1), torch.float32)\n"                      // 2
+      "    # Topologically Sorted Source Nodes: [linear], Original ATen: [aten.mm]\n"      // 3
+      "# pasta module: root= path=h.0.attn.c_attn class=Conv1D\n"                           // 4
+      "# pasta frames: /m/pytorch_utils.py:120;/m/gpt2.py:300\n"                            // 5
+      "    extern_kernels.mm(buf0, primals_2, out=buf1)\n"                                  // 6
+      "    # Topologically Sorted Source Nodes: [sdpa], Original ATen: [aten._sdpa]\n"      // 7
+      "# pasta module: root= path=h.0.attn class=GPT2Attention\n"                           // 8
+      "    buf2 = torch.ops.aten._scaled_dot_product_flash_attention.default(buf1)\n"       // 9
+      "    buf3 = buf2[0]\n"                                                                 // 10
+      "    # Topologically Sorted Source Nodes: [out], Original ATen: [aten.mm]\n"          // 11
+      "    extern_kernels.mm(buf3, primals_3, out=buf4)\n");                                // 12
+  REQUIRE(graph.sites.size() == 2);
+  const InductorCallSite* mm = find_extern(graph, 6);
+  REQUIRE(mm != nullptr);
+  CHECK(mm->kernel == "extern_kernels.mm");
+  CHECK(mm->module_path == "h.0.attn.c_attn");
+  CHECK(mm->frames == std::vector<std::string>{"/m/pytorch_utils.py:120", "/m/gpt2.py:300"});
+  const InductorCallSite* sdpa = find_extern(graph, 9);
+  REQUIRE(sdpa != nullptr);
+  CHECK(sdpa->module_path == "h.0.attn");
+  CHECK(sdpa->frames.empty());
+  SUBCASE("an allocation, an extern call without pasta's lines, a line between") {
+    CHECK(find_extern(graph, 2) == nullptr);
+    CHECK(find_extern(graph, 12) == nullptr);
+    CHECK(find_extern(graph, 5) == nullptr);
   }
 }
 

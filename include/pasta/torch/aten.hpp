@@ -122,7 +122,8 @@ class Aten {
       if (tracking_)
         detail::ModuleTracker::start(&on_module, modules_, source_lines_, source_skip_, verbose_);
       if (compiled_)
-        detail::InductorBridge::start(&enter_compiled, &leave_compiled, tracking_, verbose_);
+        detail::InductorBridge::start(&enter_compiled, &leave_compiled, &enter_graph,
+                                      &leave_graph, tracking_, verbose_);
       memory_ = memory;
       views_ = views;
       if (memory_) install_reporter();  // the starting thread, before its first operator
@@ -205,6 +206,20 @@ class Aten {
     std::array<Named, 512> recent{};  // 2^9: op_name takes the hash's top 9 bits
     std::unordered_map<std::string_view, NameId> names;  // views of interned text
     std::vector<OpContext> launches;  // open compiled-kernel launches (id 0: not recorded)
+    // Compiled graphs this thread runs now (innermost last): the graph, the
+    // first operator id opened inside it, and its operators called so far
+    // from the graph's own code; and, per graph and ordinal, the extern
+    // kernel the graph's line calls there (looked up once: nullptr = none).
+    struct GraphCall {
+      std::uint64_t graph = 0, first_op = 0;
+      std::uint32_t ordinal = 0;
+    };
+    struct GraphSite {
+      NameId op{};
+      const detail::CompiledKernel* kernel = nullptr;
+    };
+    std::vector<GraphCall> graphs;
+    std::unordered_map<std::uint64_t, GraphSite> graph_sites;
     // autograd's evaluate_function wrapper, held back until the node it runs
     // starts and says the forward the wrapper belongs to (see place()).
     std::optional<OpBegin> deferred;
@@ -359,9 +374,44 @@ class Aten {
       if (modules_) open.module = detail::ModuleTracker::current();
       if (source_lines_) open.source = detail::ModuleTracker::op_source(ctx.name);
     }
+    if (tracking_ && !t.graphs.empty()) graph_place(t, caller, ctx, open);
     if (tracking_ && !open.backward)
       origins_.put(at::RecordFunction::currentThreadId(), fn.seqNr(), {open.module, open.source});
     return open;
+  }
+
+  // An operator a compiled graph's code calls itself (an extern kernel: a
+  // cuBLAS GEMM, attention, a fallback): the module and line of the FX nodes
+  // it computes, as the comment before its call names them, below the module
+  // running the graph. Looked up once per graph and place in its order.
+  void graph_place(ThreadState& t, const Open* caller, const OpContext& ctx, Open& open) {
+    ThreadState::GraphCall& g = t.graphs.back();
+    if (caller && caller->id >= g.first_op) return;  // inside another operator: its caller's
+    const std::uint64_t key = g.graph << 24 | (++g.ordinal & 0xffffff);
+    auto it = t.graph_sites.find(key);
+    if (it == t.graph_sites.end() || it->second.op != ctx.name) {
+      if (t.graph_sites.size() >= max_graph_sites) return;
+      ThreadState::GraphSite site{.op = ctx.name};
+      // The graph's frame: innermost, or below a Python wrapper of the operator.
+      for (const auto& [file, line] : detail::ModuleTracker::python_frames(3))
+        if ((site.kernel = detail::InductorBridge::extern_site(file, line))) break;
+      it = t.graph_sites.insert_or_assign(key, site).first;
+    }
+    if (const detail::CompiledKernel* k = it->second.kernel) {
+      if (modules_) open.module = compiled_module(open.module, *k);
+      if (source_lines_ && k->line) open.source = k->line;
+    }
+  }
+  static constexpr std::size_t max_graph_sites = 1 << 16;  // per thread
+
+  // A compiled graph's call begins and ends on this thread (InductorBridge).
+  static void enter_graph(long long graph) {
+    thread_state().graphs.push_back(
+        {.graph = static_cast<std::uint64_t>(graph), .first_op = next_id_.load(std::memory_order_relaxed)});
+  }
+  static void leave_graph() {
+    ThreadState& t = thread_state();
+    if (!t.graphs.empty()) t.graphs.pop_back();
   }
 
   // autograd's "autograd::engine::evaluate_function: XBackward0" wrapper: a

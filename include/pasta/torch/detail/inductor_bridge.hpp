@@ -13,7 +13,10 @@
 // looked up once per place in the graph's code (one kernel serves every block
 // of a model). A graph compiled before pasta watched (Inductor's cache filled
 // by a run without it) has no such lines: its kernels go to the module that
-// ran it.
+// ran it. Extern kernels (cuBLAS GEMMs, attention, fallback operators) get
+// the same comment lines; CompiledFxGraph.__call__ is wrapped so that
+// torch::Aten knows when a thread runs a compiled graph, and looks up the
+// line of the graph's code calling each of its operators once (extern_site).
 // The Python C API is found with
 // dlsym (no link dependency): a program without Python, or one that never
 // compiles, pays one check every few operator calls and nothing else.
@@ -55,13 +58,17 @@ class InductorBridge {
  public:
   using Enter = void (*)(const CompiledKernel&);
   using Leave = void (*)();
+  using EnterGraph = void (*)(long long graph);  // a compiled graph's call begins (id from 1)
 
   // Called by the active torch::Aten handler; `modules`: it follows modules
   // or source lines (then launches whose graph names none are counted).
-  static void start(Enter enter, Leave leave, bool modules, bool verbose) {
+  static void start(Enter enter, Leave leave, EnterGraph enter_graph, Leave leave_graph,
+                    bool modules, bool verbose) {
     State& s = state();
     s.enter = enter;
     s.leave = leave;
+    s.enter_graph = enter_graph;
+    s.leave_graph = leave_graph;
     s.modules = modules;
     s.verbose = verbose;
     if (!s.resolved) {
@@ -78,6 +85,10 @@ class InductorBridge {
           "inductor: {} compiled kernels' launch places seen, {} with the operators they fuse, "
           "{} with their nn.Module, {} launches",
           s.kernels.size(), s.described.load(), s.with_module.load(), s.launches.load()));
+    if (s.verbose && s.modules)
+      pasta::detail::log(fmt::format(
+          "inductor: {} extern kernel calls in compiled graphs looked up, {} with their nn.Module",
+          s.externs.load(), s.externs_with_module.load()));
     if (s.modules && s.without_module.load() > 0)
       pasta::detail::log(fmt::format(
           "inductor: {} of {} compiled kernels' launch places name no nn.Module (their graphs "
@@ -103,19 +114,43 @@ class InductorBridge {
 
   static std::uint64_t launches() { return state().launches.load(); }
 
+  // The extern kernel called from line `line` of file `file`, when that is a
+  // compiled graph's code whose comment names its module; nullptr otherwise.
+  // The pointer stays valid for the process.
+  static const CompiledKernel* extern_site(const std::string& file, int line) {
+    State& s = state();
+    std::scoped_lock lock(s.mutex);
+    const std::string key = fmt::format("{}\n{}", file, line);
+    if (auto hit = s.extern_ids.find(key); hit != s.extern_ids.end()) return hit->second;
+    const CompiledKernel* found = nullptr;
+    if (const InductorCallSite* site = find_extern(graph_of(s, file), line)) {
+      CompiledKernel k{.kernel = intern(site->kernel), .graph = intern(file)};
+      if (site_module(*site, k)) s.externs_with_module.fetch_add(1, std::memory_order_relaxed);
+      s.externs.fetch_add(1, std::memory_order_relaxed);
+      found = &s.extern_kernels.emplace_back(k);
+    }
+    s.extern_ids.emplace(key, found);
+    return found;
+  }
+
  private:
   struct State : LazyInstall {
     PythonApi api;
     bool resolved = false, python = false, verbose = false, modules = false;
-    std::atomic<std::uint64_t> launches{0}, described{0}, with_module{0}, without_module{0};
+    std::atomic<std::uint64_t> launches{0}, described{0}, with_module{0}, without_module{0},
+        externs{0}, externs_with_module{0};
     std::uint64_t logged = 0;  // kernels described in the log (the first 60)
     Enter enter = nullptr;
     Leave leave = nullptr;
+    EnterGraph enter_graph = nullptr;
+    Leave leave_graph = nullptr;
     PythonApi::Obj install = nullptr;
     std::mutex mutex;  // the tables below (Python threads hold the GIL, free-threaded ones not)
     std::deque<CompiledKernel> kernels;                         // index + 1 is the id Python keeps
     std::map<std::string, long long> ids;  // graph \n source \n name \n line -> id
     std::map<std::string, InductorGraph> graphs;  // module file -> its kernels and launches
+    std::deque<CompiledKernel> extern_kernels;    // what extern_site returns
+    std::map<std::string, const CompiledKernel*> extern_ids;  // file \n line -> one of them
   };
   static State& state() {
     static State s;
@@ -223,8 +258,38 @@ def hook_codegen():
             module.get_kernel_metadata = pasta_get_kernel_metadata
     return 1
 
-def install(enter, leave, describe):
+def hook_graphs(enter_graph, leave_graph):
+    # A compiled graph's call, bracketed: torch::Aten looks up the graph's line of
+    # each extern kernel it calls. 1: wrapped (or nothing to wrap in this version).
+    oc = sys.modules.get("torch._inductor.output_code")
+    if oc is None:
+        return 0
+    cls = getattr(oc, "CompiledFxGraph", None)
+    call = getattr(cls, "__call__", None)
+    if call is None or getattr(call, "_pasta", False):
+        return 1
+    ids = iter(range(1, 1 << 62))
+    def pasta_graph_call(self, *args, **kwargs):
+        g = getattr(self, "_pasta_graph", None)
+        if g is None:
+            g = next(ids)
+            try:
+                self._pasta_graph = g
+            except Exception:
+                return call(self, *args, **kwargs)
+        enter_graph(g)
+        try:
+            return call(self, *args, **kwargs)
+        finally:
+            leave_graph()
+    pasta_graph_call._pasta = True
+    pasta_graph_call.__wrapped__ = call
+    cls.__call__ = pasta_graph_call
+    return 1
+
+def install(enter, leave, describe, enter_graph, leave_graph):
     hook_codegen()
+    graphs = hook_graphs(enter_graph, leave_graph)
     th = sys.modules.get("torch._inductor.runtime.triton_heuristics")
     if th is None:
         return 0
@@ -233,7 +298,7 @@ def install(enter, leave, describe):
     if run is None:
         return -1
     if getattr(run, "_pasta", False):
-        return 1
+        return graphs
     getframe = sys._getframe
     def pasta_run(self, *args, **kwargs):
         caller = getframe(1)
@@ -265,7 +330,7 @@ def install(enter, leave, describe):
     pasta_run.__name__ = getattr(run, "__name__", "run")
     pasta_run.__qualname__ = getattr(run, "__qualname__", "run")
     cls.run = pasta_run
-    return 1
+    return graphs
 )PY";
 
   static PythonApi::Obj py_enter(PythonApi::Obj, PythonApi::Obj arg) {
@@ -324,18 +389,8 @@ def install(enter, leave, describe):
     const std::string source(source_hash(path));
     const std::string key = fmt::format("{}\n{}\n{}\n{}", graph, source, name, line);
     if (auto hit = s.ids.find(key); hit != s.ids.end()) return hit->second;
-    auto module = s.graphs.find(graph);
-    if (module == s.graphs.end()) {
-      InductorGraph g;
-      if (!graph.empty() && graph.ends_with(".py")) {
-        std::ifstream in(graph);
-        std::stringstream text;
-        text << in.rdbuf();
-        g = inductor_graph(text.str());
-      }
-      module = s.graphs.emplace(graph, std::move(g)).first;
-    }
-    const InductorLaunch launch = find_launch(module->second, name, source, line);
+    const InductorGraph& module = graph_of(s, graph);
+    const InductorLaunch launch = find_launch(module, name, source, line);
     const InductorKernel* found = launch.kernel;
     const InductorCallSite* site = launch.site;
     const char* how = launch.by_name ? "name within its module" : "source hash";
@@ -349,20 +404,8 @@ def install(enter, leave, describe):
                      .source = intern(source),
                      .fused = fused.empty() ? NameId{} : intern(fused),
                      .graph = intern(graph)};
-    const bool has_module = found && site && site->has_module;
+    const bool has_module = found && site && site_module(*site, k);
     if (has_module) {
-      if (!site->module_root.empty())
-        k.module = intern(site->module_path.empty() ? site->module_root
-                                                    : site->module_root + "." + site->module_path);
-      else if (!site->module_path.empty())
-        k.module_path = intern(site->module_path);
-      for (const std::string& frame : site->frames) {
-        const auto colon = frame.rfind(':');
-        if (colon != std::string::npos && ModuleTracker::program_file(frame.substr(0, colon))) {
-          k.line = intern(frame);
-          break;
-        }
-      }
       s.with_module.fetch_add(1, std::memory_order_relaxed);
     } else if (found) {
       s.without_module.fetch_add(1, std::memory_order_relaxed);
@@ -383,7 +426,7 @@ def install(enter, leave, describe):
         pasta::detail::log(fmt::format(
             "inductor: {} (source {}) is not defined in the module that launched it ({}; {} "
             "kernels there): launched as an operator of its own, looked up again next launch",
-            name, source, graph.empty() ? "no file" : graph, module->second.kernels.size()));
+            name, source, graph.empty() ? "no file" : graph, module.kernels.size()));
     }
     // Negative: Python asks again at the next launch, which finds this id
     // unless another module launches it (the first caller may not be the
@@ -393,6 +436,56 @@ def install(enter, leave, describe):
     return result;
   }
 
+  // Module file `graph`'s kernels and launches, read once; s.mutex held.
+  static const InductorGraph& graph_of(State& s, const std::string& graph) {
+    auto module = s.graphs.find(graph);
+    if (module == s.graphs.end()) {
+      InductorGraph g;
+      if (!graph.empty() && graph.ends_with(".py")) {
+        std::ifstream in(graph);
+        std::stringstream text;
+        text << in.rdbuf();
+        g = inductor_graph(text.str());
+      }
+      module = s.graphs.emplace(graph, std::move(g)).first;
+    }
+    return module->second;
+  }
+
+  // `site`'s module and line into `k`: whether its comment names a module.
+  static bool site_module(const InductorCallSite& site, CompiledKernel& k) {
+    if (!site.has_module) return false;
+    if (!site.module_root.empty())
+      k.module = intern(site.module_path.empty() ? site.module_root
+                                                 : site.module_root + "." + site.module_path);
+    else if (!site.module_path.empty())
+      k.module_path = intern(site.module_path);
+    for (const std::string& frame : site.frames) {
+      const auto colon = frame.rfind(':');
+      if (colon != std::string::npos && ModuleTracker::program_file(frame.substr(0, colon))) {
+        k.line = intern(frame);
+        break;
+      }
+    }
+    return true;
+  }
+
+  static PythonApi::Obj py_enter_graph(PythonApi::Obj, PythonApi::Obj arg) {
+    State& s = state();
+    const long long id = s.api.long_as(arg);
+    if (id <= 0 || s.api.err_occurred()) {
+      s.api.err_clear();
+      return s.api.new_none();
+    }
+    if (s.enter_graph) s.enter_graph(id);  // always: leave() pops one per enter()
+    return s.api.new_none();
+  }
+  static PythonApi::Obj py_leave_graph(PythonApi::Obj, PythonApi::Obj) {
+    State& s = state();
+    if (s.leave_graph) s.leave_graph();
+    return s.api.new_none();
+  }
+
   // The pending call: on the Python main thread, holding the GIL.
   static int try_install(void*) {
     State& s = state();
@@ -400,10 +493,13 @@ def install(enter, leave, describe):
     if (!s.active.load() || s.installed.load() || s.given_up.load()) return 0;
     static PythonApi::MethodDef enter{"pasta_enter", &py_enter, PythonApi::meth_o, nullptr},
         leave{"pasta_leave", &py_leave, PythonApi::meth_noargs, nullptr},
-        describe{"pasta_describe", &py_describe, PythonApi::meth_varargs, nullptr};
+        describe{"pasta_describe", &py_describe, PythonApi::meth_varargs, nullptr},
+        enter_graph{"pasta_enter_graph", &py_enter_graph, PythonApi::meth_o, nullptr},
+        leave_graph{"pasta_leave_graph", &py_leave_graph, PythonApi::meth_noargs, nullptr};
     constexpr long long failed = -100;
-    const long long r =
-        s.api.load_and_install(python_source, {&enter, &leave, &describe}, s.install, s.verbose, failed);
+    const long long r = s.api.load_and_install(python_source,
+                                               {&enter, &leave, &describe, &enter_graph, &leave_graph},
+                                               s.install, s.verbose, failed);
     if (r == failed) return fail(s, "the Python side did not load, or wrapping CachingAutotuner.run failed");
     if (r == 1) {
       s.installed.store(true);

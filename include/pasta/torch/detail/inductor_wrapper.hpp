@@ -38,8 +38,9 @@ struct InductorKernel {
 // One launch of a kernel in the graph's code, and what the comment before it
 // says of the FX nodes it computes.
 struct InductorCallSite {
-  int line = 0;        // of the `.run(` call, from 1
-  std::string kernel;  // the kernel it launches
+  int line = 0;        // of the `.run(` call (or the extern call), from 1
+  std::string kernel;  // the kernel it launches, or the extern callee ("extern_kernels.mm")
+  bool external = false;  // a call of an extern kernel or an aten fallback, not a Triton launch
   // The nodes' common module, as their nn_module_stack names it. `root`: the
   // class of a module the compiled code was handed (a function compiled with
   // a model as an argument), empty when it is the compiled frame's own `self`
@@ -165,9 +166,29 @@ inline std::vector<InductorKernel> inductor_kernels(std::string_view module) {
   return out;
 }
 
+// The callee of an extern kernel's call ("extern_kernels.mm" of
+// "extern_kernels.mm(buf0, ..., out=buf1)", "torch.ops.aten.x.default" of
+// "buf5 = torch.ops.aten.x.default(buf2)"): a call Inductor writes for work
+// it does not generate (cuBLAS GEMMs, convolutions, attention, fallback aten
+// operators). Empty for any other line.
+inline std::string_view extern_callee(std::string_view line) {
+  if (const auto eq = line.find(" = "); eq != std::string_view::npos &&
+                                         line.substr(0, eq).find_first_of("(#") == std::string_view::npos)
+    line.remove_prefix(eq + 3);
+  const auto paren = line.find('(');
+  if (paren == std::string_view::npos) return {};
+  const std::string_view callee = line.substr(0, paren);
+  for (std::string_view prefix : {"extern_kernels.", "torch.ops.", "aten."})
+    if (callee.starts_with(prefix) && callee.find_first_of(" =") == std::string_view::npos)
+      return callee;
+  return {};
+}
+
 // Every `KERNEL.run(` launch in the module, in its order, with the module
 // lines of the comment that comes before it: each launch's comment starts
 // with Inductor's "Source Nodes" line, and torch::Aten's lines follow it.
+// An extern kernel's call with such lines right before it is a site too
+// (`external`): its comment is written the same way.
 inline std::vector<InductorCallSite> inductor_call_sites(std::string_view module) {
   std::vector<InductorCallSite> out;
   InductorCallSite pending;
@@ -187,6 +208,13 @@ inline std::vector<InductorCallSite> inductor_call_sites(std::string_view module
                line.substr(0, run).find_first_of(" =(#") == std::string_view::npos) {
       pending.line = number;
       pending.kernel = std::string(line.substr(0, run));
+      out.push_back(std::move(pending));
+      pending = {};
+    } else if (const std::string_view callee = extern_callee(line);
+               !callee.empty() && pending.has_module) {
+      pending.line = number;
+      pending.kernel = std::string(callee);
+      pending.external = true;
       out.push_back(std::move(pending));
       pending = {};
     }
@@ -225,6 +253,13 @@ inline InductorLaunch find_launch(const InductorGraph& graph, std::string_view n
   for (const InductorCallSite& c : graph.sites)
     if (c.line <= line && c.kernel == name) out.site = &c;
   return out;
+}
+
+// The extern kernel's call at line `line` of the graph's code, or nullptr.
+inline const InductorCallSite* find_extern(const InductorGraph& graph, int line) {
+  for (const InductorCallSite& c : graph.sites)
+    if (c.external && c.line == line) return &c;
+  return nullptr;
 }
 
 }  // namespace pasta::torch::detail

@@ -25,6 +25,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <pasta/core/detail/fmt.hpp>
@@ -183,6 +184,38 @@ class ModuleTracker {
     const NameId site = walk_this_thread();
     t.sites.emplace(key, site);
     return site;
+  }
+
+  // The calling thread's innermost Python frames now, up to `max`, as (file,
+  // line), innermost first; empty where there is no Python. Takes the GIL.
+  static std::vector<std::pair<std::string, int>> python_frames(int max) {
+    std::vector<std::pair<std::string, int>> out;
+    State& s = state();
+    if (!s.python || s.exiting.load(std::memory_order_relaxed)) return out;
+    ModuleThread& t = module_thread();
+    PythonApi& py = s.api;
+    if (t.walking || !py.gil_this_thread()) return out;
+    t.walking = true;
+    try {
+      const int gil = py.gil_ensure();
+      PythonApi::Obj frame = py.thread_frame(py.gil_this_thread());
+      while (frame && static_cast<int>(out.size()) < max) {
+        PythonApi::Obj code = py.frame_code(frame);
+        PythonApi::Obj file = code ? py.get_attr(code, "co_filename") : nullptr;
+        out.emplace_back(file ? std::string(py.text(file)) : std::string(), py.frame_line(frame));
+        if (file) py.decref(file);
+        if (code) py.decref(code);
+        PythonApi::Obj back = py.frame_back(frame);
+        py.decref(frame);
+        frame = back;
+      }
+      if (frame) py.decref(frame);
+      py.gil_release(gil);
+    } catch (...) {
+      pasta::detail::log_once("modules:frames", "compiled graphs: a call's line was not looked up");
+    }
+    t.walking = false;
+    return out;
   }
 
  private:

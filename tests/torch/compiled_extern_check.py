@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Extern kernels of a torch.compile'd model carry the nn.Module of the FX nodes they compute,
+on the CPU (the probe library loaded into Python 3.12 with PyTorch).
+
+The model: Net, whose a and b are Linear layers without bias, compiled with Inductor. Its
+compiled graphs launch no generated kernel: each product is an extern kernel, called from the
+graph's code (`extern_kernels.mm(...)`). The truth is arithmetic: a step computes b(a(x)), so
+its forward graph calls one mm for a and one for b; its backward graph two for b (the gradient
+of b's weight, and of its input, a's output) and one for a (its weight's gradient: x needs
+none). Every one of those must carry Net.a or Net.b, none Net (the module running the graph,
+where they went before), and its line must be the model's own (this file).
+
+Usage: compiled_extern_check.py --python PY --probe LIB --pasta-trace BIN --out DIR
+       compiled_extern_check.py --child --probe LIB   (the profiled program itself)
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from modules_check import marked_lines, parse_dump  # noqa: E402
+
+STEPS = 2  # measured steps, after one that compiles
+
+
+def child(probe):
+    import ctypes
+
+    import torch
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = torch.nn.Linear(16, 32, bias=False)
+            self.b = torch.nn.Linear(32, 8, bias=False)
+
+        def forward(self, x):
+            h = self.a(x)  # line: a
+            return self.b(h)  # line: b
+
+    torch.manual_seed(0)
+    lib = ctypes.CDLL(probe, mode=ctypes.RTLD_GLOBAL)
+    lib.InitializeInjection()
+    model = torch.compile(Net())
+    x = torch.randn(4, 16)
+    for i in range(1 + STEPS):
+        with torch.profiler.record_function("measured" if i else "compile"):
+            model(x).sum().backward()
+    print("ok", flush=True)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--python", default=sys.executable)
+    p.add_argument("--probe", required=True)
+    p.add_argument("--pasta-trace")
+    p.add_argument("--out")
+    p.add_argument("--child", action="store_true")
+    args = p.parse_args()
+    if args.child:
+        child(args.probe)
+        return 0
+
+    has = subprocess.run([args.python, "-c", "import sys, torch; print(hasattr(sys, 'monitoring'))"],
+                         capture_output=True, text=True)
+    if has.returncode != 0 or has.stdout.split() != ["True"]:
+        print(f"skipped: {args.python} has no torch, or no sys.monitoring (Python 3.12+)")
+        return 77
+    os.makedirs(args.out, exist_ok=True)
+    pasta_dir = os.path.join(args.out, "pasta")
+    env = dict(os.environ, PASTA_OUTPUT_DIR=pasta_dir, PASTA_PRINT="none", PASTA_VERBOSE="1",
+               TORCHINDUCTOR_CACHE_DIR=tempfile.mkdtemp(prefix="inductor-", dir=args.out),
+               TORCHINDUCTOR_COMPILE_THREADS="1")
+    proc = subprocess.run([args.python, os.path.abspath(__file__), "--child", "--probe", args.probe],
+                          env=env, capture_output=True, text=True, timeout=240)
+    said = [line for line in proc.stderr.splitlines() if "inductor" in line]
+    print("\n".join("  " + line for line in said[-4:]))
+    if proc.returncode != 0 or "ok" not in proc.stdout.split():
+        print(proc.stderr[-3000:])
+        print("FAIL the compiled program did not finish")
+        return 1
+    dump = parse_dump(subprocess.run([args.pasta_trace, "dump", os.path.join(pasta_dir, "trace.pasta")],
+                                     capture_output=True, text=True, check=True).stdout)
+    begins = [f for k, f in dump if k == "OpBegin"]
+    ends = {f["id"]: int(f["time_ns"]) for k, f in dump if k == "OpEnd"}
+    windows = [(int(f["time_ns"]), ends.get(f["id"], 0)) for f in begins if f.get("name") == "measured"]
+    inside = [f for f in begins if f.get("name") == "aten::mm" and
+              any(a <= int(f["time_ns"]) <= b for a, b in windows)]
+    # Top-level products only: an mm inside another operator is its caller's.
+    by_id = {f["id"]: f for f in begins}
+    tops = [f for f in inside if by_id.get(f.get("parent"), {}).get("name") != "aten::mm"]
+    got = {}
+    for f in tops:
+        key = (f.get("module", ""), "backward" if f.get("backward") == "1" else "forward")
+        got[key] = got.get(key, 0) + 1
+    want = {("Net.a", "forward"): STEPS, ("Net.b", "forward"): STEPS,
+            ("Net.a", "backward"): STEPS, ("Net.b", "backward"): 2 * STEPS}
+    marks = marked_lines(os.path.abspath(__file__))
+    lines = {f.get("module"): f.get("source", "") for f in tops}
+    here = os.path.abspath(__file__)
+    want_lines = {"Net.a": f"{here}:{marks['a']}", "Net.b": f"{here}:{marks['b']}"}
+    failures = []
+    print(f"  measured windows: {len(windows)}; products in them, by module and pass: {got}")
+    if len(windows) != STEPS:
+        failures.append(f"{len(windows)} measured ranges recorded, not {STEPS}")
+    if got != want:
+        failures.append(f"products by module and pass {got}, want {want}")
+    for module, line in want_lines.items():
+        if lines.get(module) != line:
+            failures.append(f"{module}'s products carry line {lines.get(module)!r}, want {line}")
+    for f in failures:
+        print("FAIL", f)
+    print("extern kernels carry their modules and lines" if not failures else
+          f"{len(failures)} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
