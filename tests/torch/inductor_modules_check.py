@@ -9,6 +9,7 @@ from its target alone, and the lines are marked in this file.
 Exit 0 when every check holds, 1 when one fails, 77 (skipped) without PyTorch 2.x."""
 import os
 import sys
+import types
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HERE = os.path.abspath(__file__)
@@ -144,6 +145,14 @@ def main():
     mixed = nodes(fw, "aten.sin.default") + nodes(fw, "aten.exp.default")
     expect("nodes of a and of the compiled frame's own code", fields(describe(mixed))[0]["path"], "")
     expect("nodes without metadata describe nothing", describe([object()]), "")
+    # An extern kernel's own node: the one whose operator it calls, not the others it holds.
+    own = ns["own_nodes"]
+    fallback = types.SimpleNamespace(op_overload="aten.sin.default")
+    expect("an extern kernel: its own operator's node", fields(describe(own(fallback, mixed)))[0]["path"],
+           "a")
+    product = types.SimpleNamespace(python_kernel_name="extern_kernels.mm")
+    expect("an extern kernel none of whose nodes is its operator: every node",
+           own(product, mixed), mixed)
 
     # A function compiled with the model as its argument: the model is the root, by class.
     fw, bw = graphs_of(step, model, x)

@@ -177,6 +177,15 @@ def module_parts(fqn):
 def class_name(cls):
     return getattr(cls, "__name__", None) or str(cls).rsplit(".", 1)[-1].strip("'>")
 
+def own_nodes(kernel, nodes):
+    """An extern kernel's own nodes: those whose operator it calls (extern_kernels.mm: the
+    aten.mm node, not the views of its inputs, which other modules' code may have made);
+    every node where none is."""
+    name = str(getattr(kernel, "python_kernel_name", None) or getattr(kernel, "op_overload", None) or "")
+    wanted = set(re.split(r"[.:]", name)) - {"", "extern_kernels", "torch", "ops", "aten", "default"}
+    own = [n for n in nodes if wanted & set(re.split(r"[.:]", str(getattr(n, "target", ""))))]
+    return own or nodes
+
 def describe_nodes(nodes, comment="#"):
     """The comment lines of the FX nodes a launch computes (in order): their common
     nn.Module and the frames of the code that made the first of them."""
@@ -236,6 +245,8 @@ def hook_codegen():
             if origins is None or not isinstance(result, tuple) or len(result) != 2:
                 return result
             nodes = [o for o in origins(node_schedule) if getattr(o, "op", "") == "call_function"]
+            if not isinstance(node_schedule, (list, tuple)):  # an extern kernel
+                nodes = own_nodes(node_schedule, nodes)
             graphs = {id(o.graph) for o in nodes}
             if len(graphs) == 1:
                 graph = nodes[0].graph
