@@ -644,19 +644,22 @@ def total_var(groups):
 
 
 def module_maps(p, f):
-    """{module path below the root: (self Group, total Group, row)} scaled by f. One root
-    module per run: it is left out of the path (an OptimizedModule's _orig_mod too), so
-    eager and compiled models match."""
+    """{module path below the root: (self Group, total Group, row)} scaled by f. The root
+    module holding the most device time is left out of the path (an OptimizedModule's
+    _orig_mod too), so eager and compiled models match; a run with other roots (a module the
+    tracker met outside the model's call, e.g. past a graph break of a compiled model, named
+    by its attribute path) keeps their names, and a name both give is one module."""
     if p.module_map is not None:
         return p.module_map
     if p.modules is None:
         return None
     roots = [m for m, r in p.modules.items() if not r.get("parent") and m != NO_MODULE]
+    root = max(roots, key=lambda m: (number(p.modules[m].get("device_ns_total")) or 0, m),
+               default=None)
 
     def rel(m):
-        if m == NO_MODULE or len(roots) != 1:
+        if m == NO_MODULE or root is None:
             return m
-        root = roots[0]
         path = "" if m == root else m[len(root) + 1:] if m.startswith(root + ".") else m
         return path[len("_orig_mod."):] if path.startswith("_orig_mod.") else \
             "" if path == "_orig_mod" else path
@@ -682,10 +685,21 @@ def module_maps(p, f):
         total.var = total_var({k: g for k, g in self_groups.items()
                                if k == m or k.startswith(m + ".")}) if m != NO_MODULE else \
             self_groups[m].var
-        out[rel(m)] = {"self": self_groups[m].scaled(f), "total": total.scaled(f), "row": r,
-                       "parent": rel(r["parent"]) if r.get("parent") else None,
-                       "kernels": {k: (n * f, ms * f) for k, (n, ms) in
-                                   p.module_kernels.get(m, {}).items()}}
+        entry = {"self": self_groups[m].scaled(f), "total": total.scaled(f), "row": r,
+                 "parent": rel(r["parent"]) if r.get("parent") else None,
+                 "kernels": {k: (n * f, ms * f) for k, (n, ms) in
+                             p.module_kernels.get(m, {}).items()}}
+        key = rel(m)
+        if key in out:  # one module under two names: one row, the larger's
+            entry, other = (entry, out[key]) if entry["total"].ms > out[key]["total"].ms else \
+                (out[key], entry)
+            entry["self"].add(other["self"])
+            entry["total"].add(other["total"])
+            for k, (n, ms) in other["kernels"].items():
+                n0, ms0 = entry["kernels"].get(k, (0, 0.0))
+                entry["kernels"][k] = (n0 + n, ms0 + ms)
+            entry["parent"] = entry["parent"] or other["parent"]
+        out[key] = entry
     return out
 
 

@@ -324,6 +324,21 @@ def eager_vs_compiled(tmp):
     return a, b
 
 
+def stray_root(tmp, a):
+    """B with a second root module, "h" (a module the tracker met outside the model's call,
+    as past a compiled model's graph break, named by its attribute path and holding no
+    kernel): the model's root still leaves the paths, and B's modules meet A's."""
+    b = os.path.join(tmp, "compiled-stray-root")
+    Run([7.0, 7.1, 6.9], toy(30.0, True), modules=MODULES + [("h", "ModuleList")]).write(b)
+    doc, _, _ = diff(a, b)
+    expect("a second root: the fusion, in both MLPs, as without it",
+           [(c["module"], c["kind"], c["modules"]) for c in doc["changes"]],
+           [("h.*.mlp", "fused", 2)])
+    mlp = row(doc["modules"], "h.0.mlp")
+    near("a second root: h.0.mlp in both runs, B (ms/step)", mlp["b_ms"], 0.108, 1e-9)
+    expect("a second root: the root is the model's", row(doc["modules"], "")["name"], "Toy")
+
+
 def page(tmp, a, b):
     """The page of the eager/compiled pair in headless Chromium: the answer, the modules'
     chart (bars, labels, values, tooltips), every table, sorting ready, no script error and
@@ -685,6 +700,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="pasta-diff-test-")
     a, b = eager_vs_compiled(tmp)
     page(tmp, a, b)
+    stray_root(tmp, a)
     within_noise(tmp, a)
     bad_inputs(tmp, a, b)
     if os.path.exists(TRACE_TOOL) and shutil.which("c++filt"):
