@@ -145,6 +145,22 @@ def main():
     mixed = nodes(fw, "aten.sin.default") + nodes(fw, "aten.exp.default")
     expect("nodes of a and of the compiled frame's own code", fields(describe(mixed))[0]["path"], "")
     expect("nodes without metadata describe nothing", describe([object()]), "")
+    # A backward graph's node that names no module (neither key: a graph pass made it) does
+    # not take the common module up to the root; the compiled frame's own backward nodes
+    # (fwd_nn_module_stack None) still do.
+    made_later = types.SimpleNamespace(meta={}, op="call_function", target="aten.view.default")
+    b_grad = [n for n in bw.nodes if (n.meta.get("fwd_nn_module_stack") or {}) and
+              fields(describe([n]))[0]["path"] == "b"]
+    own_code = [n for n in bw.nodes if "fwd_nn_module_stack" in n.meta and
+                n.meta["fwd_nn_module_stack"] is None]
+    expect("a backward node of b with one that names no module: b",
+           fields(describe(b_grad[:1] + [made_later]))[0]["path"], "b")
+    expect("a backward node of b with one of the compiled frame's own code: the root",
+           fields(describe(b_grad[:1] + own_code[:1]))[0]["path"], "")
+    traced = types.SimpleNamespace(meta={"stack_trace": f'File "{HERE}", line 7'}, op="call_function",
+                                   target="aten.view.default")
+    expect("a forward node without nn_module_stack (the compiled frame's own code): the root",
+           fields(describe([traced]))[0]["path"], "")
     # An extern kernel's own node: the one whose operator it calls, not the others it holds.
     own = ns["own_nodes"]
     fallback = types.SimpleNamespace(op_overload="aten.sin.default")

@@ -186,12 +186,31 @@ def own_nodes(kernel, nodes):
     own = [n for n in nodes if wanted & set(re.split(r"[.:]", str(getattr(n, "target", ""))))]
     return own or nodes
 
+def unknown_nodes(nodes):
+    """The nodes of a backward graph that say nothing of their module: AOTAutograd gives each
+    backward node its forward's stack (fwd_nn_module_stack, None for the compiled frame's own
+    code), so a node with neither key was made later (a decomposition, a graph pass) and
+    must not take the common module up to the root. In a forward graph a node without
+    nn_module_stack is the compiled frame's own code. Empty when no node would be left."""
+    metas = [getattr(n, "meta", None) or {} for n in nodes]
+    if not any("fwd_nn_module_stack" in m for m in metas):
+        return set()
+    out = {id(n) for n, m in zip(nodes, metas)
+           if "fwd_nn_module_stack" not in m and "nn_module_stack" not in m}
+    return out if len(out) < len(nodes) else set()
+
 def describe_nodes(nodes, comment="#"):
     """The comment lines of the FX nodes a launch computes (in order): their common
     nn.Module and the frames of the code that made the first of them."""
     common, root, roots, classes, frames, seen = None, "", set(), {}, "", False
+    skip = unknown_nodes(nodes)
     for n in nodes:
         meta = getattr(n, "meta", None) or {}
+        if id(n) in skip:  # its frames only
+            if not frames and meta.get("stack_trace"):
+                found = _FRAME.findall(meta["stack_trace"])
+                frames = ";".join(f"{f}:{l}" for f, l in reversed(found[-8:]))
+            continue
         stack = meta.get("nn_module_stack") or meta.get("fwd_nn_module_stack") or {}
         entries = []
         for v in stack.values():
