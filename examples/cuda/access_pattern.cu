@@ -24,8 +24,7 @@
 #include <vector>
 
 #if defined(PASTA_PROFILE) || defined(PASTA_PROFILE_CPU)
-#include <pasta/nv/sanitizer.hpp>
-#include <pasta/pasta.hpp>
+#include "../profiler.hpp"
 #endif
 
 #include "check.cuh"
@@ -67,10 +66,8 @@ __global__ void stage(float* out) {
 }
 
 int main() {
-#if defined(PASTA_PROFILE)
-  pasta::Profiler<pasta::nv::Sanitizer, pasta::proc::GpuBucketing, pasta::tools::MemHotness> prof;
-#elif defined(PASTA_PROFILE_CPU)
-  pasta::Profiler<pasta::nv::Sanitizer, pasta::proc::Cpu, pasta::tools::MemHotness> prof;
+#if defined(PASTA_PROFILE) || defined(PASTA_PROFILE_CPU)
+  const auto prof = make_profiler();  // access_pattern_profiler.cpp
 #endif
   const int n = 1 << 20, reps = 100;
   float *a, *b, *out;

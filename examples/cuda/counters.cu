@@ -22,9 +22,7 @@
 #include <vector>
 
 #ifdef PASTA_PROFILE
-#include <pasta/nv/cupti.hpp>
-#include <pasta/pasta.hpp>
-#include <pasta/tools/op_counters.hpp>
+#include "../profiler.hpp"
 #endif
 
 #include "check.cuh"
@@ -63,7 +61,7 @@ int main(int argc, char** argv) {
     return 2;
   }
 #ifdef PASTA_PROFILE
-  pasta::Profiler<pasta::nv::Cupti, pasta::proc::Cpu, pasta::tools::OpCounters> prof;
+  const auto prof = make_profiler();  // counters_profiler.cpp
 #endif
   const int k = 1024, blocks = 4096, threads = 256;
   float *a, *b, *out;

@@ -22,9 +22,9 @@
 #include <vector>
 
 #ifdef PASTA_PROFILE
-#include <pasta/nv/cupti.hpp>
-#include <pasta/pasta.hpp>
-#include <pasta/tools/timeline.hpp>
+#include <pasta/core/scope.hpp>
+
+#include "../profiler.hpp"
 #endif
 
 #include "check.cuh"
@@ -193,10 +193,8 @@ int arg(int argc, char** argv, const char* name, int fallback) {
 
 int main(int argc, char** argv) {
 #ifdef PASTA_PROFILE
-  // Constructed before the first CUDA call, so it sees every launch.
-  pasta::Profiler<pasta::nv::Cupti, pasta::proc::Cpu, pasta::tools::KernelFreq,
-                  pasta::tools::Timeline, pasta::tools::ScopeTime, pasta::tools::EventCount>
-      prof;
+  // Constructed before the first CUDA call, so it sees every launch (launches_profiler.cpp).
+  const auto prof = make_profiler();
   PASTA_SCOPE("main");
 #endif
   const int devices = arg(argc, argv, "--devices", 1);

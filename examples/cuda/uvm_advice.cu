@@ -15,8 +15,7 @@
 #include <cstring>
 
 #if defined(PASTA_PROFILE) || defined(PASTA_PROFILE_CPU)
-#include <pasta/nv/sanitizer.hpp>
-#include <pasta/pasta.hpp>
+#include "../profiler.hpp"
 #endif
 
 #include "check.cuh"
@@ -47,12 +46,8 @@ static void advise(void* p, std::size_t bytes, int device) {
 }
 
 int main(int argc, char** argv) {
-#if defined(PASTA_PROFILE)
-  pasta::Profiler<pasta::nv::Sanitizer, pasta::proc::GpuBucketing, pasta::tools::UvmHotness,
-                  pasta::tools::MemHotness>
-      prof;
-#elif defined(PASTA_PROFILE_CPU)
-  pasta::Profiler<pasta::nv::Sanitizer, pasta::proc::Cpu, pasta::tools::UvmHotness> prof;
+#if defined(PASTA_PROFILE) || defined(PASTA_PROFILE_CPU)
+  const auto prof = make_profiler();  // uvm_advice_profiler.cpp
 #endif
   std::size_t mb = 512;
   bool with_advice = false;

@@ -10,9 +10,7 @@
 #include <vector>
 
 #ifdef PASTA_PROFILE
-#include <pasta/nv/cupti.hpp>
-#include <pasta/pasta.hpp>
-#include <pasta/tools/timeline.hpp>
+#include "../profiler.hpp"
 #endif
 
 // The legacy convolution API is deprecated in cuDNN 9 but still the plain
@@ -63,9 +61,7 @@ static float* alloc_init(std::size_t n, unsigned seed) {
 
 int main() {
 #ifdef PASTA_PROFILE
-  pasta::Profiler<pasta::nv::Cupti, pasta::proc::Cpu, pasta::tools::KernelFreq,
-                  pasta::tools::Timeline, pasta::tools::EventCount>
-      prof;
+  const auto prof = make_profiler();  // conv_profiler.cpp
 #endif
   const int N = 32, C = 64, H = 56, W = 56, K = 64, R = 3, S = 3;
   cudnnHandle_t h;

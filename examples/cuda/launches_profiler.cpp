@@ -1,0 +1,12 @@
+// launches_pasta's profiler, which launches.cu keeps for the whole of main (../profiler.hpp).
+#include <pasta/nv/cupti.hpp>
+#include <pasta/pasta.hpp>
+#include <pasta/tools/timeline.hpp>
+
+#include "../profiler.hpp"
+
+std::shared_ptr<void> make_profiler() {
+  return std::make_shared<
+      pasta::Profiler<pasta::nv::Cupti, pasta::proc::Cpu, pasta::tools::KernelFreq,
+                      pasta::tools::Timeline, pasta::tools::ScopeTime, pasta::tools::EventCount>>();
+}

@@ -1,0 +1,11 @@
+// conv_pasta's profiler, which conv.cu keeps for the whole of main (../profiler.hpp).
+#include <pasta/nv/cupti.hpp>
+#include <pasta/pasta.hpp>
+#include <pasta/tools/timeline.hpp>
+
+#include "../profiler.hpp"
+
+std::shared_ptr<void> make_profiler() {
+  return std::make_shared<pasta::Profiler<pasta::nv::Cupti, pasta::proc::Cpu, pasta::tools::KernelFreq,
+                                          pasta::tools::Timeline, pasta::tools::EventCount>>();
+}
