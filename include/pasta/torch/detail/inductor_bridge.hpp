@@ -206,10 +206,10 @@ def describe_nodes(nodes, comment="#"):
     skip = unknown_nodes(nodes)
     for n in nodes:
         meta = getattr(n, "meta", None) or {}
+        if not frames and meta.get("stack_trace"):
+            found = _FRAME.findall(meta["stack_trace"])
+            frames = ";".join(f"{f}:{l}" for f, l in reversed(found[-8:]))
         if id(n) in skip:  # its frames only
-            if not frames and meta.get("stack_trace"):
-                found = _FRAME.findall(meta["stack_trace"])
-                frames = ";".join(f"{f}:{l}" for f, l in reversed(found[-8:]))
             continue
         stack = meta.get("nn_module_stack") or meta.get("fwd_nn_module_stack") or {}
         entries = []
@@ -234,9 +234,6 @@ def describe_nodes(nodes, comment="#"):
             while k < len(common) and k < len(path) and common[k] == path[k]:
                 k += 1
             del common[k:]
-        if not frames and meta.get("stack_trace"):
-            found = _FRAME.findall(meta["stack_trace"])
-            frames = ";".join(f"{f}:{l}" for f, l in reversed(found[-8:]))
     if not seen:
         return ""
     if len(roots) > 1:  # nodes of modules handed in and of the compiled frame's own
