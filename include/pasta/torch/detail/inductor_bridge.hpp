@@ -177,13 +177,17 @@ def module_parts(fqn):
 def class_name(cls):
     return getattr(cls, "__name__", None) or str(cls).rsplit(".", 1)[-1].strip("'>")
 
+_SAYS = ("nn_module_stack", "fwd_nn_module_stack", "stack_trace")
+
 def own_nodes(kernel, nodes):
     """An extern kernel's own nodes: those whose operator it calls (extern_kernels.mm: the
-    aten.mm node, not the views of its inputs, which other modules' code may have made);
-    every node where none is."""
+    aten.mm node, not the views of its inputs, which other modules' code may have made) and
+    that say where they come from; every node where none does (a graph pass's product, such
+    as the addmm that folds a tied weight's two gradients, has no metadata of its own)."""
     name = str(getattr(kernel, "python_kernel_name", None) or getattr(kernel, "op_overload", None) or "")
     wanted = set(re.split(r"[.:]", name)) - {"", "extern_kernels", "torch", "ops", "aten", "default"}
-    own = [n for n in nodes if wanted & set(re.split(r"[.:]", str(getattr(n, "target", ""))))]
+    own = [n for n in nodes if wanted & set(re.split(r"[.:]", str(getattr(n, "target", "")))) and
+           any(k in (getattr(n, "meta", None) or {}) for k in _SAYS)]
     return own or nodes
 
 def unknown_nodes(nodes):
