@@ -2,7 +2,7 @@
 # The one script for the GPU machine: builds from a clean tree, runs the GPU
 # tests (ctest -L gpu), the overhead benchmark, records the traces that
 # tests/data keeps, and prints a short table. Logs go to $OUT (or ./gpu-out).
-#   tests/gpu/run.sh [tests|bench|record|all|multi|memory|annotations|counters|stalls|torch|reliability|jobs|checks|handlers|compiled|record-gpt]
+#   tests/gpu/run.sh [tests|bench|record|all|multi|memory|annotations|counters|stalls|torch|reliability|jobs|checks|examples|handlers|compiled|record-gpt|modules]
 #   (default all)
 # `jobs`: a user's CUDA program built through FetchContent once per documented composition
 # (gpu: consumer), `pasta run -- torchrun` over a 2-rank DDP job (gpu: ddp), and the GPU tests
@@ -12,6 +12,9 @@
 # compositions (HANDLERS_TESTS, a regex of case names, replaces that list).
 # `compiled`: capture ranges, torch.compile attribution, CUDA graphs and `pasta diff` of eager
 # against compiled (COMPILED_TESTS, a regex of case names, replaces that list).
+# `examples`: the CUDA and cuDNN examples that make their own profiler (<example>_profiler.cpp),
+# their plain builds and pasta run's libraries, then the GPU tests that run them
+# (EXAMPLES_TESTS, a regex of case names, replaces that list).
 # `checks`: the GPU cases whose checks are exact (CHECKS_TESTS, a regex, replaces the list;
 # MATRIX_SKIP and DDP_PIPELINES shorten the results matrix and the DDP job).
 # `multi` builds only the CUDA example and runs the tests that need it (the
@@ -81,6 +84,9 @@ targets=()
   stalls pasta_stall_sample pasta_stall_access pasta_stall_access_cpu inject_torch_stall_sample
   inject_torch_stall_access inject_torch_stall_access_cpu pasta_nv_tests access_pattern annotated
   annotated_pasta pasta_memory pasta_memory_cpu uvm_advice tensor_access)
+[ "$what" = examples ] && targets=(--target launches launches_pasta conv conv_pasta counters
+  counters_pasta access_pattern access_pattern_pasta access_pattern_cpu uvm_advice uvm_advice_pasta
+  pasta_inject pasta_counters)
 [ "$what" = compiled ] && targets=(--target pasta_inject pasta_counters inject_torch inject_torch_counters
   inject_torch_memory launches launches_pasta)
 [ "$what" = record-gpt ] && targets=(--target pasta_inject inject_torch_record pasta-trace)
@@ -169,6 +175,11 @@ if [ "$what" = handlers ]; then
   echo "== the handlers' GPU tests"
   gpu_tests handlers "gpu: (${HANDLERS_TESTS:-in_binary|threads|outputs_unchanged|injection|launch_callbacks|graph|cudnn|record|access_exact|access_cpu_equal|access_overflow|access_spaces|counters_exact|counters_cupti_replay|stall_blame|stall_blame_views|annotations_exact|torch_resnet|torch_gpt|torch_libtorch|torch_graph_capture|torch_graphs|torch_hotness|pipelines_table|consumer|docs_examples})$"
   grep -E "^ *[0-9]+/[0-9]+ Test" "$out/gpu-tests-handlers.log"
+fi
+if [ "$what" = examples ]; then
+  echo "== the examples that make their own profiler"
+  gpu_tests examples "gpu: (${EXAMPLES_TESTS:-in_binary|threads|outputs_unchanged|graph|cudnn|access_exact|access_cpu_equal|counters_exact|uvm_advice})$"
+  grep -E "^ *[0-9]+/[0-9]+ Test" "$out/gpu-tests-examples.log"
 fi
 if [ "$what" = compiled ]; then
   echo "== windows of a run, compiled models and CUDA graphs (issue 35)"
