@@ -17,12 +17,14 @@ lists every module of the model, each called once a step; with them off, none.
 import argparse
 import json
 import os
-import random
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu"))
+from harness import bootstrap  # noqa: E402
 
 VARIANTS = {"native": None, "modules off": {"PASTA_MODULES": "0", "PASTA_SOURCE_LINES": "0"},
             "modules on": {}}
@@ -115,12 +117,6 @@ def verified(out, on, modules, steps):
     calls = {r["module"]: r["calls"] for r in named}
     short = [m for m in modules if calls.get(m, 0) < steps]
     return f"modules called fewer than {steps} times: {short[:5]}" if short else None
-
-
-def bootstrap(xs, n=10000):
-    rng = random.Random(0)
-    meds = sorted(statistics.median(rng.choices(xs, k=len(xs))) for _ in range(n))
-    return statistics.median(xs), meds[int(0.025 * n)], meds[int(0.975 * n) - 1]
 
 
 def main():

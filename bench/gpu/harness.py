@@ -18,6 +18,7 @@ import collections
 import csv
 import json
 import os
+import random
 import re
 import shutil
 import statistics
@@ -435,6 +436,36 @@ def torch_workload(model, batch, warmup, steps, *extra):
 
 def step_ms(result, _stdout):
     return result.get("step_ms_median") if result else None
+
+
+def bootstrap(xs, n=10000):
+    """The median of xs and a bootstrap 95% interval of it (n resamples, seeded)."""
+    rng = random.Random(0)
+    meds = sorted(statistics.median(rng.choices(xs, k=len(xs))) for _ in range(n))
+    return statistics.median(xs), meds[int(0.025 * n)], meds[int(0.975 * n) - 1]
+
+
+def module_calls_followed(d, result):
+    """torch_step.py --switch modules under pasta run --torch: None when the run's
+    module_summary counts, over every module, torch's own count of a step's module calls
+    times the steps it followed (its first warm-up step's hook count; the paused blocks' steps
+    must add none); otherwise what differs."""
+    entry = next((read_json(os.path.join(d, "processes", n)) for n in
+                  sorted(os.listdir(os.path.join(d, "processes")))), None) or {}
+    pdir = os.path.normpath(os.path.join(d, entry.get("dir", ".")))
+    summary = read_json(os.path.join(pdir, "module_summary.json"))
+    if summary is None:
+        return f"no module_summary.json in {pdir}"
+    if (result or {}).get("switched") != "modules":
+        return f"the program switched {(result or {}).get('switched')!r}, not modules"
+    rows = summary.get("tables", {}).get("modules", [])
+    got = sum(int(r.get("calls", 0)) for r in rows if r.get("module") != "(no module)")
+    want = result["module_calls_per_step"] * result["followed_steps"]
+    if got != want:
+        return (f"module_summary counts {got} module calls, torch's hook {want} "
+                f"({result['module_calls_per_step']} a step x {result['followed_steps']} "
+                f"followed steps) in {pdir}")
+    return None
 
 
 def window_ratio(result, _stdout):

@@ -144,15 +144,16 @@ def exit_ms(label, samples):
     return "exit ms", f"{max(values):9.1f}" if values else ""
 
 
-def torch_variants(bench, cmd, counted, keys, windows=0):
+def torch_variants(bench, cmd, counted, keys, windows=0, switch="window"):
     """The variants `keys` of a PyTorch workload `cmd`, each checked against `counted`
     (harness.Counted): launches for every pasta variant, operator calls for the --torch ones,
-    the kernels a torch.profiler variant saw inside the windows."""
+    the kernels a torch.profiler variant saw inside the windows; with switch "modules", the
+    module calls of the steps a --torch variant followed."""
     out = []
     for key in keys:
         label, options, pasta, env = VARIANTS[key]
         env = dict(env, PASTA_VERBOSE="1") if pasta is not None else dict(env)
-        if windows and pasta is not None:
+        if windows and switch == "window" and pasta is not None:
             env["PASTA_CAPTURE_RANGE"] = "cudaProfilerApi"
         if "PASTA_INJECT_LIB" in env:
             env["PASTA_INJECT_LIB"] = bench.lib(env["PASTA_INJECT_LIB"])
@@ -160,6 +161,9 @@ def torch_variants(bench, cmd, counted, keys, windows=0):
         if options:  # torch.profiler: in windows, it must have seen every kernel inside them
             check = functools.partial(harness.torch_profiler_saw_kernels,
                                       at_least=counted.kernels if windows else 1)
+        elif switch == "modules" and "--torch" in (pasta or []) and \
+                env.get("PASTA_MODULES") != "0":
+            check = harness.module_calls_followed
         out.append(harness.Variant(label, cmd + options, env, pasta=pasta,
                                    expect=0 if key in NO_LAUNCHES else counted.kernels,
                                    operators=counted.operators if "--torch" in (pasta or [])
@@ -184,6 +188,14 @@ def window_table(bench, name, variants, results, i):
     bench.table(f"{name}, inside/outside the window within a process", variants,
                 harness.batch_results(results, i, "window_ratio"), "ratio",
                 extra=outside_vs_native)
+    print("  every block pair of every process (inside over the outside block before it):")
+    for v in variants:
+        pairs = [r for s in harness.batch_results(results, i, "window_ratios").get(v.label, [])
+                 for r in (s.value if isinstance(s.value, list) else [])]
+        if pairs:
+            med, lo, hi = harness.bootstrap(pairs)
+            print(f"    {v.label}: {len(pairs)} pairs, median {med:.3f}, bootstrap 95% interval "
+                  f"{lo:.3f}..{hi:.3f}")
 
 
 def print_self_time(variants, results, steps):
@@ -217,6 +229,11 @@ def main():
                         "(--capture-range cudaProfilerApi); the ratio is inside over outside, "
                         "median over the block pairs (torch_step.py --windows); torch.profiler "
                         "variants profile each inside block. Not for aten-only")
+    p.add_argument("--switch", choices=["window", "modules"], default="window",
+                   help="with --windows: the blocks switch a capture window (window) or, with "
+                        "no window, `--torch`'s modules and source lines (modules: paused "
+                        "outside, followed inside; torch_step.py --switch modules), every "
+                        "--torch run checked by its module calls against torch's hook count")
     p.add_argument("--empty", type=int, help="empty kernels timed (100000; 10000 with --quick; "
                                              "0 leaves them out)")
     args = harness.settle(p.parse_args(), models=(",".join(BATCHES), "resnet18,gpt2"),
@@ -231,6 +248,8 @@ def main():
         if unknown:
             p.error(f"unknown {what} {', '.join(unknown)}; known: {', '.join(known)}")
 
+    if args.switch == "modules" and not args.windows:
+        p.error("--switch modules goes with --windows N")
     if args.windows:
         unfit = [k for k in keys if k in NO_LAUNCHES]
         if unfit:
@@ -249,11 +268,12 @@ def main():
             workload = " and ".join(group_names)
             cmd = harness.torch_workload(model, ",".join(map(str, group_sizes)), args.warmup,
                                          args.steps,
-                                         *(["--windows", str(args.windows)] if args.windows else []))
+                                         *(["--windows", str(args.windows), "--switch",
+                                            args.switch] if args.windows else []))
             counted = bench.count_kernels(workload, cmd)
             if counted is None:
                 continue
-            variants = torch_variants(bench, cmd, counted, keys, args.windows)
+            variants = torch_variants(bench, cmd, counted, keys, args.windows, args.switch)
             value = harness.window_ratio if args.windows else harness.step_ms
             results = bench.rounds(workload, variants, args.rounds, value)
             for i, name in enumerate(group_names):

@@ -10,7 +10,7 @@ timed per step (synchronised) after warm-up.
 
     torch_step.py --model resnet18 --batch 32 [--warmup 10] [--steps 100]
                   [--torch-profiler cpu+cuda|cuda [--profile-memory]] [--count-kernels]
-                  [--windows N]
+                  [--windows N [--switch modules]]
 
 Prints one JSON line: model, batch, steps, median and mean step time, the GPU.
 With several batch sizes (--batch 1,128) the model is built and run at each
@@ -33,6 +33,15 @@ step_ms_inside_median are each kind's median step; step_ms_first_outside the
 first block's (before any window opened) and step_ms_later_outside_median
 the other outside blocks'; with --count-kernels, only the inside blocks'
 kernels and operators are counted.
+--switch modules (with --windows N): the blocks alternate with `pasta run --torch`'s
+modules and source lines paused (outside) and followed (inside), through
+pasta_modules.follow(), with no profiler window: window_ratio is then what
+modules and lines cost, within one process; without pasta_modules (not under
+`pasta run --torch`) nothing is switched and the ratio is the method's noise.
+The line adds module_calls_per_step (torch's global forward pre-hook, counted
+in the first warm-up step) and followed_steps (warm-up and inside steps), which
+a benchmark checks against the run's module_summary; --count-kernels then counts
+every step, all of them profiled.
 With --torch-profiler too, every inside block runs under a torch.profiler of
 its own (started before the block's first step, stopped after its last):
 the same measure for torch.profiler; profiler_events_seconds and
@@ -145,8 +154,14 @@ def run_batch(args, batch, profile, ProfilerActivity):
         loss_of().backward()
         opt.step()
 
-    for _ in range(args.warmup):
+    calls = [0]
+    for i in range(args.warmup):
+        # The module calls of a step, by torch's own count, for a benchmark to check pasta's by.
+        hook = torch.nn.modules.module.register_module_forward_pre_hook(
+            lambda *_: calls.__setitem__(0, calls[0] + 1)) if i == 0 else None
         step()
+        if hook:
+            hook.remove()
     torch.cuda.synchronize()
 
     def torch_profiler():
@@ -155,8 +170,12 @@ def run_batch(args, batch, profile, ProfilerActivity):
         return profile(activities=activities, profile_memory=args.profile_memory)
 
     if args.windows:
-        return run_windows(args, batch, step, profile, ProfilerActivity,
-                           torch_profiler if args.torch_profiler else None)
+        out = run_windows(args, batch, step, profile, ProfilerActivity,
+                          torch_profiler if args.torch_profiler else None)
+        if args.switch == "modules":
+            out.update(module_calls_per_step=calls[0],
+                       followed_steps=args.warmup + out["blocks"] // 2 * args.windows)
+        return out
     timed = torch_profiler() if args.torch_profiler else None
     with timed or contextlib.nullcontext():
         times = timed_steps(step, args.steps, timed.step if timed else None)
@@ -183,22 +202,32 @@ def run_windows(args, batch, step, profile, ProfilerActivity, torch_profiler=Non
     the inside blocks only; with torch_profiler (a function that makes one), each inside block
     runs under a torch.profiler of its own."""
     blocks = max(2, 2 * round(args.steps / (2 * args.windows)))  # whole pairs
+    enter, leave, switched = torch.cuda.profiler.start, torch.cuda.profiler.stop, "window"
+    if args.switch == "modules":
+        try:
+            import pasta_modules  # made by pasta run --torch once it follows modules
+            enter, leave = (lambda: pasta_modules.follow(True)), (lambda: pasta_modules.follow(False))
+            switched = "modules"
+        except ImportError:
+            enter = leave = lambda: None
+            switched = "nothing (no pasta_modules: not under pasta run --torch)"
+        leave()  # the first block outside
     medians = {"outside": [], "inside": []}
     counted = {"kernel_names": collections.Counter(), "operators": 0}
     done = {"profiler_events_seconds": 0.0, "device_events_profiled": 0}
     for b in range(blocks):
         inside = b % 2 == 1
         if inside:
-            torch.cuda.profiler.start()
+            enter()
         collector = None
-        if inside and args.count_kernels:
+        if inside and args.count_kernels and args.switch == "window":
             collector = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
         elif inside and torch_profiler:
             collector = torch_profiler()
         with collector or contextlib.nullcontext():
             times = timed_steps(step, args.windows)
         if inside:
-            torch.cuda.profiler.stop()
+            leave()
         if collector and args.count_kernels:
             add_counts(counted, counts_in(collector))
         elif collector:
@@ -206,7 +235,9 @@ def run_windows(args, batch, step, profile, ProfilerActivity, torch_profiler=Non
                 done[key] += value
         medians["inside" if inside else "outside"].append(statistics.median(times) * 1e3)
     ratios = [i / o for o, i in zip(medians["outside"], medians["inside"])]
-    out = {"batch": batch, "windows": args.windows, "blocks": blocks,
+    if args.switch == "modules":
+        enter()  # followed again, as the run began
+    out = {"batch": batch, "windows": args.windows, "blocks": blocks, "switched": switched,
            "step_ms_median": statistics.median(medians["inside"]),
            "step_ms_outside_median": statistics.median(medians["outside"]),
            "step_ms_inside_median": statistics.median(medians["inside"]),
@@ -216,7 +247,7 @@ def run_windows(args, batch, step, profile, ProfilerActivity, torch_profiler=Non
            "step_ms_first_outside": medians["outside"][0],
            "step_ms_later_outside_median": statistics.median(medians["outside"][1:] or
                                                              medians["outside"])}
-    if args.count_kernels:
+    if args.count_kernels and args.switch == "window":
         out["counted_inside"] = counted
     if torch_profiler:
         out.update(done)
@@ -241,7 +272,11 @@ def main():
     p.add_argument("--windows", type=int, default=0, metavar="N",
                    help="time the steps in blocks of N, alternately outside and inside a "
                         "cudaProfilerStart/Stop window (see above)")
+    p.add_argument("--switch", choices=["window", "modules"], default="window",
+                   help="with --windows: what the blocks switch (see above; window)")
     args = p.parse_args()
+    if args.switch == "modules" and (not args.windows or args.warmup < 1):
+        p.error("--switch modules goes with --windows N and at least one warm-up step")
     if args.windows < 0:
         p.error(f"--windows takes a number of steps, not {args.windows}")
     if args.count_kernels and args.torch_profiler:
@@ -260,7 +295,8 @@ def main():
     torch.backends.cudnn.benchmark = False  # the same kernels in every run
     from torch.profiler import ProfilerActivity, profile
     counting = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) if (
-        args.count_kernels and not args.windows) else None  # --windows counts in run_windows
+        args.count_kernels and not (args.windows and args.switch == "window")) else None
+    # (a capture window: run_windows counts its inside blocks)
     runs = []
     with counting or contextlib.nullcontext():
         for batch in batches:
@@ -277,7 +313,7 @@ def main():
                 out[key] = sum(r[key] for r in runs)
     if counting:
         out.update(count_fields(counts_in(counting)))
-    elif args.count_kernels:  # --windows: the inside blocks' kernels and operators, every batch's
+    elif args.count_kernels:  # a window: the inside blocks' kernels and operators, every batch's
         total = {"kernel_names": collections.Counter(), "operators": 0}
         for r in runs:
             add_counts(total, r["counted_inside"])

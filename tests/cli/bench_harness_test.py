@@ -170,6 +170,35 @@ def report_problems(tmp):
                   None)
 
 
+def modules_followed(tmp):
+    """module_calls_followed() against module_summary's calls: torch's hook count a step times
+    the followed steps, by arithmetic; and bootstrap() on a list whose median is known."""
+    d = os.path.join(tmp, "follow")
+    result = {"switched": "modules", "module_calls_per_step": 33, "followed_steps": 10}
+
+    def summary(name, calls):
+        reports(f"{d}/{name}")
+        rows = [{"module": m, "calls": c} for m, c in calls.items()]
+        with open(f"{d}/{name}/module_summary.json", "w") as f:
+            json.dump({"tables": {"modules": rows}}, f)
+        return f"{d}/{name}"
+    # 330 calls: the root 10, 32 children 10 each; "(no module)" is not a module call.
+    right = {"GPT2LMHeadModel": 10, **{f"m{i}": 10 for i in range(32)}, "(no module)": 99}
+    checks.expect("module calls of the followed steps",
+                  harness.module_calls_followed(summary("ok", right), result), None)
+    checks.expect("a paused step's calls counted too",
+                  harness.module_calls_followed(summary("more", dict(right, m0=11)), result),
+                  f"module_summary counts 331 module calls, torch's hook 330 (33 a step x 10 "
+                  f"followed steps) in {d}/more")
+    checks.expect("nothing switched (no pasta_modules)",
+                  harness.module_calls_followed(summary("none", right),
+                                                dict(result, switched="nothing")),
+                  "the program switched 'nothing', not modules")
+    med, lo, hi = harness.bootstrap([1.0, 1.02, 0.98, 1.01, 0.99])
+    checks.expect("bootstrap: the median, inside its interval",
+                  (med, lo <= med <= hi, 0.98 <= lo, hi <= 1.02), (1.0, True, True, True))
+
+
 def blame_sums():
     """blame_problem(): run 2's blamed and unattributed samples must add up to run 1's file,
     with some blamed; an empty table against an empty file is no pass."""
@@ -604,6 +633,7 @@ def main():
         operators_and_filters(tmp)
         accesses_counted(tmp)
         blame_sums()
+        modules_followed(tmp)
         memory_variants()
         stall_goals_and_runs(tmp)
         refuses_unprofiled(tmp, build, workload)

@@ -272,7 +272,7 @@ class Aten {
       ctx->thread = pasta::detail::thread_id();
       ctx->depth = static_cast<std::uint32_t>(t.open.size());
       const std::uint64_t parent = t.open.empty() ? 0 : t.open.back().id;
-      const bool wrapper = self->tracking_ && is_backward_wrapper(fn.name());
+      const bool wrapper = self->tracking() && is_backward_wrapper(fn.name());
       Open open = wrapper ? Open{.id = ctx->id, .backward = true} : self->place(t, fn, *ctx);
       if (t.deferred) self->flush_deferred(t, open);
       t.open.push_back(open);
@@ -359,7 +359,7 @@ class Aten {
     // autograd's evaluate_function wrapper is a FUNCTION, with its node's forward thread.
     if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION || fn.forwardThreadId() != 0) {
       open.backward = true;
-      if (tracking_) {
+      if (tracking()) {
         const auto origin = origins_.find(fn.forwardThreadId(), fn.seqNr());
         open.module = origin.module;
         open.source = origin.source;
@@ -370,12 +370,12 @@ class Aten {
       open.backward = caller->backward;
       open.module = caller->module;
       open.source = caller->source;
-    } else if (tracking_) {
+    } else if (tracking()) {
       if (modules_) open.module = detail::ModuleTracker::current();
       if (source_lines_) open.source = detail::ModuleTracker::op_source(ctx.name);
     }
-    if (tracking_ && !t.graphs.empty()) graph_place(t, caller, ctx, open);
-    if (tracking_ && !open.backward)
+    if (tracking() && !t.graphs.empty()) graph_place(t, caller, ctx, open);
+    if (tracking() && !open.backward)
       origins_.put(at::RecordFunction::currentThreadId(), fn.seqNr(), {open.module, open.source});
     return open;
   }
@@ -509,7 +509,7 @@ class Aten {
         ctx.depth = static_cast<std::uint32_t>(t.open.size());
         const std::uint64_t parent = t.open.empty() ? 0 : t.open.back().id;
         Open open{.id = ctx.id};
-        if (self->tracking_) {
+        if (self->tracking()) {
           // The module running the compiled code (or its operator's), and below it
           // the module of the nodes the kernel fuses, when Inductor's comment names it.
           const bool inside = !t.open.empty() && !t.open.back().scope;
@@ -691,6 +691,8 @@ class Aten {
   bool modules_, source_lines_;  // Config::modules, Config::source_lines
   std::vector<std::string> source_skip_;  // Config::source_skip, split
   bool tracking_ = false;  // modules or source lines followed (detail::ModuleTracker)
+  // ... and not paused now (pasta_modules.follow(False), from Python).
+  bool tracking() const { return tracking_ && !detail::ModuleTracker::paused(); }
   detail::ForwardOrigins origins_;  // forward operators' modules and lines, for backward ones
   bool memory_ = false;
   bool views_ = false;  // a tool wants TensorView: operators' inputs are recorded

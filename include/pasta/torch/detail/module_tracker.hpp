@@ -111,6 +111,9 @@ class ModuleTracker {
           s.stats.dropped.load()));
   }
   static const Stats& stats() { return state().stats; }
+  // Paused from Python (pasta_modules.follow(False)): operators look up no
+  // module and no line, as with PASTA_MODULES=0 PASTA_SOURCE_LINES=0.
+  static bool paused() { return state().paused.load(std::memory_order_relaxed); }
 
   // From an operator callback: until the monitoring is in, looks for
   // torch.nn, at most every retry_ns: at once when the calling thread runs
@@ -252,6 +255,7 @@ class ModuleTracker {
     bool resolved = false, python = false, verbose = false;
     bool modules = false, sources = false;
     std::atomic<bool> exiting{false};  // the interpreter is finalising: no frame walks
+    std::atomic<bool> paused{false};   // pasta_modules.follow(False)
     std::atomic<std::uint32_t> main_thread{0};  // pasta's id of the thread that runs pending calls
     Emit emit = nullptr;
     Stats stats;
@@ -270,7 +274,7 @@ class ModuleTracker {
 
   static constexpr const char* python_source = R"PY(
 import sys
-def install(start, ret, unwind, configure, exiting):
+def install(start, ret, unwind, configure, exiting, pause):
     mon = getattr(sys, "monitoring", None)
     if mon is None:
         return -2
@@ -312,7 +316,23 @@ def install(start, ret, unwind, configure, exiting):
     mon.set_local_events(tool, code, E.PY_START | E.PY_RETURN)
     mon.set_events(tool, E.PY_UNWIND)
     atexit.register(exiting)
+    import types
+    switch = types.ModuleType("pasta_modules", FOLLOW_DOC)
+    def follow(on=True):
+        """follow(False) stops following nn.Module calls and looking up source lines, follow()
+        starts again; call it outside every module (between steps)."""
+        on = bool(on)
+        pause(0 if on else 1)
+        mon.set_local_events(tool, code, (E.PY_START | E.PY_RETURN) if on else 0)
+        mon.set_events(tool, E.PY_UNWIND if on else 0)
+    switch.follow = follow
+    sys.modules.setdefault("pasta_modules", switch)
     return 1
+
+FOLLOW_DOC = """pasta run --torch's switch for nn.Module calls and source lines. follow(False): the
+operators after it carry no module and no line, and cost what they cost with PASTA_MODULES=0
+PASTA_SOURCE_LINES=0; follow(True): followed again. A module call begun before a switch is
+not reported. For benchmarks that time both in one process."""
 )PY";
 
   // The pending call: on the Python main thread, holding the GIL.
@@ -325,10 +345,11 @@ def install(start, ret, unwind, configure, exiting):
                                 unwind = PythonApi::fastcall("pasta_module_unwind", &py_unwind),
                                 configure =
                                     PythonApi::fastcall("pasta_module_configure", &py_configure),
-        exiting{"pasta_exiting", &py_exiting, PythonApi::meth_noargs, nullptr};
+        exiting{"pasta_exiting", &py_exiting, PythonApi::meth_noargs, nullptr},
+        pause = PythonApi::fastcall("pasta_module_pause", &py_pause);
     constexpr long long failed = -100;
     const long long r = s.api.load_and_install(
-        python_source, {&start, &ret, &unwind, &configure, &exiting}, s.install, s.verbose, failed);
+        python_source, {&start, &ret, &unwind, &configure, &exiting, &pause}, s.install, s.verbose, failed);
     if (r == 0) return 0;  // torch.nn not imported yet: asked again later
     if (r == 1) {
       s.main_thread.store(pasta::detail::thread_id());
@@ -360,6 +381,16 @@ def install(start, ret, unwind, configure, exiting):
       s.call_impl_code = args[1];
       s.torch_dir = std::string(s.api.text(args[2]));
       s.stdlib_dir = std::string(s.api.text(args[3]));
+    }
+    return s.api.new_none();
+  }
+  // pasta_modules.follow: 1 pauses, 0 resumes. The calling thread's open
+  // module calls are dropped either way: their returns are not all seen.
+  static PythonApi::Obj py_pause(PythonApi::Obj, PythonApi::Obj const* args, long n) {
+    State& s = state();
+    if (n == 1) {
+      s.paused.store(s.api.long_as(args[0]) != 0, std::memory_order_relaxed);
+      module_thread().stack.clear();
     }
     return s.api.new_none();
   }
