@@ -188,13 +188,14 @@ def window_table(bench, name, variants, results, i):
     bench.table(f"{name}, inside/outside the window within a process", variants,
                 harness.batch_results(results, i, "window_ratio"), "ratio",
                 extra=outside_vs_native)
-    print("  every block pair of every process (inside over the outside block before it):")
+    print("  every inside block of every process (over the mean of the outside blocks on "
+          "either side):")
     for v in variants:
         pairs = [r for s in harness.batch_results(results, i, "window_ratios").get(v.label, [])
                  for r in (s.value if isinstance(s.value, list) else [])]
         if pairs:
             med, lo, hi = harness.bootstrap(pairs)
-            print(f"    {v.label}: {len(pairs)} pairs, median {med:.3f}, bootstrap 95% interval "
+            print(f"    {v.label}: {len(pairs)} blocks, median {med:.3f}, bootstrap 95% interval "
                   f"{lo:.3f}..{hi:.3f}")
 
 
@@ -227,7 +228,7 @@ def main():
                    help="measure within each process: steps in blocks of N, alternately outside "
                         "and inside a cudaProfilerStart/Stop window, pasta collecting only inside "
                         "(--capture-range cudaProfilerApi); the ratio is inside over outside, "
-                        "median over the block pairs (torch_step.py --windows); torch.profiler "
+                        "median over the inside blocks (torch_step.py --windows); torch.profiler "
                         "variants profile each inside block. Not for aten-only")
     p.add_argument("--switch", choices=["window", "modules"], default="window",
                    help="with --windows: the blocks switch a capture window (window) or, with "

@@ -20,12 +20,14 @@ line's step times are the first batch's, and "batches" lists every batch's.
 kernels, copies and memsets it saw; profiler_events_seconds: what its
 events() took after them).
 --windows N times the steps in blocks of N, alternately outside and inside a
-cudaProfilerStart/Stop window (the first block outside): a profiler that
-collects only inside (`pasta run --capture-range cudaProfilerApi`) costs
-the inside blocks what collecting costs, and the outside ones what it
-costs to be there and wait. window_ratio is the median, over each outside
-block and the inside block after it, of the inside block's median step
-over the outside one's: what collecting costs, measured within one process
+cudaProfilerStart/Stop window (the first and the last block outside): a
+profiler that collects only inside (`pasta run --capture-range
+cudaProfilerApi`) costs the inside blocks what collecting costs, and the
+outside ones what it costs to be there and wait. window_ratio is the median,
+over the inside blocks, of each one's median step over the mean of the
+outside blocks' on either side of it (so a process whose steps drift, faster
+or slower as it runs, does not pass the drift for a cost): what collecting
+costs, measured within one process
 at a fraction of a second's distance, so the differences between processes
 (which on the GPU machine move a launch-bound step by 20%) leave it alone;
 a native process gives 1.0 and its spread. step_ms_outside_median and
@@ -201,7 +203,8 @@ def run_windows(args, batch, step, profile, ProfilerActivity, torch_profiler=Non
     cudaProfilerStart/Stop window; with --count-kernels, torch.profiler counts the kernels of
     the inside blocks only; with torch_profiler (a function that makes one), each inside block
     runs under a torch.profiler of its own."""
-    blocks = max(2, 2 * round(args.steps / (2 * args.windows)))  # whole pairs
+    # Outside, inside, ..., outside: every inside block between two outside ones.
+    blocks = 2 * max(1, round(args.steps / (2 * args.windows))) + 1
     enter, leave, switched = torch.cuda.profiler.start, torch.cuda.profiler.stop, "window"
     if args.switch == "modules":
         try:
@@ -234,7 +237,8 @@ def run_windows(args, batch, step, profile, ProfilerActivity, torch_profiler=Non
             for key, value in profiled(collector).items():
                 done[key] += value
         medians["inside" if inside else "outside"].append(statistics.median(times) * 1e3)
-    ratios = [i / o for o, i in zip(medians["outside"], medians["inside"])]
+    out_ms = medians["outside"]
+    ratios = [i / ((a + b) / 2) for a, b, i in zip(out_ms, out_ms[1:], medians["inside"])]
     if args.switch == "modules":
         enter()  # followed again, as the run began
     out = {"batch": batch, "windows": args.windows, "blocks": blocks, "switched": switched,
