@@ -15,15 +15,13 @@ graph, where they went before), and its line must be the model's own (this file)
 Usage: compiled_extern_check.py --python PY --probe LIB --pasta-trace BIN --out DIR
        compiled_extern_check.py --child --probe LIB   (the profiled program itself)
 """
-import argparse
 import os
-import subprocess
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from modules_check import marked_lines, parse_dump  # noqa: E402
+from modules_check import marked_lines, probe_main, verdict  # noqa: E402
 
 STEPS = 2  # measured steps, after one that compiles
 
@@ -58,38 +56,18 @@ def child(probe):
     print("ok", flush=True)
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--python", default=sys.executable)
-    p.add_argument("--probe", required=True)
-    p.add_argument("--pasta-trace")
-    p.add_argument("--out")
-    p.add_argument("--child", action="store_true")
-    args = p.parse_args()
-    if args.child:
-        child(args.probe)
-        return 0
+def inductor_env(args):
+    return {"TORCHINDUCTOR_CACHE_DIR": tempfile.mkdtemp(prefix="inductor-", dir=args.out),
+            "TORCHINDUCTOR_COMPILE_THREADS": "1"}
 
-    has = subprocess.run([args.python, "-c", "import sys, torch; print(hasattr(sys, 'monitoring'))"],
-                         capture_output=True, text=True)
-    if has.returncode != 0 or has.stdout.split() != ["True"]:
-        print(f"skipped: {args.python} has no torch, or no sys.monitoring (Python 3.12+)")
-        return 77
-    os.makedirs(args.out, exist_ok=True)
-    pasta_dir = os.path.join(args.out, "pasta")
-    env = dict(os.environ, PASTA_OUTPUT_DIR=pasta_dir, PASTA_PRINT="none", PASTA_VERBOSE="1",
-               TORCHINDUCTOR_CACHE_DIR=tempfile.mkdtemp(prefix="inductor-", dir=args.out),
-               TORCHINDUCTOR_COMPILE_THREADS="1")
-    proc = subprocess.run([args.python, os.path.abspath(__file__), "--child", "--probe", args.probe],
-                          env=env, capture_output=True, text=True, timeout=240)
+
+def check(args, proc, dump):
     said = [line for line in proc.stderr.splitlines() if "inductor" in line]
     print("\n".join("  " + line for line in said[-4:]))
-    if proc.returncode != 0 or "ok" not in proc.stdout.split():
+    if "ok" not in proc.stdout.split():
         print(proc.stderr[-3000:])
         print("FAIL the compiled program did not finish")
         return 1
-    dump = parse_dump(subprocess.run([args.pasta_trace, "dump", os.path.join(pasta_dir, "trace.pasta")],
-                                     capture_output=True, text=True, check=True).stdout)
     begins = [f for k, f in dump if k == "OpBegin"]
     ends = {f["id"]: int(f["time_ns"]) for k, f in dump if k == "OpEnd"}
     windows = [(int(f["time_ns"]), ends.get(f["id"], 0)) for f in begins if f.get("name") == "measured"]
@@ -118,12 +96,8 @@ def main():
     for module, line in want_lines.items():
         if lines.get(module) != line:
             failures.append(f"{module}'s products carry line {lines.get(module)!r}, want {line}")
-    for f in failures:
-        print("FAIL", f)
-    print("extern kernels carry their modules and lines" if not failures else
-          f"{len(failures)} failures")
-    return 1 if failures else 0
+    return verdict(failures, "extern kernels carry their modules and lines")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(probe_main(__doc__, os.path.abspath(__file__), child, check, inductor_env))

@@ -29,7 +29,7 @@ import sys
 
 HERE = os.path.abspath(__file__)
 sys.path.insert(0, os.path.dirname(HERE))
-from modules_check import marked_lines, parse_dump  # noqa: E402
+from modules_check import marked_lines, parse_dump, verdict  # noqa: E402
 
 D = 256
 
@@ -241,10 +241,7 @@ def main():
         if args.only in (None, name):
             print(f"== {name}")
             check(args, failures)
-    for f in failures:
-        print("FAIL", f)
-    print("compiled modules and lines exact" if not failures else f"{len(failures)} failures")
-    return 1 if failures else 0
+    return verdict(failures, "compiled modules and lines exact")
 
 
 if __name__ == "__main__":

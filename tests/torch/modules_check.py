@@ -176,6 +176,50 @@ def expected_line(module, name, marks):
     return None
 
 
+def verdict(failures, passed):
+    """Prints each failure and a last line (`passed` when there is none); the exit status."""
+    for f in failures:
+        print("FAIL", f)
+    print(passed if not failures else f"{len(failures)} failures")
+    return 1 if failures else 0
+
+
+def probe_main(doc, script, child, check, env=None):
+    """The driver of a CPU check that loads the probe library into a child Python:
+    `script --child --probe LIB` runs child(LIB), the profiled program; otherwise, skipped (77)
+    where --python has no torch or no sys.monitoring, it runs that child with the trace and
+    reports written to OUT/pasta (and `env` added), then returns check(args, proc, the trace
+    dump as parse_dump gives it), or 1 where the child failed."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--python", default=sys.executable)
+    p.add_argument("--probe", required=True)
+    p.add_argument("--pasta-trace")
+    p.add_argument("--out")
+    p.add_argument("--child", action="store_true")
+    args = p.parse_args()
+    if args.child:
+        child(args.probe)
+        return 0
+    has = subprocess.run([args.python, "-c", "import sys, torch; print(hasattr(sys, 'monitoring'))"],
+                         capture_output=True, text=True)
+    if has.returncode != 0 or has.stdout.split() != ["True"]:
+        print(f"skipped: {args.python} has no torch, or no sys.monitoring (Python 3.12+)")
+        return 77
+    os.makedirs(args.out, exist_ok=True)
+    pasta_dir = os.path.join(args.out, "pasta")
+    proc = subprocess.run([args.python, script, "--child", "--probe", args.probe],
+                          env=dict(os.environ, PASTA_OUTPUT_DIR=pasta_dir, PASTA_PRINT="none",
+                                   PASTA_VERBOSE="1", **(env(args) if env else {})),
+                          capture_output=True, text=True, timeout=240)
+    if proc.returncode != 0:
+        print(proc.stdout[-2000:], proc.stderr[-3000:])
+        print("FAIL the profiled program did not finish")
+        return 1
+    dump = parse_dump(subprocess.run([args.pasta_trace, "dump", os.path.join(pasta_dir, "trace.pasta")],
+                                     capture_output=True, text=True, check=True).stdout)
+    return check(args, proc, dump)
+
+
 def run(cmd, env=None, **kw):
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=400, **kw)
     if r.returncode != 0:

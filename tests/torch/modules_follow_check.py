@@ -12,14 +12,12 @@ the products of a followed step carry Net.a or Net.b and their marked lines.
 Usage: modules_follow_check.py --python PY --probe LIB --pasta-trace BIN --out DIR
        modules_follow_check.py --child --probe LIB   (the profiled program itself)
 """
-import argparse
 import os
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from modules_check import marked_lines, parse_dump  # noqa: E402
+from modules_check import marked_lines, probe_main, verdict  # noqa: E402
 
 PLAN = ["followed", "followed", "paused", "paused", "paused", "followed"]
 
@@ -61,35 +59,13 @@ def child(probe):
     print("calls", *calls, flush=True)
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--python", default=sys.executable)
-    p.add_argument("--probe")
-    p.add_argument("--pasta-trace")
-    p.add_argument("--out")
-    p.add_argument("--child", action="store_true")
-    args = p.parse_args()
-    if args.child:
-        child(args.probe)
-        return 0
-    has = subprocess.run([args.python, "-c", "import sys, torch; print(hasattr(sys, 'monitoring'))"],
-                         capture_output=True, text=True)
-    if has.returncode != 0 or has.stdout.split() != ["True"]:
-        print(f"skipped: {args.python} has no torch, or no sys.monitoring (Python 3.12+)")
-        return 77
-    os.makedirs(args.out, exist_ok=True)
-    pasta_dir = os.path.join(args.out, "pasta")
-    env = dict(os.environ, PASTA_OUTPUT_DIR=pasta_dir, PASTA_PRINT="none", PASTA_VERBOSE="1")
-    proc = subprocess.run([args.python, os.path.abspath(__file__), "--child", "--probe", args.probe],
-                          env=env, capture_output=True, text=True, timeout=240)
+def check(args, proc, dump):
     said = [line.split()[1:] for line in proc.stdout.splitlines() if line.startswith("calls ")]
-    if proc.returncode != 0 or not said:
-        print(proc.stdout[-2000:], proc.stderr[-3000:])
-        print("FAIL the program did not finish")
+    if not said:
+        print(proc.stdout[-2000:])
+        print("FAIL the program printed no module calls")
         return 1
     hooks = [int(n) for n in said[0]]
-    dump = parse_dump(subprocess.run([args.pasta_trace, "dump", os.path.join(pasta_dir, "trace.pasta")],
-                                     capture_output=True, text=True, check=True).stdout)
     begins = [f for k, f in dump if k == "OpBegin"]
     ends = {f["id"]: int(f["time_ns"]) for k, f in dump if k == "OpEnd"}
     steps = sorted((int(f["time_ns"]), ends.get(f["id"], 0), f["name"]) for f in begins
@@ -119,11 +95,8 @@ def main():
         if products != want_products:
             failures.append(f"a {kind} step's products carry {sorted(products)}, "
                             f"want {sorted(want_products)}")
-    for f in failures:
-        print("FAIL", f)
-    print("follow() switches modules and lines" if not failures else f"{len(failures)} failures")
-    return 1 if failures else 0
+    return verdict(failures, "follow() switches modules and lines")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(probe_main(__doc__, os.path.abspath(__file__), child, check))
