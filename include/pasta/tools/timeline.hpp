@@ -7,10 +7,13 @@
 // ("distributedInfo", as Kineto writes it, for Holistic Trace Analysis) and
 // how its clock maps to the wall clock ("pasta"), so `pasta report` can lay
 // the processes of a job side by side. Names are escaped by nlohmann/json
-// once each and cached; each line is then one fmt call (about 0.3 us an event).
+// once each and cached; each line is then one fmt call, its times written as
+// integers (Micros), not formatted as floating point.
 #pragma once
 
+#include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -33,6 +36,41 @@
 
 namespace pasta::tools {
 
+// A time in nanoseconds written as microseconds with three decimals ("12.345"), as
+// fmt's {:.3f} of ns / 1e3 writes it, from integers: a floating-point format took
+// most of an event's cost.
+struct Micros {
+  std::int64_t ns = 0;
+  static constexpr std::size_t max_chars = 32;
+  // Writes it at out (max_chars at most); returns the end.
+  char* write(char* out) const {
+    const std::uint64_t abs =
+        ns < 0 ? 0 - static_cast<std::uint64_t>(ns) : static_cast<std::uint64_t>(ns);
+    if (ns < 0) *out++ = '-';
+    out = std::to_chars(out, out + 24, abs / 1000).ptr;
+    const auto frac = static_cast<unsigned>(abs % 1000);
+    *out++ = '.';
+    *out++ = static_cast<char>('0' + frac / 100);
+    *out++ = static_cast<char>('0' + frac / 10 % 10);
+    *out++ = static_cast<char>('0' + frac % 10);
+    return out;
+  }
+};
+
+}  // namespace pasta::tools
+
+template <>
+struct fmt::formatter<pasta::tools::Micros> {
+  constexpr auto parse(fmt::format_parse_context& ctx) { return ctx.begin(); }
+  template <class Context>
+  auto format(pasta::tools::Micros m, Context& ctx) const {
+    char buf[pasta::tools::Micros::max_chars];
+    return std::copy(buf, m.write(buf), ctx.out());
+  }
+};
+
+namespace pasta::tools {
+
 class Timeline {
  public:
   static constexpr std::string_view name = "timeline";
@@ -52,11 +90,11 @@ class Timeline {
   void on(const KernelComplete& e) {
     if (!e.start_ns || e.end_ns < e.start_ns) return;
     line(
-        R"j({{"name":{},"cat":"kernel","ph":"X","pid":{},"tid":{},"ts":{:.3f},"dur":{:.3f},)j"
+        R"j({{"name":{},"cat":"kernel","ph":"X","pid":{},"tid":{},"ts":{},"dur":{},)j"
         R"j("args":{{"correlation":{},"device":{},"stream":{},"grid":"({},{},{})","block":"({},{},{})",)j"
         R"j("shared_mem_bytes":{}}}}})j",
         quoted(e.name, true), pid(e.device), e.stream, us(e.start_ns),
-        (e.end_ns - e.start_ns) / 1e3, e.correlation, e.device, e.stream, e.grid.x, e.grid.y,
+        span(e.start_ns, e.end_ns), e.correlation, e.device, e.stream, e.grid.x, e.grid.y,
         e.grid.z, e.block.x, e.block.y, e.block.z, e.shared_mem_bytes);
     ++kernels_;
   }
@@ -66,30 +104,30 @@ class Timeline {
   // the device records (thread 0, the kernel's own start) say nothing more: left out.
   void on(const KernelLaunch& e) {
     if (e.thread == 0 || e.time_ns == 0) return;
-    line(R"j({{"name":"launch","cat":"launch","ph":"i","pid":{},"tid":{},"ts":{:.3f},)j"
+    line(R"j({{"name":"launch","cat":"launch","ph":"i","pid":{},"tid":{},"ts":{},)j"
          R"j("args":{{"correlation":{}}}}})j",
          host_pid, e.thread, us(e.time_ns), e.correlation);
   }
   void on(const Memcpy& e) {
     if (!e.start_ns || e.end_ns < e.start_ns) return;
-    line(R"j({{"name":"memcpy {} {}","cat":"memcpy","ph":"X","pid":{},"tid":{},"ts":{:.3f},)j"
-         R"j("dur":{:.3f},"args":{{"bytes":{},"correlation":{}}}}})j",
+    line(R"j({{"name":"memcpy {} {}","cat":"memcpy","ph":"X","pid":{},"tid":{},"ts":{},)j"
+         R"j("dur":{},"args":{{"bytes":{},"correlation":{}}}}})j",
          to_string(e.copy_kind), human_bytes(e.bytes), pid(e.device), e.stream, us(e.start_ns),
-         (e.end_ns - e.start_ns) / 1e3, e.bytes, e.correlation);
+         span(e.start_ns, e.end_ns), e.bytes, e.correlation);
   }
   void on(const Memset& e) {
     if (!e.start_ns || e.end_ns < e.start_ns) return;
-    line(R"j({{"name":"memset {}","cat":"memset","ph":"X","pid":{},"tid":{},"ts":{:.3f},)j"
-         R"j("dur":{:.3f},"args":{{"bytes":{},"value":{}}}}})j",
+    line(R"j({{"name":"memset {}","cat":"memset","ph":"X","pid":{},"tid":{},"ts":{},)j"
+         R"j("dur":{},"args":{{"bytes":{},"value":{}}}}})j",
          human_bytes(e.bytes), pid(e.device), e.stream, us(e.start_ns),
-         (e.end_ns - e.start_ns) / 1e3, e.bytes, e.value);
+         span(e.start_ns, e.end_ns), e.bytes, e.value);
   }
   void on(const Synchronize& e) {
     if (!e.start_ns || e.end_ns < e.start_ns) return;
     line(
-        R"j({{"name":"sync {}","cat":"sync","ph":"X","pid":{},"tid":{},"ts":{:.3f},"dur":{:.3f}}})j",
+        R"j({{"name":"sync {}","cat":"sync","ph":"X","pid":{},"tid":{},"ts":{},"dur":{}}})j",
         to_string(e.sync_kind), pid(e.device), e.stream, us(e.start_ns),
-        (e.end_ns - e.start_ns) / 1e3);
+        span(e.start_ns, e.end_ns));
   }
   void on(const ScopeBegin& e) { edge('B', e.name, e.thread, e.time_ns); }
   void on(const ScopeEnd& e) { edge('E', e.name, e.thread, e.time_ns); }
@@ -142,16 +180,44 @@ class Timeline {
     return s;
   }
 
-  // Microseconds since the first event, keeping nanoseconds exact in a double.
-  double us(std::uint64_t ns) {
+  // The time since the first event.
+  Micros us(std::uint64_t ns) {
     if (!base_ns_) base_ns_ = ns;  // line() then writes this origin once
-    return static_cast<double>(static_cast<std::int64_t>(ns - base_ns_)) / 1e3;
+    return {static_cast<std::int64_t>(ns - base_ns_)};
+  }
+  static Micros span(std::uint64_t start_ns, std::uint64_t end_ns) {
+    return {static_cast<std::int64_t>(end_ns - start_ns)};
   }
 
+  // A scope's or an operator's begin or end, two for every operator call: the
+  // line fmt would write, put together by hand (fmt parses its format string
+  // at every call, which was most of this line's cost).
   void edge(char ph, NameId scope, std::uint32_t thread, std::uint64_t t,
             std::string_view cat = "scope") {
-    line(R"j({{"name":{},"cat":"{}","ph":"{}","pid":{},"tid":{},"ts":{:.3f}}})j",
-         quoted(scope, false), cat, ph, host_pid, thread, us(t));
+    if (!file_ && (opened_ || !open())) return;
+    const std::string& name = quoted(scope, false);
+    const Micros ts = us(t);
+    buffer_.clear();
+    buffer_ += R"j({"name":)j";
+    buffer_ += name;
+    buffer_ += R"j(,"cat":")j";
+    buffer_ += cat;
+    buffer_ += R"j(","ph":")j";
+    buffer_ += ph;
+    buffer_ += R"j(","pid":)j";
+    append_int(host_pid);
+    buffer_ += R"j(,"tid":)j";
+    append_int(thread);
+    buffer_ += R"j(,"ts":)j";
+    char digits[Micros::max_chars];
+    buffer_.append(digits, ts.write(digits));
+    buffer_ += '}';
+    commit();
+  }
+  template <class I>
+  void append_int(I v) {
+    char digits[24];
+    buffer_.append(digits, std::to_chars(digits, digits + sizeof digits, v).ptr);
   }
   void meta(int pid, std::uint64_t tid, const char* what, const std::string& value) {
     line(R"j({{"name":"{}","ph":"M","pid":{},"tid":{},"args":{{"name":{}}}}})j", what, pid, tid,
@@ -199,6 +265,10 @@ class Timeline {
     if (!file_ && (opened_ || !open())) return;
     buffer_.clear();
     fmt::format_to(std::back_inserter(buffer_), f, std::forward<A>(args)...);
+    commit();
+  }
+  // Writes the line in buffer_ (and, after the first timed one, the clock's origin).
+  void commit() {
     buffer_ += ",\n";
     if (base_ns_ && !origin_written_) {
       // The clock reading at ts = 0, for lining up the processes of a job.
