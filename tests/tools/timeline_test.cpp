@@ -174,3 +174,15 @@ TEST_CASE("a timeline that cannot be written says so once") {
   REQUIRE(log.lines().size() == 1);
   CHECK(log.lines()[0].starts_with("cannot write /proc/no-such-dir/timeline.trace.json: "));
 }
+
+TEST_CASE("a time is written in microseconds with three decimals, from integers") {
+  using pasta::tools::Micros;
+  CHECK(fmt::format("{}", Micros{0}) == "0.000");
+  CHECK(fmt::format("{}", Micros{1234567}) == "1234.567");
+  CHECK(fmt::format("{}", Micros{5}) == "0.005");
+  CHECK(fmt::format("{}", Micros{-1}) == "-0.001");
+  CHECK(fmt::format("{}", Micros{-1000}) == "-1.000");
+  CHECK(fmt::format("{}", Micros{-123456789}) == "-123456.789");
+  // 2^62 ns: the longest a trace's clock runs, with every digit kept.
+  CHECK(fmt::format("{}", Micros{std::int64_t{1} << 62}) == "4611686018427387.904");
+}
