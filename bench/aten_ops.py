@@ -4,11 +4,19 @@ call (bench/aten_ops.cpp), every variant in its own process, interleaved rounds;
 median, min..max and the extra ns per call against native, with the CPU's name.
 
   bench/aten_ops.py BINARY [--rounds 5] [--calls 400000] [--cpu N]
+  bench/aten_ops.py BINARY --instructions [--calls 15000]
 
---cpu N runs every process on CPU N alone (and pasta's thread with it), default: all CPUs."""
+--cpu N runs every process on CPU N alone (and pasta's thread with it), default: all CPUs.
+--instructions counts instructions instead of time, where other processes share the CPUs or
+no hardware counter is readable: each variant runs under valgrind's callgrind with --calls
+and with a third of them, and the difference over the calls between is one call's
+instructions, every thread of the process counted, start-up and exit left out (about a
+minute a run)."""
 import argparse
 import json
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -28,14 +36,55 @@ def cpu_name():
     return "unknown CPU"
 
 
+def collected(binary, variant, calls):
+    """The instructions callgrind counted in one run of `variant` making `calls` calls."""
+    with tempfile.TemporaryDirectory(prefix="pasta-aten-ops-cg-") as out:
+        proc = subprocess.run(["valgrind", "--tool=callgrind",
+                               f"--callgrind-out-file={out}/callgrind.out", binary, variant,
+                               str(calls)], capture_output=True, text=True, timeout=1800,
+                              env=dict(os.environ, PASTA_PRINT="none", PASTA_OUTPUT_DIR=out))
+    found = re.search(r"Collected : (\d+)", proc.stderr)
+    if proc.returncode != 0 or not found:
+        raise RuntimeError(f"{variant} under callgrind: exit {proc.returncode}\n{proc.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def instructions(args):
+    if shutil.which("valgrind") is None:
+        print("--instructions needs valgrind (apt-get install valgrind)")
+        return 1
+    low = max(1, args.calls // 3)
+    per_call = {}
+    for v in VARIANTS:
+        try:
+            per_call[v] = (collected(args.binary, v, args.calls) -
+                           collected(args.binary, v, low)) / (args.calls - low)
+        except RuntimeError as e:
+            print(f"FAILED {e}")
+            return 1
+        print(f"{v}: {per_call[v]:.0f} instructions a call", flush=True)
+    print(f"\ntorch::Aten per operator call, instructions (callgrind, {args.calls} minus {low} "
+          f"calls, every thread)")
+    print(f"  {'variant':16} {'a call':>9} {'extra':>9}")
+    for v in VARIANTS:
+        print(f"  {v:16} {per_call[v]:9.0f} {per_call[v] - per_call['native']:9.0f}")
+    return 0
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("binary", help="pasta_bench_aten_ops")
     p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--calls", type=int, default=400000)
+    p.add_argument("--calls", type=int, help="calls a process (400000; 15000 with --instructions)")
     p.add_argument("--cpu", type=int, default=None)
+    p.add_argument("--instructions", action="store_true",
+                   help="count instructions under callgrind instead of timing (see above)")
     args = p.parse_args()
+    if args.calls is None:
+        args.calls = 15000 if args.instructions else 400000
+    if args.instructions:
+        return instructions(args)
     samples = {v: [] for v in VARIANTS}
     with tempfile.TemporaryDirectory(prefix="pasta-aten-ops-") as out:
         env = dict(os.environ, PASTA_PRINT="none", PASTA_OUTPUT_DIR=out)
