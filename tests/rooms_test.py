@@ -109,6 +109,27 @@ def main():
         if h not in state:
             visit(h, [h])
     expect("headers that include a header that includes them", cycles, [])
+    # A detail/X_impl.hpp is read only at the end of the one header that includes it, under
+    # PASTA_DETAIL_DEFINE: that header's own check compiles it there, so it has no header
+    # check of its own (tests/CMakeLists.txt).
+    guarded = re.compile(r"#ifdef PASTA_DETAIL_DEFINE\n#include <pasta/([\w/]+_impl\.hpp)>\n#endif\n*$")
+    by = {}
+    for d in ("include", "src", "tests", "examples", "cli", "inject", "bench", "docs"):
+        for top, _, files in os.walk(os.path.join(SOURCE, d)):
+            for f in files:
+                if not f.endswith((".hpp", ".cpp", ".cu", ".cuh", ".h")):
+                    continue
+                with open(os.path.join(top, f)) as src:
+                    text = src.read()
+                for impl in re.findall(r"#include <pasta/([\w/]+_impl\.hpp)>", text):
+                    end = guarded.search(text)
+                    where = os.path.relpath(os.path.join(top, f), SOURCE)
+                    by.setdefault(impl, []).append(where if end and end.group(1) == impl
+                                                   else where + " (not at its end, guarded)")
+    impls = sorted(h for h, _ in headers() if h.endswith("_impl.hpp"))
+    expect("detail/*_impl.hpp files", len(impls) > 10, True)
+    expect("each *_impl.hpp included once, at the end of its header under PASTA_DETAIL_DEFINE",
+           {h: by.get(h, []) for h in impls if len(by.get(h, [])) != 1 or "(" in by[h][0]}, {})
     return summary("every room imports what docs/architecture.md allows, and no header "
                    "includes one that includes it")
 
