@@ -354,12 +354,13 @@ class Aten {
   // another operator (not a record_function range) gets its caller's; one
   // called from Python gets the module running now and the line that called it.
   Open place(ThreadState& t, const at::RecordFunction& fn, const OpContext& ctx) {
+    const bool track = tracking();  // read once an operator
     Open open{.id = ctx.id, .scope = fn.scope() == at::RecordScope::USER_SCOPE};
     const Open* caller = t.open.empty() ? nullptr : &t.open.back();
     // autograd's evaluate_function wrapper is a FUNCTION, with its node's forward thread.
     if (fn.scope() == at::RecordScope::BACKWARD_FUNCTION || fn.forwardThreadId() != 0) {
       open.backward = true;
-      if (tracking()) {
+      if (track) {
         const auto origin = origins_.find(fn.forwardThreadId(), fn.seqNr());
         open.module = origin.module;
         open.source = origin.source;
@@ -370,12 +371,12 @@ class Aten {
       open.backward = caller->backward;
       open.module = caller->module;
       open.source = caller->source;
-    } else if (tracking()) {
+    } else if (track) {
       if (modules_) open.module = detail::ModuleTracker::current();
       if (source_lines_) open.source = detail::ModuleTracker::op_source(ctx.name);
     }
-    if (tracking() && !t.graphs.empty()) graph_place(t, caller, ctx, open);
-    if (tracking() && !open.backward)
+    if (track && !t.graphs.empty()) graph_place(t, caller, ctx, open);
+    if (track && !open.backward)
       origins_.put(at::RecordFunction::currentThreadId(), fn.seqNr(), {open.module, open.source});
     return open;
   }
