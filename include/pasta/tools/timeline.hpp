@@ -7,8 +7,9 @@
 // ("distributedInfo", as Kineto writes it, for Holistic Trace Analysis) and
 // how its clock maps to the wall clock ("pasta"), so `pasta report` can lay
 // the processes of a job side by side. Names are escaped by nlohmann/json
-// once each and cached; each line is then one fmt call, its times written as
-// integers (Micros), not formatted as floating point.
+// once each and cached; each line is then one fmt call (an operator's or a
+// scope's begin and end, two an operator call, are put together by hand), its
+// times written from integers (Micros), not formatted as floating point.
 #pragma once
 
 #include <algorithm>
@@ -194,12 +195,10 @@ class Timeline {
   // at every call, which was most of this line's cost).
   void edge(char ph, NameId scope, std::uint32_t thread, std::uint64_t t,
             std::string_view cat = "scope") {
-    if (!file_ && (opened_ || !open())) return;
-    const std::string& name = quoted(scope, false);
+    if (!begin_line()) return;
     const Micros ts = us(t);
-    buffer_.clear();
     buffer_ += std::string_view(R"j({"name":)j");
-    buffer_ += name;
+    buffer_ += quoted(scope, false);
     buffer_ += std::string_view(R"j(,"cat":")j");
     buffer_ += cat;
     buffer_ += std::string_view(R"j(","ph":")j");
@@ -262,10 +261,15 @@ class Timeline {
   }
   template <class... A>
   void line(fmt::format_string<A...> f, A&&... args) {
-    if (!file_ && (opened_ || !open())) return;
-    buffer_.clear();
+    if (!begin_line()) return;
     fmt::format_to(std::back_inserter(buffer_), f, std::forward<A>(args)...);
     commit();
+  }
+  // A line can be written (the file opened at the first): buffer_ emptied for it.
+  bool begin_line() {
+    if (!file_ && (opened_ || !open())) return false;
+    buffer_.clear();
+    return true;
   }
   // Writes the line in buffer_ (and, after the first timed one, the clock's origin).
   void commit() {
