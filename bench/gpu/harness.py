@@ -144,6 +144,16 @@ def operator_calls(pdir, d):
     return (int(said[-1]) if said else None), "the aten handler's log (stderr.txt)"
 
 
+def process_dir(d, entry=None):
+    """Where the reports of the one process `pasta run -o d` entered (its processes/*.json,
+    read here unless given as `entry`) are."""
+    if entry is None:
+        reg = os.path.join(d, "processes")
+        names = sorted(n for n in os.listdir(reg) if n.endswith(".json")) if os.path.isdir(reg) else []
+        entry = (read_json(os.path.join(reg, names[0])) if names else None) or {}
+    return os.path.normpath(os.path.join(d, entry.get("dir", ".")))
+
+
 def report_problem(d, expect, launcher=True, operators=None, kept=None):
     """None when the reports in `d` are those of a profiled run that finished, whole, with
     `expect` kernel launches (a number, or a (low, high) range with high None for no limit)
@@ -178,7 +188,7 @@ def report_problem(d, expect, launcher=True, operators=None, kept=None):
     if not count_matches(got, expect):
         return (f"pasta saw {got} launches, the native run makes {count_text(expect)} "
                 f"({reg}/{names[0]})")
-    pdir = os.path.normpath(os.path.join(d, entry.get("dir", ".")))
+    pdir = process_dir(d, entry)
     kf = read_json(os.path.join(pdir, "kernel_freq.json"))
     if kf is not None:
         if kf.get("partial"):
@@ -450,9 +460,7 @@ def module_calls_followed(d, result):
     module_summary counts, over every module, torch's own count of a step's module calls
     times the steps it followed (its first warm-up step's hook count; the paused blocks' steps
     must add none); otherwise what differs."""
-    entry = next((read_json(os.path.join(d, "processes", n)) for n in
-                  sorted(os.listdir(os.path.join(d, "processes")))), None) or {}
-    pdir = os.path.normpath(os.path.join(d, entry.get("dir", ".")))
+    pdir = process_dir(d)
     summary = read_json(os.path.join(pdir, "module_summary.json"))
     if summary is None:
         return f"no module_summary.json in {pdir}"
