@@ -1191,8 +1191,9 @@ def case_torch_window(build, out):
     torch.cuda.nvtx range over steps 2-3) count exactly the kernels torch.profiler's schedule
     records over steps 2-3, under --torch, the default pipeline, --torch --memory (instrumented
     inside the window only) and --torch --counters (replayed inside it only, every launch
-    outside it left unmeasured); a range that never opens says so and captures nothing;
-    results unchanged throughout."""
+    outside it left unmeasured); steps:2-3 also without --torch (the default pipeline,
+    --memory, --counters: torch.optim's step hooks count the steps); a range that never opens
+    says so and captures nothing; results unchanged throughout."""
     native = last_json(run([sys.executable, WINDOW_SCRIPT]).stdout)
     ref = last_json(run([sys.executable, WINDOW_SCRIPT, "--torch-profiler", "2-3"]).stdout)
     want = ref["kernels"]
@@ -1211,7 +1212,11 @@ def case_torch_window(build, out):
             ("nvtx", ["--torch"], "nvtx:window", ["--nvtx", "2-3"]),
             ("nvtx_default", [], "nvtx:window", ["--nvtx", "2-3"]),
             ("steps_memory", ["--torch", "--memory"], "steps:2-3", []),
-            ("steps_counters", ["--torch", "--counters"], "steps:2-3", [])):
+            ("steps_counters", ["--torch", "--counters"], "steps:2-3", []),
+            # Without --torch, torch::Steps counts the steps through torch.optim's hooks.
+            ("steps_default", [], "steps:2-3", []),
+            ("steps_memory_default", ["--memory"], "steps:2-3", []),
+            ("steps_counters_default", ["--counters"], "steps:2-3", [])):
         d, res, stderr = pasta_window(build, out, name, mode, window, *extra)
         kernels, said = window_kernels(d)
         if kernels != want:
@@ -1225,6 +1230,9 @@ def case_torch_window(build, out):
         ok = expect(f"{name}: the report names its window", said.startswith(
             f"capture range {window}:"), True) and ok
         ok = expect(f"{name}: parameter checksum", res["checksum"], native["checksum"]) and ok
+        if "--torch" not in mode and window.startswith("steps:"):
+            ok = expect(f"{name}: torch.optim's step hooks installed",
+                        "optimizer step hooks installed" in stderr, True) and ok
         if "--torch" in mode and "--memory" not in mode:
             ops = {r["operator"]: r["calls"]
                    for r in report(d, "op_summary")["tables"]["operators"]}

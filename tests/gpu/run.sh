@@ -63,7 +63,9 @@ targets=()
 [ "$what" = multi ] && targets=(--target launches_pasta)
 [ "$what" = bench ] && targets=(--target empty_kernels pasta_inject pasta_bench_kernel_freq
   pasta_bench_kernel_freq_timeline pasta_bench_aten pasta_bench_op_floor inject_torch
-  inject_torch_bench pasta_bench_host_clock pasta_bench_aten_ops)
+  inject_torch_bench pasta_bench_host_clock)
+# The operator callback benchmark's program links libtorch (half a minute to build): only when it runs.
+[ "$what" = bench ] && [ "${ATEN_OPS_BENCH:-1}" != 0 ] && targets+=(pasta_bench_aten_ops)
 [ "$what" = torch ] && targets=(--target pasta_inject inject_torch inject_torch_memory
   inject_torch_record inject_torch_counters inject_torch_bench libtorch_train tensor_access
   tensor_access_pasta pasta-trace pasta_torch_tests)
@@ -87,8 +89,8 @@ targets=()
 [ "$what" = examples ] && targets=(--target launches launches_pasta conv conv_pasta counters
   counters_pasta access_pattern access_pattern_pasta access_pattern_cpu uvm_advice uvm_advice_pasta
   pasta_inject pasta_counters)
-[ "$what" = compiled ] && targets=(--target pasta_inject pasta_counters inject_torch inject_torch_counters
-  inject_torch_memory launches launches_pasta)
+[ "$what" = compiled ] && targets=(--target pasta_inject pasta_counters pasta_memory inject_torch
+  inject_torch_counters inject_torch_memory launches launches_pasta)
 [ "$what" = record-gpt ] && targets=(--target pasta_inject inject_torch_record pasta-trace)
 [ "$what" = modules ] && targets=(--target pasta_inject inject_torch inject_torch_record
   inject_torch_counters pasta-trace)

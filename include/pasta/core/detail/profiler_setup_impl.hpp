@@ -110,9 +110,9 @@ PASTA_FUNC std::string unseen_boundaries(const CaptureRange& r, unsigned seen) {
                        "cudaProfilerStart; the window never opens",
                        r.spec);
   if (r.kind == K::steps && !(seen & capture_sources::steps))
-    return fmt::format("capture range {}: optimizer steps come from the PyTorch handler "
-                       "(pasta run --torch, torch::Aten), which this profiler lacks; the window "
-                       "never opens",
+    return fmt::format("capture range {}: optimizer steps come from a PyTorch handler "
+                       "(torch::Aten, or torch::Steps for the steps alone), which this profiler "
+                       "lacks; the window never opens",
                        r.spec);
   if (r.kind == K::nvtx && !(seen & capture_sources::ranges))
     return fmt::format("capture range {}: this profiler's handlers see neither NVTX ranges nor "
