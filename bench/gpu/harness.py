@@ -209,7 +209,9 @@ def report_problem(d, expect, launcher=True, operators=None, kept=None):
 
 # One run of a variant: its measurement, the process's seconds, its JSON line, its stderr and
 # its report directory.
-Sample = collections.namedtuple("Sample", "value seconds result stderr dir")
+# round: the interleaved round it ran in (from 0), for ratios to the baseline's same round.
+Sample = collections.namedtuple("Sample", "value seconds result stderr dir round",
+                                defaults=(None,))
 
 
 class Variant:
@@ -335,7 +337,7 @@ class Bench:
                     self.fail(f"{workload}: {v.label} (round {r + 1}): {v.failed}")
                     results[v.label] = []
                     continue
-                results[v.label].append(Sample(x, seconds, result, stderr, d))
+                results[v.label].append(Sample(x, seconds, result, stderr, d, r))
                 # Each value as it comes: a benchmark stopped at a time limit still leaves them.
                 each = [b.get("step_ms_median") for b in (result or {}).get("batches", [])]
                 more = f" (each batch: {', '.join(f'{b:.4f}' for b in each)})" if each else ""
@@ -373,6 +375,11 @@ class Bench:
             more = extra(v.label, samples)[1] if extra else ""
             print(f"  {v.label:<{w}} {med:>12.4f} {lo:>9.4f}..{hi:<9.4f} {ratio:>11} "
                   f"{wall:>9.1f} {more}")
+            paired = round_ratios(samples, results.get(baseline, []))
+            if len(paired) > 1 and v.label != baseline:
+                r_med, r_lo, r_hi = bootstrap(paired)
+                print(f"  {'':<{w}} each round over its {baseline}: median {r_med:.3f}x, "
+                      f"bootstrap 95% interval {r_lo:.3f}..{r_hi:.3f}x ({len(paired)} rounds)")
             self.rows.append([self.gpu, workload, v.label, unit, f"{med:.5f}", f"{lo:.5f}",
                               f"{hi:.5f}", f"{med / base_med:.4f}" if base_med else "",
                               f"{wall:.2f}", "checked" if v.profiled or v.check else "not profiled by pasta"])
@@ -446,6 +453,13 @@ def torch_workload(model, batch, warmup, steps, *extra):
 
 def step_ms(result, _stdout):
     return result.get("step_ms_median") if result else None
+
+
+def round_ratios(samples, base):
+    """Each round's value over the baseline's in the same round (samples keep their round),
+    for the rounds both have."""
+    by_round = {s.round: s.value for s in base}
+    return [s.value / by_round[s.round] for s in samples if s.round in by_round]
 
 
 def bootstrap(xs, n=10000):

@@ -22,7 +22,7 @@ log).
 
     overhead.py BUILD_DIR [OUT_DIR] [--quick] [--rounds 5] [--models resnet18,gpt_block,gpt2]
                 [--batches launch,compute] [--variants KEY,...] [--warmup 10] [--steps 100]
-                [--empty 100000] [--together]
+                [--empty 100000] [--together] [--batch N] [--layers N] [--autocast bf16]
 
 --quick: 2 rounds of ResNet-18 and GPT-2 at the launch-bound batch, 3 warm-up
 and 10 timed steps, fewer variants, 10k empty kernels. Variant keys (native
@@ -235,6 +235,11 @@ def main():
                         "no window, `--torch`'s modules and source lines (modules: paused "
                         "outside, followed inside; torch_step.py --switch modules), every "
                         "--torch run checked by its module calls against torch's hook count")
+    p.add_argument("--batch", type=int, metavar="N",
+                   help="one batch size for every model, instead of --batches")
+    p.add_argument("--layers", type=int, metavar="N", help="gpt2's layers (torch_step.py's 4)")
+    p.add_argument("--autocast", choices=["bf16", "fp16"],
+                   help="each step's forward pass and loss under torch.autocast to this type")
     p.add_argument("--empty", type=int, help="empty kernels timed (100000; 10000 with --quick; "
                                              "0 leaves them out)")
     args = harness.settle(p.parse_args(), models=(",".join(BATCHES), "resnet18,gpt2"),
@@ -260,15 +265,23 @@ def main():
     print(f"pasta overhead on {bench.gpu}: {args.rounds} interleaved rounds, {args.warmup} "
           f"warm-up and {args.steps} timed steps a process"
           + (f", every process on CPUs {sorted(args.cpus)}" if args.cpus else ""), flush=True)
+    shape = ([f"--layers", str(args.layers)] if args.layers else []) + \
+        (["--autocast", args.autocast] if args.autocast else [])
+    about = "".join([f", {args.layers} layers" if args.layers else "",
+                     f", {args.autocast} autocast" if args.autocast else ""])
     for model in models:
-        sizes = [BATCHES[model][0 if which == "launch" else 1] for which in batches]
-        names = [f"{model} step, batch {b} ({which}-bound)" for b, which in zip(sizes, batches)]
+        if args.batch:
+            sizes, names = [args.batch], [f"{model} step, batch {args.batch}{about}"]
+        else:
+            sizes = [BATCHES[model][0 if which == "launch" else 1] for which in batches]
+            names = [f"{model} step, batch {b} ({which}-bound){about}"
+                     for b, which in zip(sizes, batches)]
         # --together: one process a variant and round runs every batch in turn.
         groups = [(sizes, names)] if args.together else [([b], [n]) for b, n in zip(sizes, names)]
         for group_sizes, group_names in groups:
             workload = " and ".join(group_names)
             cmd = harness.torch_workload(model, ",".join(map(str, group_sizes)), args.warmup,
-                                         args.steps,
+                                         args.steps, *shape,
                                          *(["--windows", str(args.windows), "--switch",
                                             args.switch] if args.windows else []))
             counted = bench.count_kernels(workload, cmd)

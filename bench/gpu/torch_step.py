@@ -10,7 +10,7 @@ timed per step (synchronised) after warm-up.
 
     torch_step.py --model resnet18 --batch 32 [--warmup 10] [--steps 100]
                   [--torch-profiler cpu+cuda|cuda [--profile-memory]] [--count-kernels]
-                  [--windows N [--switch modules]]
+                  [--windows N [--switch modules]] [--layers N] [--autocast bf16|fp16]
 
 Prints one JSON line: model, batch, steps, median and mean step time, the GPU.
 With several batch sizes (--batch 1,128) the model is built and run at each
@@ -151,9 +151,13 @@ def run_batch(args, batch, profile, ProfilerActivity):
     extra = {"layers": args.layers} if args.model == "gpt2" else {}
     model, opt, loss_of = MODELS[args.model](batch, **extra)
 
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(args.autocast)
+
     def step():
         opt.zero_grad(set_to_none=True)
-        loss_of().backward()
+        with torch.autocast("cuda", dtype=dtype) if dtype else contextlib.nullcontext():
+            loss = loss_of()
+        loss.backward()
         opt.step()
 
     calls = [0]
@@ -271,6 +275,8 @@ def main():
     p.add_argument("--profile-memory", action="store_true",
                    help="with --torch-profiler: its memory profiling too (profile_memory=True)")
     p.add_argument("--layers", type=int, default=4, help="gpt2's layers (4)")
+    p.add_argument("--autocast", choices=["bf16", "fp16"],
+                   help="the forward pass and loss under torch.autocast to this type")
     p.add_argument("--count-kernels", action="store_true",
                    help="count every kernel the workload launches with torch.profiler")
     p.add_argument("--windows", type=int, default=0, metavar="N",
@@ -308,6 +314,7 @@ def main():
             torch.cuda.empty_cache()  # the model is gone: the next batch's starts afresh
     out = {"model": args.model, "batch": batches[0], "steps": args.steps,
            **({"layers": args.layers} if args.model == "gpt2" else {}),
+           **({"autocast": args.autocast} if args.autocast else {}),
            **{k: v for k, v in runs[0].items() if k not in ("batch", "counted_inside")},
            "device": torch.cuda.get_device_name()}
     if len(runs) > 1:  # one entry per batch; the totals of what the profiler did

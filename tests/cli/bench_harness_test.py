@@ -197,6 +197,10 @@ def modules_followed(tmp):
     med, lo, hi = harness.bootstrap([1.0, 1.02, 0.98, 1.01, 0.99])
     checks.expect("bootstrap: the median, inside its interval",
                   (med, lo <= med <= hi, 0.98 <= lo, hi <= 1.02), (1.0, True, True, True))
+    # Each round over the native run of the same round; a round native lacks is left out.
+    native = [harness.Sample(v, 0, {}, "", "", r) for r, v in enumerate([10.0, 20.0, 16.0])]
+    ours = [harness.Sample(v, 0, {}, "", "", r) for r, v in [(0, 11.0), (1, 24.0), (3, 99.0)]]
+    checks.expect("round_ratios: paired by round", harness.round_ratios(ours, native), [1.1, 1.2])
 
 
 def blame_sums():
