@@ -251,6 +251,7 @@ class Bench:
         self.gpu = gpu_name()
         self.failures = 0
         self.rows = []  # for the CSV
+        self.kept = {}  # workload -> its table's samples, for the samples file
         os.makedirs(self.out, exist_ok=True)
 
     def lib(self, name):
@@ -354,43 +355,25 @@ class Bench:
     def table(self, workload, variants, results, unit, baseline="native", extra=None):
         """Prints median, min..max and the ratio to `baseline` for every variant that passed;
         a failed variant's line says FAILED instead. extra(label, samples) -> (header, text) adds
-        a column. Rows go to the CSV."""
-        base = [s.value for s in results.get(baseline, [])]
-        base_med = statistics.median(base) if base else None
-        head = extra(None, None)[0] if extra else ""
-        w = max(len(v.label) for v in variants)
-        print(f"\n{workload} on {self.gpu}: median of {len(base)} interleaved rounds")
-        print(f"  {'variant':<{w}} {unit:>12} {'min..max':>19} {'vs ' + baseline:>11} "
-              f"{'process s':>9} {head}")
-        for v in variants:
-            samples = results.get(v.label, [])
-            if v.failed or not samples:
-                print(f"  {v.label:<{w}} {'FAILED':>12}  ({(v.failed or 'no samples').splitlines()[0]})")
-                self.rows.append([self.gpu, workload, v.label, unit, "", "", "", "", "", "FAILED"])
-                continue
-            xs = [s.value for s in samples]
-            med, lo, hi = statistics.median(xs), min(xs), max(xs)
-            wall = statistics.median(s.seconds for s in samples)
-            ratio = f"{med / base_med:.3f}x" if base_med else "-"
-            more = extra(v.label, samples)[1] if extra else ""
-            print(f"  {v.label:<{w}} {med:>12.4f} {lo:>9.4f}..{hi:<9.4f} {ratio:>11} "
-                  f"{wall:>9.1f} {more}")
-            paired = round_ratios(samples, results.get(baseline, []))
-            if len(paired) > 1 and v.label != baseline:
-                r_med, r_lo, r_hi = bootstrap(paired)
-                print(f"  {'':<{w}} each round over its {baseline}: median {r_med:.3f}x, "
-                      f"bootstrap 95% interval {r_lo:.3f}..{r_hi:.3f}x ({len(paired)} rounds)")
-            self.rows.append([self.gpu, workload, v.label, unit, f"{med:.5f}", f"{lo:.5f}",
-                              f"{hi:.5f}", f"{med / base_med:.4f}" if base_med else "",
-                              f"{wall:.2f}", "checked" if v.profiled or v.check else "not profiled by pasta"])
+        a column. Rows go to the CSV, and every sample to the samples file (merge_rounds.py)."""
+        self.rows += print_table(self.gpu, workload, variants, results, unit, baseline, extra)
+        self.kept[workload] = {
+            "unit": unit, "baseline": baseline,
+            "checked": {v.label: bool(v.profiled or v.check) for v in variants},
+            "samples": {v.label: [[s.round, s.value, s.seconds] for s in results.get(v.label, [])]
+                        for v in variants if not v.failed}}
 
     def write_csv(self, name):
+        """The CSV of every table's rows, and beside it (NAME.samples.json) every sample, which
+        bench/gpu/merge_rounds.py joins with other runs' into one table."""
         path = os.path.join(self.out, name)
         with open(path, "w", newline="") as f:
             w = csv.writer(f)
             w.writerow(["gpu", "workload", "variant", "unit", "median", "min", "max",
                         "vs_native", "process_s", "reports"])
             w.writerows(self.rows)
+        with open(os.path.splitext(path)[0] + ".samples.json", "w") as f:
+            json.dump({"gpu": self.gpu, "workloads": self.kept}, f)
         print(f"\n{path}")
 
     def exit_code(self):
@@ -453,6 +436,40 @@ def torch_workload(model, batch, warmup, steps, *extra):
 
 def step_ms(result, _stdout):
     return result.get("step_ms_median") if result else None
+
+
+def print_table(gpu, workload, variants, results, unit, baseline="native", extra=None):
+    """Bench.table's printing: returns the CSV rows."""
+    rows = []
+    base = [s.value for s in results.get(baseline, [])]
+    base_med = statistics.median(base) if base else None
+    head = extra(None, None)[0] if extra else ""
+    w = max(len(v.label) for v in variants)
+    print(f"\n{workload} on {gpu}: median of {len(base)} interleaved rounds")
+    print(f"  {'variant':<{w}} {unit:>12} {'min..max':>19} {'vs ' + baseline:>11} "
+          f"{'process s':>9} {head}")
+    for v in variants:
+        samples = results.get(v.label, [])
+        if v.failed or not samples:
+            print(f"  {v.label:<{w}} {'FAILED':>12}  ({(v.failed or 'no samples').splitlines()[0]})")
+            rows.append([gpu, workload, v.label, unit, "", "", "", "", "", "FAILED"])
+            continue
+        xs = [s.value for s in samples]
+        med, lo, hi = statistics.median(xs), min(xs), max(xs)
+        wall = statistics.median(s.seconds for s in samples)
+        ratio = f"{med / base_med:.3f}x" if base_med else "-"
+        more = extra(v.label, samples)[1] if extra else ""
+        print(f"  {v.label:<{w}} {med:>12.4f} {lo:>9.4f}..{hi:<9.4f} {ratio:>11} "
+              f"{wall:>9.1f} {more}")
+        paired = round_ratios(samples, results.get(baseline, []))
+        if len(paired) > 1 and v.label != baseline:
+            r_med, r_lo, r_hi = bootstrap(paired)
+            print(f"  {'':<{w}} each round over its {baseline}: median {r_med:.3f}x, "
+                  f"bootstrap 95% interval {r_lo:.3f}..{r_hi:.3f}x ({len(paired)} rounds)")
+        rows.append([gpu, workload, v.label, unit, f"{med:.5f}", f"{lo:.5f}", f"{hi:.5f}",
+                     f"{med / base_med:.4f}" if base_med else "", f"{wall:.2f}",
+                     "checked" if v.profiled or v.check else "not profiled by pasta"])
+    return rows
 
 
 def round_ratios(samples, base):

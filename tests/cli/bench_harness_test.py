@@ -23,6 +23,7 @@ sys.path.insert(0, os.path.join(ROOT, "bench", "gpu"))
 sys.path.insert(0, os.path.dirname(HERE))
 import checks  # noqa: E402
 import harness  # noqa: E402
+import merge_rounds  # noqa: E402
 
 # `pasta run [options] -o DIR -- PROGRAM...`: runs the program, then writes what FAKE_REPORTS
 # says (ok, none, partial, or aten: a pipeline with no device handler, which writes no report
@@ -201,6 +202,18 @@ def modules_followed(tmp):
     native = [harness.Sample(v, 0, {}, "", "", r) for r, v in enumerate([10.0, 20.0, 16.0])]
     ours = [harness.Sample(v, 0, {}, "", "", r) for r, v in [(0, 11.0), (1, 24.0), (3, 99.0)]]
     checks.expect("round_ratios: paired by round", harness.round_ratios(ours, native), [1.1, 1.2])
+    # Two runs' samples as one table: the second run's rounds after the first's, each paired
+    # within its run; a variant one run lacks is left out.
+    run = lambda n, t, extra: {"gpu": "G", "workloads": {"w": {  # noqa: E731
+        "unit": "ms", "baseline": "native", "checked": {"native": False, "t": True, "x": True},
+        "samples": {"native": n, "t": t, **extra}}}}
+    merged = merge_rounds.merge([run([[0, 10.0, 1], [1, 20.0, 1]], [[0, 11.0, 1], [1, 24.0, 1]],
+                                     {"x": [[0, 1.0, 1]]}),
+                                 run([[0, 16.0, 1]], [[0, 20.0, 1]], {})])
+    _, _, variants, results = merged["w"]
+    checks.expect("merge_rounds: variants every run has", [v.label for v in variants], ["native", "t"])
+    checks.expect("merge_rounds: rounds numbered on, ratios paired within each run",
+                  harness.round_ratios(results["t"], results["native"]), [1.1, 1.2, 1.25])
 
 
 def blame_sums():

@@ -322,7 +322,7 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
   [ -z "${BENCH_TESTS:-}" ] || gpu_tests bench "gpu: (${BENCH_TESTS})$"
   echo "== overhead benchmark"
   step "overhead benchmark" bench.log python3 bench/gpu/overhead.py "$build" "$work/bench" ${BENCH_ARGS:-}
-  cp "$work/bench/overhead.csv" "$out/overhead.csv" 2>/dev/null
+  cp "$work/bench/overhead.csv" "$work/bench/overhead.samples.json" "$out/" 2>/dev/null
 fi
 echo "== summary"
 grep -hE "^ *[0-9]+/[0-9]+ Test|tests passed|tests failed" "$out"/gpu-tests*.log 2>/dev/null
