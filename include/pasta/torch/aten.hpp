@@ -170,6 +170,44 @@ class Aten {
   std::string partial_reason() const { return error_; }
 
  private:
+  // Freed operator contexts, per thread (a context may end on another
+  // thread than it began: it joins that thread's cache).
+  class ContextCache {
+   public:
+    static void* take(std::size_t size) {
+      ContextCache* c = mine();
+      if (c && c->count_ > 0) return c->free_[--c->count_];
+      return ::operator new(size);
+    }
+    static void give(void* p) {
+      ContextCache* c = mine();
+      if (c && c->count_ < kept) {
+        c->free_[c->count_++] = p;
+        return;
+      }
+      ::operator delete(p);
+    }
+    ~ContextCache() {
+      gone() = true;
+      while (count_ > 0) ::operator delete(free_[--count_]);
+    }
+
+   private:
+    static constexpr std::size_t kept = 64;
+    // The thread's cache, or nullptr once the thread's exit destroyed it.
+    static ContextCache* mine() {
+      if (gone()) return nullptr;
+      thread_local ContextCache cache;
+      return &cache;
+    }
+    static bool& gone() {
+      thread_local bool destroyed = false;  // trivially destructible: readable at thread exit
+      return destroyed;
+    }
+    void* free_[kept];
+    std::size_t count_ = 0;
+  };
+
   // One operator call, carried from the start callback to the end callback
   // (which may run on another thread for asynchronous scopes).
   struct OpContext : at::ObserverContext {
@@ -180,6 +218,11 @@ class Aten {
     bool emitted = true;   // began inside the capture window: its end is emitted too
     bool range = false;    // a record_function range the capture window watches
     bool step = false;     // an optimizer step (Optimizer.step#...)
+
+    // One is made at every operator call and deleted at its end: the
+    // thread's recent ones are reused instead of going back to the heap.
+    static void* operator new(std::size_t size) { return ContextCache::take(size); }
+    static void operator delete(void* p) { ContextCache::give(p); }
   };
   // An operator open on a thread, with what the operators it calls inherit.
   struct Open {

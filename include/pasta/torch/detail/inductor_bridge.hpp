@@ -107,7 +107,7 @@ class InductorBridge {
       return;
     thread_local std::uint32_t calls = 0;
     if (++calls % 16 != 1) return;
-    if (!s.due(pasta::detail::now_ns())) return;
+    if (!s.due()) return;
     if (!s.api.is_initialized() || s.api.add_pending_call(&try_install, nullptr) != 0)
       s.pending.store(false);
   }

@@ -122,7 +122,7 @@ class ModuleTracker {
   // which the Python main thread runs between two bytecodes.
   static void poll() {
     State& s = state();
-    if (!s.due(pasta::detail::now_ns())) return;
+    if (!s.due()) return;
     if (!s.api.is_initialized()) {
       s.pending.store(false);
       return;

@@ -13,6 +13,8 @@
 #include <string_view>
 #include <type_traits>
 
+#include <pasta/core/detail/thread.hpp>
+
 namespace pasta::torch::detail {
 
 // The state of a Python-side helper that installs itself lazily, from operator
@@ -24,10 +26,12 @@ struct LazyInstall {
   std::atomic<std::uint64_t> last_try_ns{0};
 
   // Whether the caller should try now; `pending` stays set until the try ends.
-  bool due(std::uint64_t now_ns) {
+  // Every operator asks: once installed (or given up) it reads no clock.
+  bool due() {
     if (!active.load(std::memory_order_relaxed) || installed.load(std::memory_order_relaxed) ||
         given_up.load(std::memory_order_relaxed))
       return false;
+    const std::uint64_t now_ns = pasta::detail::now_ns();
     if (now_ns - last_try_ns.load(std::memory_order_relaxed) < retry_ns) return false;
     if (pending.exchange(true)) return false;
     last_try_ns.store(now_ns, std::memory_order_relaxed);
