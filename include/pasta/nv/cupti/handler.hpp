@@ -319,11 +319,17 @@ class Cupti {
   // Outside the capture window no device work is recorded, so nothing is
   // tagged: the four callbacks a launch are off there (a long run profiled
   // for a window pays for them only inside it), and on again when it opens.
+  // The tags' callbacks include calls that synchronise, launch and copy,
+  // which the synchronisation, launch and counter callbacks take too: those
+  // are turned on again after a pause (outside the window, counters count
+  // the launches they leave unmeasured).
   void pause_tags(bool pause) {
     std::scoped_lock lock(tags_mutex_);
     if (tags_paused_ == pause) return;
     tags_paused_ = pause;
-    if (tags_armed_ && active_ && subscriber_) detail::enable_tag_callbacks(subscriber_, !pause);
+    if (!tags_armed_ || !active_ || !subscriber_) return;
+    detail::enable_tag_callbacks(subscriber_, !pause);
+    if (pause && callbacks_again_) callbacks_again_(this);
   }
 
   // PASTA_CUPTI_SKIP (detail/skip.hpp).
@@ -345,6 +351,7 @@ class Cupti {
   std::atomic<bool> last_pending_ = false;  // ... at the next driver call's exit
   bool dirty_ = false;   // window kinds were enabled since CUPTI was attached
   bool (*attach_again_)(void*) = nullptr;  // attach<Sink>, for the worker
+  void (*callbacks_again_)(Cupti*) = nullptr;  // enable_callbacks<Sink> and counters' (pause_tags)
   bool scopes_ = false;  // NVTX callbacks (start())
   bool op_tags_;                       // Config::op_tags: tag device work with operators
   bool tag_ops_ = false;               // ... and a tool reads them: the callbacks tag
@@ -392,6 +399,11 @@ void Cupti::start(Sink& sink) {
   const bool sync_wanted = Sink::template wants<Synchronize>() && !skipped(detail::skip_sync);
   sync_events_ = sync_wanted && !sync_records_;
   enable_callbacks<Sink>();
+  callbacks_again_ = [](Cupti* self) {
+    self->enable_callbacks<Sink>();
+    if constexpr (Sink::template wants<KernelCounters>())
+      self->counters_.enable_callbacks(self->subscriber_, self->host_launches_);
+  };
   if constexpr (Sink::template wants<KernelCounters>()) {
     counters_.enable(subscriber_, host_launches_, kernels || Sink::template wants<Memcpy>(),
                      activities && kernels);

@@ -38,11 +38,16 @@ class CounterCallbacks {
   // `kernel_records` whether kernel records are.
   void enable(CUpti_SubscriberHandle subscriber, bool launches_on, bool own_records,
               bool kernel_records) {
+    enable_callbacks(subscriber, launches_on);
+    own_records_ = own_records;
+    counters_.set_kernel_records(kernel_records);
+  }
+  // The callbacks counters need, on again (after another part of the
+  // handler turned some of the same off: the operator tags' pause).
+  void enable_callbacks(CUpti_SubscriberHandle subscriber, bool launches_on) {
     if (!launches_on) enable_launch_callbacks(subscriber);
     enable_interrupt_callbacks(subscriber);
     if (counters_.user_replay()) enable_memory_callbacks(subscriber);
-    own_records_ = own_records;
-    counters_.set_kernel_records(kernel_records);
   }
 
   // Every callback, pasta's own included, first: true when it is a replay's
