@@ -265,7 +265,7 @@ def main():
     print(f"pasta overhead on {bench.gpu}: {args.rounds} interleaved rounds, {args.warmup} "
           f"warm-up and {args.steps} timed steps a process"
           + (f", every process on CPUs {sorted(args.cpus)}" if args.cpus else ""), flush=True)
-    shape = ([f"--layers", str(args.layers)] if args.layers else []) + \
+    shape = (["--layers", str(args.layers)] if args.layers else []) + \
         (["--autocast", args.autocast] if args.autocast else [])
     about = "".join([f", {args.layers} layers" if args.layers else "",
                      f", {args.autocast} autocast" if args.autocast else ""])
