@@ -22,5 +22,6 @@
 #include <pasta/tools/scope_time.hpp>
 #include <pasta/tools/tensor_alloc.hpp>
 #include <pasta/tools/tensor_hotness.hpp>
+#include <pasta/tools/timeline.hpp>
 #include <pasta/tools/uvm_hotness.hpp>
 #include <pasta/variables.hpp>

@@ -7,7 +7,8 @@
 // ("distributedInfo", as Kineto writes it, for Holistic Trace Analysis) and
 // how its clock maps to the wall clock ("pasta"), so `pasta report` can lay
 // the processes of a job side by side. Names are escaped by nlohmann/json
-// once each and cached; each line is then one fmt call (an operator's or a
+// (in detail/timeline_impl.hpp: a unit that includes this header in a compiled
+// build parses none of it) once each and cached; each line is then one fmt call (an operator's or a
 // scope's begin and end, two an operator call, are put together by hand), its
 // times written from integers (Micros), not formatted as floating point.
 #pragma once
@@ -18,21 +19,18 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <ctime>
 #include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
 #include <pasta/core/detail/fmt.hpp>
 
 #include <pasta/core/config.hpp>
+#include <pasta/core/detail/api.hpp>
 #include <pasta/core/detail/demangle.hpp>
 #include <pasta/core/detail/files.hpp>
-#include <pasta/core/detail/thread.hpp>
 #include <pasta/core/events.hpp>
-#include <pasta/core/log.hpp>
 #include <pasta/core/report.hpp>
 
 namespace pasta::tools {
@@ -140,24 +138,9 @@ class Timeline {
     if (file_) std::fflush(file_);
   }
   // Closes the file; pasta's readers also take one cut short (no closing brackets).
-  void finish() {
-    if (!file_) return;
-    std::fputs("{}]}\n", file_);
-    if (std::fclose(file_) != 0) fail("close failed");
-    file_ = nullptr;
-  }
+  void finish();
 
-  void report(Report& out) const {
-    out.page(110);
-    out.summary("trace", path_);
-    out.summary("events", events_);
-    out.summary("kernels", kernels_);
-    if (!error_.empty()) out.summary("error", error_);
-    if (error_.empty() && opened_) {
-      out.attach(path_);
-      out.note("open it in https://ui.perfetto.dev (Open trace file) or chrome://tracing");
-    }
-  }
+  void report(Report& out) const;
 
   std::uint64_t events() const { return events_; }
   const std::string& path() const { return path_; }
@@ -176,10 +159,11 @@ class Timeline {
     if (id.value >= quoted_.size()) quoted_.resize(id.value + 1);
     std::string& s = quoted_[id.value];
     if (s.empty())
-      s = nlohmann::json(demangle ? detail::demangle(name_of(id)) : std::string(name_of(id)))
-              .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      s = json_string(demangle ? detail::demangle(name_of(id)) : std::string(name_of(id)));
     return s;
   }
+  // `text` as a JSON string, quoted and escaped (invalid UTF-8 replaced).
+  static std::string json_string(const std::string& text);
 
   // The time since the first event.
   Micros us(std::uint64_t ns) {
@@ -220,45 +204,14 @@ class Timeline {
   }
   void meta(int pid, std::uint64_t tid, const char* what, const std::string& value) {
     line(R"j({{"name":"{}","ph":"M","pid":{},"tid":{},"args":{{"name":{}}}}})j", what, pid, tid,
-         nlohmann::json(value).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+         json_string(value));
   }
   // Creates the file at the first event: the header, then the events.
-  bool open() {
-    opened_ = true;
-    if (const auto why = detail::make_dirs(dir_); !why.empty()) {
-      fail(why);
-      return false;
-    }
-    file_ = std::fopen(path_.c_str(), "w");
-    if (!file_) {
-      fail(std::strerror(errno));
-      return false;
-    }
-    // Large writes: a system call per 4 KiB costs the traced program time
-    // on virtual machines; one per MiB does not.
-    std::setvbuf(file_, nullptr, _IOFBF, 1u << 20);
-    std::fputs(header().c_str(), file_);
-    meta(host_pid, 0, "process_name", "Host");
-    return true;
-  }
+  bool open();
   // The trace's clock at ts = 0 is set by the first event; the header keeps
   // one reading of that clock and of the wall clock taken together, which is
   // how processes of a job on different hosts are lined up.
-  std::string header() const {
-    timespec wall{};
-    ::clock_gettime(CLOCK_REALTIME, &wall);
-    nlohmann::json pasta = {
-        {"clock_ns", detail::now_ns()},
-        {"wall_ns", static_cast<std::uint64_t>(wall.tv_sec) * 1000000000ull + wall.tv_nsec},
-        {"pid", process_.pid},
-        {"host", process_.host}};
-    if (process_.rank) pasta["rank"] = *process_.rank;
-    std::string h = "{\"schemaVersion\":1,\"displayTimeUnit\":\"ms\",";
-    if (process_.rank)
-      h += fmt::format(R"j("distributedInfo":{{"backend":"","rank":{},"world_size":{}}},)j",
-                       *process_.rank, process_.world_size.value_or(0));
-    return h + "\"pasta\":" + pasta.dump() + ",\"traceEvents\":[\n";
-  }
+  std::string header() const;
   template <class... A>
   void line(fmt::format_string<A...> f, A&&... args) {
     if (!begin_line()) return;
@@ -291,10 +244,7 @@ class Timeline {
     }
     ++events_;
   }
-  void fail(const std::string& why) {
-    error_ = fmt::format("cannot write {}: {}", path_, why);
-    detail::log_once("timeline:" + path_, error_);
-  }
+  void fail(const std::string& why);
 
   std::string path_, dir_, error_;
   ProcessIdentity process_;
@@ -307,3 +257,7 @@ class Timeline {
 };
 
 }  // namespace pasta::tools
+
+#ifdef PASTA_DETAIL_DEFINE
+#include <pasta/tools/detail/timeline_impl.hpp>
+#endif
