@@ -486,3 +486,14 @@ void BasicStallBlame<Disassembler>::report_unseen_loads(
 using StallBlame = BasicStallBlame<nv::detail::Nvdisasm>;
 
 }  // namespace pasta::tools
+
+// A program linked to pasta::runtime (which defines PASTA_RUNTIME_TEMPLATES for it) uses
+// StallBlame's report code compiled there once (src/runtime.cpp) instead of compiling it
+// in each unit: the report, the join and the sampled run's file are most of a pipeline's code.
+#ifdef PASTA_RUNTIME_TEMPLATES
+extern template class pasta::tools::BasicStallBlame<pasta::nv::detail::Nvdisasm>;
+extern template void pasta::detail::stall::report_sampled<pasta::nv::detail::Nvdisasm>(
+    pasta::Report&, const pasta::nv::detail::Nvdisasm&, const pasta::detail::stall::Samples&,
+    const std::map<std::string, pasta::detail::stall::KernelCode>&, std::uint64_t,
+    const std::string&);
+#endif
