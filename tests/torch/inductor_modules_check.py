@@ -14,6 +14,9 @@ import types
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HERE = os.path.abspath(__file__)
 sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
+import checks  # noqa: E402
+from checks import expect  # noqa: E402
 from modules_check import marked_lines  # noqa: E402
 
 try:
@@ -88,13 +91,6 @@ def main():
     ns = bridge_namespace()
     describe = ns["describe_nodes"]
     lines = marked_lines(HERE)
-    failures = []
-
-    def expect(what, got, want):
-        ok = got == want
-        print(f"{'ok  ' if ok else 'FAIL'} {what}: {got!r}" + ("" if ok else f" (expected {want!r})"))
-        if not ok:
-            failures.append(what)
 
     expect("module_parts of an attribute path", ns["module_parts"]("L['self'].h.0.ln"),
            ["h", "0", "ln"])
@@ -175,8 +171,7 @@ def main():
     check_graph("compiled function, forward", fw, forward, "Net")
     check_graph("compiled function, backward", bw, backward, "Net")
 
-    print(f"{len(failures)} checks failed" if failures else "every check held")
-    return 1 if failures else 0
+    return checks.summary("every check held")
 
 
 if __name__ == "__main__":

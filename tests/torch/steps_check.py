@@ -20,6 +20,9 @@ import os
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import checks  # noqa: E402
+
 
 def child(probe, early):
     import ctypes
@@ -71,10 +74,9 @@ def run_child(args, out, early=False, probe=True):
     return json.loads(proc.stdout.strip().splitlines()[-1]), proc.stderr
 
 
-def expect(what, got, want):
-    ok = got == want
-    print(f"{'ok  ' if ok else 'FAIL'} {what}: {got!r}" + ("" if ok else f" (want {want!r})"))
-    return ok
+def scope_report(out):
+    with open(os.path.join(out, "scope_time.json")) as f:
+        return json.load(f)
 
 
 def main():
@@ -95,28 +97,24 @@ def main():
 
     out = os.path.join(args.out, "hooked")
     res, _ = run_child(args, out)
-    with open(os.path.join(out, "scope_time.json")) as f:
-        report = json.load(f)
-    rows = report["tables"]["scopes"]
-    scopes = {r["scope"]: r["calls"] for r in rows}
-    ok = expect("scopes inside steps:2-3", scopes, {"iteration 2": 1, "iteration 3": 1})
-    ok = expect("the report's window", report.get("window"),
-                "capture range steps:2-3: optimizer steps 2 to 3 (6 optimizer steps ended in the "
-                "run)") and ok
-    ok = expect("parameters as without pasta", res["checksum"], native["checksum"]) and ok
+    report = scope_report(out)
+    scopes = {r["scope"]: r["calls"] for r in report["tables"]["scopes"]}
+    checks.expect("scopes inside steps:2-3", scopes, {"iteration 2": 1, "iteration 3": 1})
+    checks.expect("the report's window", report.get("window"),
+                  "capture range steps:2-3: optimizer steps 2 to 3 (6 optimizer steps ended in "
+                  "the run)")
+    checks.expect("parameters as without pasta", res["checksum"], native["checksum"])
 
     out = os.path.join(args.out, "early")
     res, stderr = run_child(args, out, early=True)
     said = [line for line in stderr.splitlines() if "torch.optim was not imported" in line]
-    ok = expect("loaded before torch: one line says so", len(said), 1) and ok
-    with open(os.path.join(out, "scope_time.json")) as f:
-        report = json.load(f)
-    ok = expect("... and the window never opened", report.get("partial", "").startswith(
-        "capture range steps:2-3 never opened: the run ended 0 optimizer steps"), True) and ok
-    ok = expect("... no scope captured", report["tables"].get("scopes", []), []) and ok
-    ok = expect("... parameters as without pasta", res["checksum"], native["checksum"]) and ok
-    return 0 if ok else 1
-
+    checks.expect("loaded before torch: one line says so", len(said), 1)
+    report = scope_report(out)
+    checks.expect("... and the window never opened", report.get("partial", "").startswith(
+        "capture range steps:2-3 never opened: the run ended 0 optimizer steps"), True)
+    checks.expect("... no scope captured", report["tables"].get("scopes", []), [])
+    checks.expect("... parameters as without pasta", res["checksum"], native["checksum"])
+    return checks.summary("torch::Steps: every check held")
 
 if __name__ == "__main__":
     sys.exit(main())
