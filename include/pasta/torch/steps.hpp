@@ -17,7 +17,6 @@
 #pragma once
 
 #include <atomic>
-#include <cstdint>
 #include <string_view>
 
 #include <pasta/core/config.hpp>
@@ -61,15 +60,11 @@ class Steps {
   }
   void flush() {}
 
-  // Optimizer steps the hooks saw end (outermost ones), in this process.
-  static std::uint64_t steps_seen() { return state().steps.load(); }
-
  private:
   struct State {
     detail::PythonApi api;
     bool python = false, verbose = false;
     std::atomic<bool> running{false}, installed{false};
-    std::atomic<std::uint64_t> steps{0};
     detail::PythonApi::Obj install_fn = nullptr;
   };
   static State& state() {
@@ -124,10 +119,7 @@ def install(step_end):
   // The outermost optimizer step on the calling thread returned.
   static detail::PythonApi::Obj py_step_end(detail::PythonApi::Obj, detail::PythonApi::Obj) {
     State& s = state();
-    if (s.running.load(std::memory_order_relaxed)) {
-      s.steps.fetch_add(1, std::memory_order_relaxed);
-      pasta::detail::capture_window().step_end();
-    }
+    if (s.running.load(std::memory_order_relaxed)) pasta::detail::capture_window().step_end();
     return s.api.new_none();
   }
 
