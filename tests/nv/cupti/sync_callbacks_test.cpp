@@ -1,7 +1,8 @@
 // The synchronising calls nv::Cupti turns into Synchronize events from their
 // API callbacks (nv/cupti/detail/sync_callbacks.hpp): which calls they are, the
 // stream their parameters name, and one event for a runtime call and the
-// driver call under it. Checked without a GPU.
+// driver call under it; and which callback of a launch reports it
+// (launch_callbacks.hpp). Checked without a GPU.
 #include <doctest/doctest.h>
 
 #include <thread>
@@ -122,4 +123,52 @@ TEST_CASE("per_thread_stream: every _ptsz launch call, and no other") {
   };
   check_domain(CUPTI_CB_DOMAIN_RUNTIME_API, runtime_launches);
   check_domain(CUPTI_CB_DOMAIN_DRIVER_API, driver_launches);
+}
+
+// One launch's callbacks in CUPTI's order, as the counters (before the
+// handler) and nv::Cupti see them: which entry reports the launch.
+namespace {
+struct LaunchSeen {
+  bool runtime = false, driver = false;
+};
+LaunchSeen runtime_launch(CUcontext at_entry, CUcontext driver_context) {
+  LaunchSeen seen;
+  CUpti_CallbackData cb{};
+  cb.callbackSite = CUPTI_API_ENTER;
+  cb.context = at_entry;
+  const bool asked = reported_launch_entry(CUPTI_CB_DOMAIN_RUNTIME_API, cb);
+  seen.runtime = runtime_launch_callback(cb);
+  CHECK(asked == seen.runtime);
+  CUpti_CallbackData driver{};
+  driver.callbackSite = CUPTI_API_ENTER;
+  driver.context = driver_context;
+  seen.driver = reported_launch_entry(CUPTI_CB_DOMAIN_DRIVER_API, driver);
+  cb.callbackSite = CUPTI_API_EXIT;
+  cb.context = driver_context;  // the runtime made it current
+  CHECK_FALSE(runtime_launch_callback(cb));
+  return seen;
+}
+}  // namespace
+
+TEST_CASE("a launch is reported once: at the runtime call, or at the driver call under a "
+          "runtime call that had no context yet") {
+  std::thread([] {
+    auto* ctx = reinterpret_cast<CUcontext>(0x1000);
+    // A thread's first runtime launch, before the runtime made the primary
+    // context current there: the driver launch under it reports, with its context.
+    LaunchSeen first = runtime_launch(nullptr, ctx);
+    CHECK_FALSE(first.runtime);
+    CHECK(first.driver);
+    CHECK(runtime_depth() == 0);
+    CHECK_FALSE(runtime_launch_without_context());
+    // Every later runtime launch reports at its own entry, not the driver's.
+    LaunchSeen later = runtime_launch(ctx, ctx);
+    CHECK(later.runtime);
+    CHECK_FALSE(later.driver);
+    // A driver launch outside any runtime launch (cuBLAS, cuDNN, Triton) reports itself.
+    CUpti_CallbackData driver{};
+    driver.callbackSite = CUPTI_API_ENTER;
+    driver.context = ctx;
+    CHECK(reported_launch_entry(CUPTI_CB_DOMAIN_DRIVER_API, driver));
+  }).join();
 }

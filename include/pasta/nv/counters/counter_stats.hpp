@@ -15,7 +15,7 @@ struct CounterTally {
   std::uint64_t measured = 0;       // launches measured in full
   std::uint64_t remeasured = 0;     // measured again for the cache-sensitive metrics alone
   std::uint64_t skipped = 0;        // not measured: given their signature's measured mean
-  std::uint64_t other_context = 0;  // on a context other than the one measured
+  std::uint64_t other_context = 0;  // on a context other than the one measured, or none
   std::uint64_t mismatched = 0;     // in an image whose ranges did not match its launches
   // Ranges beyond the launches profiled (work CUPTI counted as a range of its
   // own that before() did not see).

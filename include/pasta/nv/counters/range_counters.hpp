@@ -83,7 +83,11 @@ class RangeCounters {
   bool before(CUcontext ctx, CUstream stream, std::uint64_t correlation, std::uint64_t signature,
               Emit&& emit) {
     mutex_.lock();
-    if (failed_ || !ctx) return false;
+    if (failed_) return false;
+    if (!ctx) {  // no context to measure in (the callbacks give the driver launch's)
+      ++tally_.other_context;
+      return false;
+    }
     try {
       if (!measurable(ctx, stream, emit)) return false;
       const int k = plan_.pick(signature, index(profiler_.configured()));

@@ -81,8 +81,9 @@ void Cupti::on_runtime(Sink& sink, CUpti_CallbackId cbid, const CUpti_CallbackDa
   }
   if (enter && tag_ops_) records_.tag_with_op(cb.correlationId);
   if (!detail::is_launch(CUPTI_CB_DOMAIN_RUNTIME_API, cbid)) return;
-  detail::runtime_depth() += enter ? 1 : -1;
-  if (!enter || !host_launches_ || !pasta::detail::capture_window().open()) return;
+  if (!detail::runtime_launch_callback(cb) || !host_launches_ ||
+      !pasta::detail::capture_window().open())
+    return;
   if constexpr (Sink::template wants<KernelLaunch>())
     if (const auto shape =
             detail::launch_shape(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, cb.functionParams))
@@ -117,8 +118,8 @@ void Cupti::on_driver(Sink& sink, CUpti_CallbackId cbid, const CUpti_CallbackDat
     return;
   }
   if (enter && tag_ops_) records_.tag_with_op(cb.correlationId);
-  if (!enter || detail::runtime_depth() > 0 || !host_launches_ ||
-      !pasta::detail::capture_window().open())
+  if (!enter || !detail::reported_launch_entry(CUPTI_CB_DOMAIN_DRIVER_API, cb) ||
+      !host_launches_ || !pasta::detail::capture_window().open())
     return;  // the runtime launch was reported, or the launch is outside the window
   if constexpr (Sink::template wants<KernelLaunch>())
     if (const auto shape =

@@ -96,9 +96,10 @@ class CounterCallbacks {
       return true;
     }
     const auto& cb = *static_cast<const CUpti_CallbackData*>(data);
-    // The outermost launch call: a runtime launch, or a driver launch outside one.
+    // The outermost launch call: a runtime launch, or a driver launch outside
+    // one (or under one that had no context yet).
     if (is_launch(domain, cbid) && cb.callbackSite == CUPTI_API_ENTER && !counting() &&
-        runtime_depth() == 0) {
+        reported_launch_entry(domain, cb)) {
       counting() = true;
       const auto shape = launch_shape(domain, cbid, cb.functionParams);
       CUstream stream = shape ? shape->stream : nullptr;

@@ -51,6 +51,31 @@ inline int& runtime_depth() {  // inside a runtime launch: skip the driver launc
   thread_local int depth = 0;
   return depth;
 }
+// Inside a runtime launch whose entry had no context: a thread's first
+// runtime call, before the runtime made the primary context current there
+// (PyTorch's autograd thread launches its first kernel so). The driver launch
+// under it, which has the context, is the one reported.
+inline bool& runtime_launch_without_context() {
+  thread_local bool on = false;
+  return on;
+}
+// Whether a launch callback's entry is where its launch is reported: a
+// runtime launch with a context (`runtime_depth()` not yet counting it), or
+// a driver launch outside every runtime launch or under one without context.
+inline bool reported_launch_entry(CUpti_CallbackDomain domain, const CUpti_CallbackData& cb) {
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) return runtime_depth() == 0 && cb.context;
+  return runtime_depth() == 0 || runtime_launch_without_context();
+}
+// At a runtime launch's entry or exit callback, after the counters asked
+// reported_launch_entry(): keeps the thread's depth and context state, and
+// returns whether this entry reports the launch.
+inline bool runtime_launch_callback(const CUpti_CallbackData& cb) {
+  const bool enter = cb.callbackSite == CUPTI_API_ENTER;
+  const bool reported = enter && reported_launch_entry(CUPTI_CB_DOMAIN_RUNTIME_API, cb);
+  runtime_depth() += enter ? 1 : -1;
+  runtime_launch_without_context() = enter && !cb.context;
+  return reported;
+}
 
 // Grid, block, shared memory and stream of a launch callback's call.
 struct LaunchShape {
