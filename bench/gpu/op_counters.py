@@ -19,6 +19,7 @@ their L2 hit rate, ncu_metrics.L2_OWN), per metric, and the worst ones.
     op_counters.py BUILD_DIR OUT_DIR [--layers 12] [--ncu-timeout 420] [--pasta-timeout 300]
                    [--ncu-cache all|none] [--replay pasta|cupti]
     op_counters.py --compare BUILD_DIR PROFILE_JSON NCU_CSV[.gz] [NCU_APP_CSV[.gz]]
+                   [--ncu-dram-alone NCU_DRAM_ALONE_CSV[.gz]]
                    (again, from a run's files)
     op_counters.py --ncu-app BUILD_DIR OUT_DIR [--layers 12] [--ncu-timeout 420]
                    [--app-metrics all]
@@ -40,9 +41,17 @@ side, for the metrics that depend on what memory and caches hold when a kernel s
 every metric the application replay measured): pasta, ncu's kernel replay, ncu's application
 replay, how often each pair agrees, and how often pasta agrees with either replay.
 
+ncu also measures DRAM_ALONE's metrics (DRAM bytes read and written, DRAM throughput) alone, in
+its kernel replay (OUT_DIR/ncu_dram_alone.csv): with every metric, its passes after the first
+start from memory it restored, and the restore's dirty lines, evicted by the kernel's reads, add
+to the bytes written (docs/internals-counters.md). Those metrics are set three ways (pasta, ncu
+with every metric, ncu with them alone), and the same launches are judged again with a DRAM
+value agreeing when it is within 5% of either of ncu's measurements.
+
 Exits 1 when no comparison was made (ncu killed at its timeout, or nothing compared) or when
 fewer than AGREE_FLOOR of the compared values agree within 5% with ncu's measurement of the
-same launches (of each kernel's first launch, for a profile without launch indices).
+same launches (of each kernel's first launch, for a profile without launch indices; DRAM values
+with either of ncu's, given its DRAM metrics alone).
 
 --ncu-cache none runs ncu without flushing caches before each replay pass (its
 default, all, flushes and invalidates them), and pasta with PASTA_COUNTER_CACHE=none
@@ -73,6 +82,14 @@ CACHE_SENSITIVE = ("dram_bytes_read", "dram_bytes_write", "dram_throughput_pct",
 
 # What --ncu-app measures: the metrics a replay's save and restore of memory can change.
 APP_METRICS = ("dram_bytes_read", "dram_bytes_write", "l2_hit_rate_pct")
+
+# What ncu measures a second time with nothing else: with every metric (many passes, the memory
+# restored before each but the first), its DRAM bytes written include dirty lines of its own
+# restore that the kernel's reads evict: 0.2-2.6 MB on kernels reading 5-33 MB, where these
+# metrics alone and its application replay say 5-500 KB (H200, docs/internals-counters.md, "DRAM
+# bytes written"). A DRAM value agrees when it is within 5% of either of ncu's measurements of
+# the same launch.
+DRAM_ALONE = ("dram_bytes_read", "dram_bytes_write", "dram_throughput_pct")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -158,17 +175,18 @@ def within(key, a, b):
             or (key.startswith("dram_bytes") and diff <= DRAM_FLOOR))
 
 
-def three_way(ours, kernel, app, what):
-    """pasta, ncu's kernel replay and ncu's application replay on the same launches (`what`
-    says which): per metric the application replay measured, how many values each pair
-    agrees on and how many of pasta's agree with either replay, and the kernels where pasta
-    agrees with neither. Returns {metric: (values, pasta~kernel, pasta~app, kernel~app,
-    pasta~either)}."""
+def three_way(ours, kernel, app, what, other="app",
+              how="application replay: it reruns the script per pass"):
+    """pasta, ncu's kernel replay and another measurement of ncu's (`other`, by default its
+    application replay; `how` says what it is) on the same launches (`what` says which): per
+    metric the other measured, how many values each pair agrees on and how many of pasta's
+    agree with either of ncu's, and the kernels where pasta agrees with neither. Returns
+    {metric: (values, pasta~kernel, pasta~other, kernel~other, pasta~either)}."""
     common = sorted(set(ours) & set(kernel) & set(app))
     print(f"{what} of {len(common)} kernels, three ways (kernel replay: ncu saves and "
-          f"restores memory per pass; application replay: it reruns the script per pass)")
-    print(f"  {'metric':<22} {'values':>6} {'pasta~kernel':>13} {'pasta~app':>10} "
-          f"{'kernel~app':>11} {'pasta~either':>13}")
+          f"restores memory per pass; {how})")
+    print(f"  {'metric':<22} {'values':>6} {'pasta~kernel':>13} {f'pasta~{other}':>14} "
+          f"{f'kernel~{other}':>15} {'pasta~either':>13}")
     odd, rows = [], {}
     measured = {key for k in common for key in app[k]} - {ncu_metrics.L2_OWN[0]}
     for key in sorted(measured):
@@ -188,10 +206,10 @@ def three_way(ours, kernel, app, what):
         rows[key] = (n, pk, pa, ka, either)
     rows["all"] = tuple(map(sum, zip(*rows.values()))) if rows else (0,) * 5
     for key, (n, pk, pa, ka, either) in rows.items():
-        print(f"  {key:<22} {n:>6} {pk:>13} {pa:>10} {ka:>11} {either:>13}")
+        print(f"  {key:<22} {n:>6} {pk:>13} {pa:>14} {ka:>15} {either:>13}")
     for kernel_name, key, p, kk, a in odd[:12]:
         print(f"  neither: {kernel_name} {key}: pasta {p:.4g}, kernel replay {kk:.4g}, "
-              f"application replay {a:.4g}")
+              f"{other} {a:.4g}")
     return rows
 
 
@@ -230,9 +248,11 @@ def same_launches(entries, launches):
     return ours, theirs, again, astray
 
 
-def agreement(ours, theirs, replay, again, title):
+def agreement(ours, theirs, replay, again, title, dram_alone=None):
     """Prints how many values of `ours` lie within 5% of `theirs`, per metric, and the worst;
-    returns (values within 5%, values compared)."""
+    returns (values within 5%, values compared). Given `dram_alone` (ncu's measurement of
+    DRAM_ALONE's metrics alone, on the same launches), a value of those metrics also agrees
+    when it is within 5% of that one."""
     common = sorted(set(ours) & set(theirs))
     agree, total, worst, per_key, own_l2 = 0, 0, [], {}, []
     for k in common:
@@ -245,10 +265,13 @@ def agreement(ours, theirs, replay, again, title):
                 continue
             mine = ours[k][key]
             diff = abs(mine - v)
-            ok = within(key, mine, v)
+            other = (dram_alone or {}).get(k, {}).get(key)
+            ok = within(key, mine, v) or (other is not None and within(key, mine, other))
             total += 1
             agree += ok
             rel = diff / max(abs(mine), abs(v), 1e-30)
+            if other is not None:  # the nearer of ncu's two
+                rel = min(rel, abs(mine - other) / max(abs(mine), abs(other), 1e-30))
             replay_only = replay == "cupti" and key in CACHE_SENSITIVE and k not in again
             per_key.setdefault(key + (" (replay only)" if replay_only else ""), []).append((ok, rel))
             if not ok:
@@ -287,14 +310,16 @@ def above_100(measured):
     return f"{len(high)} of {len(rates)}" + (f" (up to {high[-1]:.1f}%)" if high else "")
 
 
-def compare(build, entries, ncu_csv, replay, app_csv=None):
+def compare(build, entries, ncu_csv, replay, app_csv=None, dram_alone_csv=None):
     """pasta's profile entries against ncu's CSV of the same script, three times: against
     ncu's mean over all launches of a (kernel, grid, block), which is what pasta's
     propagation claims; against ncu's first launch of it; and, per signature, against ncu's
     measurement of the very launches pasta measured (by launch index, profiles of version 1.1
     on). Given ncu's application replay too, three ways (three_way()), on the same launches
-    where the profile has launch indices. Returns shortfall()'s verdict on the same launches
-    (on the first launches for a profile without launch indices)."""
+    where the profile has launch indices; given ncu's measurement of DRAM_ALONE's metrics
+    alone, three ways with it, and the same launches judged again with a DRAM value agreeing
+    when it is within 5% of either of ncu's. Returns shortfall()'s verdict on the same
+    launches (on the first launches for a profile without launch indices)."""
     ours = per_launch([entry_launches(e) for e in entries if e["metrics"]], ncu_metrics.ADDITIVE)
     keys = ncu_metrics.metric_map(build)
     launches = ncu_launches(keys, ncu_csv)
@@ -324,6 +349,14 @@ def compare(build, entries, ncu_csv, replay, app_csv=None):
                       "the launches pasta measured (by launch index)")
         else:
             three_way(ours, first, first_launches(app), "first launches")
+    if dram_alone_csv is not None and same is not None:
+        one = same_launches(entries, ncu_launches(keys, dram_alone_csv))[1]
+        three_way(same[0], same[1], one, "the launches pasta measured (by launch index)",
+                  "dram-alone", "dram-alone: ncu's kernel replay of the DRAM metrics alone")
+        judged = agreement(same[0], same[1], replay, same[2], "against ncu's measurement of "
+                           "the same launches, a DRAM value also agreeing with ncu's DRAM metrics alone",
+                           one)
+        what = "the same launches, DRAM also against ncu's DRAM metrics alone"
     return shortfall(*judged, what)
 
 
@@ -380,6 +413,8 @@ def arguments():
     p.add_argument("--pasta-timeout", type=float, default=300, help="seconds (300)")
     p.add_argument("--ncu-cache", choices=["all", "none"], default="all")
     p.add_argument("--replay", choices=["pasta", "cupti"], default="pasta")
+    p.add_argument("--ncu-dram-alone", metavar="CSV",
+                   help="with --compare: ncu's CSV of DRAM_ALONE's metrics (ncu_dram_alone.csv)")
     p.add_argument("--app-metrics", choices=["all"],
                    help="with --ncu-app: every metric, not only APP_METRICS")
     args = p.parse_args()
@@ -400,7 +435,8 @@ def main():
         with open(profile_path) as f:
             profile = json.load(f)
         failed = compare(os.path.abspath(build), profile_entries(profile), read_text(ncu_csv),
-                         profile.get("replay", "pasta"), read_text(app[0]) if app else None)
+                         profile.get("replay", "pasta"), read_text(app[0]) if app else None,
+                         read_text(args.ncu_dram_alone) if args.ncu_dram_alone else None)
         print(failed or f"agreement with ncu at least {100 * AGREE_FLOOR:.0f}%")
         return 1 if failed else 0
     build, out = (os.path.abspath(x) for x in args.paths)
@@ -423,9 +459,13 @@ def main():
     print(f"pasta: {t_pasta:.1f} s{' (killed at the timeout)' if pasta is None else ''}", flush=True)
     if native is None or pasta is None:
         return 1
-    ncu, t_ncu = timed(ncu_command(ncu_metrics.metric_map(build),
-                                   ["--cache-control", cache, *script]),
+    keys = ncu_metrics.metric_map(build)
+    ncu, t_ncu = timed(ncu_command(keys, ["--cache-control", cache, *script]),
                        timeout=args.ncu_timeout)
+    # DRAM_ALONE's metrics alone (not part of ncu's time): DRAM bytes its restores do not inflate.
+    dram_alone, t_one = (None, 0.0) if ncu is None else timed(
+        ncu_command({k: keys[k] for k in DRAM_ALONE}, ["--cache-control", cache, *script],
+                    own_l2=False), timeout=args.ncu_timeout)
 
     with open(os.path.join(out, "pasta", "op_counters.profile.json")) as f:
         profile = json.load(f)
@@ -438,6 +478,8 @@ def main():
     for name, t in [("native", t_native), ("pasta", t_pasta), ("ncu", t_ncu)]:
         more = " (killed at the timeout: a lower bound)" if name == "ncu" and ncu is None else ""
         print(f"{name:<8} {t:>8.1f} {t / t_native:>9.1f}{more}")
+    print(f"ncu, {', '.join(DRAM_ALONE)} alone (compared below, not timed against pasta): "
+          f"{t_one:.1f} s")
     print(f"ncu / pasta: {'>= ' if ncu is None else ''}{t_ncu / t_pasta:.1f}x; pasta measured "
           f"{measured} of {launches} launches ({len(entries)} signatures), operators: "
           f"{len(profile['operators'])}")
@@ -453,7 +495,11 @@ def main():
         return 1
     with open(os.path.join(out, "ncu.csv"), "w") as f:
         f.write(ncu.stdout)
-    failed = compare(build, entries, ncu.stdout, replay)
+    if dram_alone is not None:
+        with open(os.path.join(out, "ncu_dram_alone.csv"), "w") as f:
+            f.write(dram_alone.stdout)
+    failed = compare(build, entries, ncu.stdout, replay,
+                     dram_alone_csv=dram_alone.stdout if dram_alone is not None else None)
     print(failed or f"agreement with ncu at least {100 * AGREE_FLOOR:.0f}%")
     return 1 if failed else 0
 

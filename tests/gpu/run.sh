@@ -243,6 +243,7 @@ if [ "$what" = counters ]; then
       python3 bench/gpu/op_counters.py "$build" "$work/op-counters" ${COUNTERS_BENCH_ARGS:-}
     cp "$work/op-counters/pasta/op_counters.profile.json" "$out/gpt_op_counters.profile.json" 2>/dev/null
     gzip -c "$work/op-counters/ncu.csv" >"$out/gpt_ncu.csv.gz" 2>/dev/null
+    gzip -c "$work/op-counters/ncu_dram_alone.csv" >"$out/gpt_ncu_dram_alone.csv.gz" 2>/dev/null
   fi
   if [ "${COUNTERS_NCU_APP:-0}" = 1 ]; then
     from=${COUNTERS_FROM:-$out}
@@ -250,8 +251,10 @@ if [ "$what" = counters ]; then
     step "op_counters --ncu-app" op-counters-three-way.log \
       python3 bench/gpu/op_counters.py --ncu-app "$build" "$work/op-counters-app" ${COUNTERS_BENCH_ARGS:-}
     gzip -c "$work/op-counters-app/ncu_app.csv" >"$out/gpt_ncu_app.csv.gz" 2>/dev/null
+    dram_alone=()  # ncu's DRAM metrics measured alone, where the run left one
+    [ -f "$from/gpt_ncu_dram_alone.csv.gz" ] && dram_alone=(--ncu-dram-alone "$from/gpt_ncu_dram_alone.csv.gz")
     python3 bench/gpu/op_counters.py --compare "$build" "$from/gpt_op_counters.profile.json" \
-      "$from/gpt_ncu.csv.gz" "$out/gpt_ncu_app.csv.gz" 2>&1 | sed -n '/three ways/,$p' |
+      "$from/gpt_ncu.csv.gz" "$out/gpt_ncu_app.csv.gz" "${dram_alone[@]}" 2>&1 | sed -n '/three ways/,$p' |
       tee -a "$out/op-counters-three-way.log"
     [ "${PIPESTATUS[0]}" -eq 0 ] || failed "op_counters --compare (three ways)"
   fi
