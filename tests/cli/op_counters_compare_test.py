@@ -2,7 +2,8 @@
 """op_counters_compare_test.py: bench/gpu/op_counters.py's comparison of pasta's profile with
 ncu's launches by launch index (profile version 1.1's measured_launches), on synthetic data:
 which ncu launches each signature is compared with, per-launch values, and launch indices that
-name another kernel; and three ways with ncu's application replay."""
+name another kernel; three ways with ncu's application replay; and DRAM values judged against
+either of ncu's measurements (every metric, the DRAM metrics alone)."""
 import os
 import sys
 
@@ -79,3 +80,20 @@ assert said == ("FAILED: 89 of 100 values within 5% of ncu's (the same launches,
 said = op_counters.shortfall(0, 0, "the same launches")
 assert said == "FAILED: no value compared (the same launches)", said
 print("three-way comparison exact")
+
+# ncu's DRAM metrics measured alone: a DRAM value agrees when within 5% of either of ncu's
+# measurements (every metric inflates bytes written with its own restore's write-back); other
+# metrics are judged against every-metric ncu only.
+every = {gemm: {"dram_bytes_write": 2.6e6, "achieved_occupancy_pct": 40.0},
+         reduce_a: {"dram_bytes_write": 1.2e6, "achieved_occupancy_pct": 50.0}}
+alone = {gemm: {"dram_bytes_write": 5.0e5}, reduce_a: {"dram_bytes_write": 3.0e6,
+                                                       "achieved_occupancy_pct": 70.0}}
+mine = {gemm: {"dram_bytes_write": 5.2e5, "achieved_occupancy_pct": 41.0},
+        reduce_a: {"dram_bytes_write": 2.0e6, "achieved_occupancy_pct": 70.0}}
+# gemm: 5.2e5 is within 4% of ncu alone (and within 64 KiB): agrees; reduce_a: 2.0e6 is off
+# both (1.2e6 and 3.0e6); its occupancy agrees with ncu alone only, which does not count.
+assert op_counters.agreement(mine, every, "pasta", set(), "test") == (1, 4)
+assert op_counters.agreement(mine, every, "pasta", set(), "test", alone) == (2, 4)
+rows = op_counters.three_way(mine, every, alone, "test", "dram-alone", "the DRAM metrics alone")
+assert rows["dram_bytes_write"] == (2, 0, 1, 0, 1), rows
+print("DRAM metrics alone: judged against either of ncu's")
