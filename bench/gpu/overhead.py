@@ -114,11 +114,18 @@ VARIANTS = {
                           {"PASTA_SELF_TIME": "1"}),
     "torch-self-time": ("pasta run --torch, PASTA_SELF_TIME=1 (first round)", [], ["--torch"],
                         {"PASTA_SELF_TIME": "1"}),
+    # What the operator callbacks' own time owes to modules and lines, and to tagging launches.
+    "torch-no-modules-self-time": ("  same, no modules or source lines, PASTA_SELF_TIME=1", [],
+                                   ["--torch"], {"PASTA_SELF_TIME": "1", "PASTA_MODULES": "0",
+                                                 "PASTA_SOURCE_LINES": "0"}),
+    "torch-no-tags-self-time": ("  same, PASTA_OP_TAGS=0, PASTA_SELF_TIME=1", [], ["--torch"],
+                                {"PASTA_SELF_TIME": "1", "PASTA_OP_TAGS": "0"}),
 }
 # Labels name results: two variants must never share one.
 assert len({v[0] for v in VARIANTS.values()}) == len(VARIANTS), "two variants share a label"
 # Variants that run in the first round only: their logs, not their times, are what they are for.
-ONCE = {"default-self-time", "torch-self-time"}
+ONCE = {"default-self-time", "torch-self-time", "torch-no-modules-self-time",
+        "torch-no-tags-self-time"}
 # Variants whose pipeline has no CUPTI handler, and so sees no launches.
 NO_LAUNCHES = {"aten-only"}
 DEFAULT_VARIANTS = ["native", "torch-cpu-cuda", "torch-cuda", "kernel-freq",
