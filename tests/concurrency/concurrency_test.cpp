@@ -190,6 +190,65 @@ TEST_CASE("queue_always: program threads only queue; settle() processes in order
   }
 }
 
+TEST_CASE("the host queue: full at its limit, drained in order, and used again after") {
+  detail::PendingEvents q;
+  const auto limit = detail::PendingEvents::limit;
+  for (std::uint64_t i = 0; i < limit; ++i) REQUIRE(q.push(OpBegin{.id = i + 1}));
+  CHECK_FALSE(q.push(OpBegin{.id = limit + 1}));  // full: the caller waits its turn
+  std::uint64_t next = 1;
+  bool in_order = true;
+  q.drain([&](const auto& e) {
+    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(e)>, OpBegin>)
+      in_order = in_order && e.id == next;
+    ++next;
+  });
+  CHECK(in_order);
+  CHECK(next == limit + 1);
+  // The next lap: other event types, each its own size.
+  CHECK(q.push(OpEnd{.id = 7, .time_ns = 70}));
+  CHECK(q.push(OpBegin{.id = 8, .name = NameId{3}}));
+  std::vector<std::uint64_t> ids;
+  q.drain([&](const auto& e) {
+    using E = std::remove_cvref_t<decltype(e)>;
+    if constexpr (std::is_same_v<E, OpEnd>) ids.push_back(e.id * 10 + (e.time_ns == 70));
+    if constexpr (std::is_same_v<E, OpBegin>) ids.push_back(e.id * 10 + (e.name.value == 3));
+  });
+  CHECK(ids == std::vector<std::uint64_t>{71, 81});
+  CHECK(q.deferred() == limit + 2);
+}
+
+TEST_CASE("queue_always under load: 4 program threads, 6 queue laps, the worker settling; "
+          "every event once, each thread's in its order") {
+  test::TempDir dir;
+  detail::Pipeline<proc::PassThrough, test::Collect> pipeline(test::quiet(dir));
+  pipeline.queue_always();
+  constexpr std::uint64_t threads = 4, each = 3 * detail::PendingEvents::limit / 2;
+  std::atomic<bool> done{false};
+  std::thread worker([&] {
+    while (!done.load()) pipeline.settle();
+  });
+  std::vector<std::thread> program;
+  for (std::uint64_t t = 0; t < threads; ++t)
+    program.emplace_back([&pipeline, t] {
+      for (std::uint64_t i = 1; i <= each; ++i)
+        pipeline.emit(OpBegin{.id = i, .thread = static_cast<std::uint32_t>(t)});
+    });
+  for (auto& th : program) th.join();
+  done = true;
+  worker.join();
+  pipeline.settle();
+  std::vector<std::uint64_t> last(threads, 0);
+  std::uint64_t seen = 0, out_of_order = 0;
+  for (const auto& e : pipeline.tools().get<test::Collect>().events) {
+    const auto& b = std::get<OpBegin>(e);
+    out_of_order += b.id != last[b.thread] + 1;
+    last[b.thread] = b.id;
+    ++seen;
+  }
+  CHECK(seen == threads * each);
+  CHECK(out_of_order == 0);
+}
+
 // nv::Cupti's graph callbacks write on the threads that capture; its worker reads.
 TEST_CASE("CUDA graph nodes recorded on 4 program threads while the worker charges records") {
   nv::detail::GraphOps g;
