@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <thread>
 #include <variant>
 #include <vector>
@@ -215,6 +216,46 @@ TEST_CASE("the host queue: full at its limit, drained in order, and used again a
   });
   CHECK(ids == std::vector<std::uint64_t>{71, 81});
   CHECK(q.deferred() == limit + 2);
+}
+
+TEST_CASE("the host queue under Pipeline::emit's pattern: a thread that queued events and then "
+          "takes the pipeline has them processed before its own, while others are pushing") {
+  // Queue when the pipeline is busy, else take it, drain, process: as Pipeline::emit does.
+  detail::PendingEvents q;
+  std::mutex pipeline;
+  constexpr std::uint32_t threads = 8;
+  constexpr std::uint64_t each = 400000;
+  std::vector<std::uint64_t> last(threads, 0);
+  std::uint64_t seen = 0, out_of_order = 0;
+  auto process = [&](const OpBegin& e) {
+    out_of_order += e.id != last[e.thread] + 1;
+    last[e.thread] = e.id;
+    ++seen;
+  };
+  auto queued = [&](const auto& e) {
+    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(e)>, OpBegin>) process(e);
+  };
+  std::atomic<bool> go{false};
+  std::vector<std::thread> program;
+  for (std::uint32_t t = 0; t < threads; ++t)
+    program.emplace_back([&, t] {
+      while (!go) std::this_thread::yield();  // all at once
+      for (std::uint64_t i = 1; i <= each; ++i) {
+        const OpBegin e{.id = i, .thread = t};
+        std::unique_lock lock(pipeline, std::try_to_lock);
+        if (!lock.owns_lock()) {
+          if (q.push(e)) continue;
+          lock.lock();
+        }
+        q.drain(queued);
+        process(e);
+      }
+    });
+  go = true;
+  for (auto& th : program) th.join();
+  q.drain(queued);
+  CHECK(seen == threads * each);
+  CHECK(out_of_order == 0);
 }
 
 TEST_CASE("queue_always under load: 4 program threads, 6 queue laps, the worker settling; "

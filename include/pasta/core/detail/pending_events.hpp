@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <thread>
 #include <type_traits>
 
 #include <pasta/core/events.hpp>
@@ -66,14 +67,18 @@ class PendingEvents {
     }
   }
 
-  // f(event) for each queued event, oldest first, up to the first slot a
-  // push has taken but not yet filled. Call with the pipeline held (one
-  // drainer at a time).
+  // f(event) for each event queued before the call, oldest first: a slot a
+  // push has taken but not yet filled is waited for (a copy of at most
+  // max_bytes), so a thread that queued an event and then takes the
+  // pipeline sees it processed before its next one. Call with the pipeline
+  // held (one drainer at a time).
   template <class F>
   void drain(F&& f) {
-    for (;;) {
+    const std::uint64_t end = tail_.load(std::memory_order_acquire);
+    while (head_ < end) {
       Slot& s = slots_[head_ & (limit - 1)];
-      if (s.turn.load(std::memory_order_acquire) != head_ + 1) return;
+      for (int spins = 0; s.turn.load(std::memory_order_acquire) != head_ + 1; ++spins)
+        if (spins > 64) std::this_thread::yield();  // its pusher was descheduled
       const EventKind kind = s.kind;
       bool done = false;
       for_each_type(all_events, [&](auto type) {
