@@ -26,6 +26,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 import ncu_metrics  # noqa: E402
+from op_counters import ncu_command, profile_entries  # noqa: E402
 
 # What each kernel stores and loads, in bytes (dram_writes.cu).
 KERNELS = {
@@ -43,6 +44,11 @@ KERNELS = {
 KEYS = ("dram_bytes_write", "dram_bytes_read")
 
 
+def probe_kernel(name):
+    """The KERNELS key that kernel `name` (mangled or not) is, or None (`dirty`)."""
+    return next((k for k in KERNELS if re.match(rf"(_Z\d+)?{k}(P|\(|$)", name)), None)
+
+
 def checksum(text):
     m = re.search(r"checksum (\S+)", text)
     return m[1] if m else None
@@ -53,11 +59,9 @@ def ncu_run(build, program, out, name, replay, cache, keys, every=False):
     launches profiled too, as every kernel of a model is when ncu profiles it all."""
     wanted = {k: v for k, v in ncu_metrics.metric_map(build).items() if k in keys}
     only = [] if every else ["--kernel-name", "regex:^(" + "|".join(KERNELS) + ")$"]
-    proc = subprocess.run(
-        ["ncu", "--replay-mode", replay, "--cache-control", cache, "--clock-control", "none",
-         "--metrics", ",".join(ncu_metrics.names(wanted, own_l2=False)), "--csv",
-         "--print-units", "base", "--print-kernel-base", "function", *only, program],
-        capture_output=True, text=True, check=False)
+    proc = subprocess.run(ncu_command(wanted, ["--replay-mode", replay, "--cache-control", cache,
+                                               *only, program], own_l2=False),
+                          capture_output=True, text=True, check=False)
     with open(os.path.join(out, f"{name}.csv"), "w") as f:
         f.write(proc.stdout)
     if proc.returncode != 0:
@@ -65,7 +69,8 @@ def ncu_run(build, program, out, name, replay, cache, keys, every=False):
         return None
     result = {}
     for (_, kernel, _, _), values in sorted(ncu_metrics.launches(proc.stdout).items()):
-        result[kernel] = ncu_metrics.launch_values(wanted, values)
+        if key := probe_kernel(kernel):
+            result[key] = ncu_metrics.launch_values(wanted, values)
     return result, checksum(proc.stdout)
 
 
@@ -79,14 +84,11 @@ def pasta_run(build, program, out, name, env):
         return None
     with open(os.path.join(d, "op_counters.profile.json")) as f:
         profile = json.load(f)
-    entries = list(profile["unattributed"]) + [k for op in profile["operators"]
-                                               for k in op["kernels"]]
     result = {}
-    for e in entries:
-        for kernel in KERNELS:
-            if re.match(rf"(_Z\d+)?{kernel}(P|\(|$)", e["kernel"]):  # mangled or not
-                result[kernel] = {k: v for k, v in (e.get("metrics") or {}).items()
-                                  if k in KEYS and v is not None}
+    for e in profile_entries(profile):
+        if key := probe_kernel(e["kernel"]):
+            result[key] = {k: v for k, v in (e.get("metrics") or {}).items()
+                           if k in KEYS and v is not None}
     return result, checksum(proc.stdout)
 
 
