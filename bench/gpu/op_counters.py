@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Per-operator hardware counters for every operator of a GPT-style
-transformer (examples/pytorch/gpt_block.py: 12 identical blocks, random
-weights, torch.nn, one training step), with pasta and with Nsight Compute,
-over the same script on the same GPU, in one run:
+"""Per-operator hardware counters for every operator of one training step of a model (--model:
+gpt_block, the project's GPT-style transformer, examples/pytorch/gpt_block.py, 12 identical
+blocks of torch.nn; gpt2, transformers' GPT2LMHeadModel at its default sizes, --layers blocks;
+resnet18, torchvision's ResNet-18; random weights, the last two from bench/gpu/counters_models.py),
+with pasta and with Nsight Compute, over the same script on the same GPU, in one run:
 
-  native   python gpt_block.py                         (the script alone)
+  native   python SCRIPT                               (the script alone)
   pasta    pasta run --torch --counters -- python ...  (Range Profiler, pasta's own
            replay, the first launch of each signature measured)
   ncu      ncu --metrics <the same metrics> python ...  (every launch replayed)
@@ -16,12 +17,13 @@ points, DRAM bytes also within 64 KiB; kernels under 1 MiB of DRAM traffic
 leave their DRAM metrics out, kernels under 16 MiB of L2 traffic of their own
 their L2 hit rate, ncu_metrics.L2_OWN), per metric, and the worst ones.
 
-    op_counters.py BUILD_DIR OUT_DIR [--layers 12] [--ncu-timeout 420] [--pasta-timeout 300]
-                   [--ncu-cache all|none] [--replay pasta|cupti]
+    op_counters.py BUILD_DIR OUT_DIR [--model gpt_block|gpt2|resnet18] [--layers 12]
+                   [--ncu-timeout 420] [--pasta-timeout 300] [--ncu-cache all|none]
+                   [--replay pasta|cupti]
     op_counters.py --compare BUILD_DIR PROFILE_JSON NCU_CSV[.gz] [NCU_APP_CSV[.gz]]
                    [--ncu-dram-alone NCU_DRAM_ALONE_CSV[.gz]]
                    (again, from a run's files)
-    op_counters.py --ncu-app BUILD_DIR OUT_DIR [--layers 12] [--ncu-timeout 420]
+    op_counters.py --ncu-app BUILD_DIR OUT_DIR [--model ...] [--layers 12] [--ncu-timeout 420]
                    [--app-metrics all]
                    (ncu's application replay of the script, the metrics in APP_METRICS or
                    with --app-metrics all every metric, into OUT_DIR/ncu_app.csv)
@@ -48,10 +50,12 @@ to the bytes written (docs/internals-counters.md). Those metrics are set three w
 with every metric, ncu with them alone), and the same launches are judged again with a DRAM
 value agreeing when it is within 5% of either of ncu's measurements.
 
-Exits 1 when no comparison was made (ncu killed at its timeout, or nothing compared) or when
-fewer than AGREE_FLOOR of the compared values agree within 5% with ncu's measurement of the
-same launches (of each kernel's first launch, for a profile without launch indices; DRAM values
-with either of ncu's, given its DRAM metrics alone).
+Exits 1 when no comparison was made (ncu killed at its timeout, or nothing compared), when
+fewer than AGREE_FLOOR (97%) of the compared values agree within 5% with ncu's measurement of
+the same launches (of each kernel's first launch, for a profile without launch indices; DRAM
+values with either of ncu's, given its DRAM metrics alone), or when fewer than METRIC_FLOOR
+(95%) of one metric's do, for a metric with METRIC_MIN_VALUES (20) values or more; the last line
+says which.
 
 --ncu-cache none runs ncu without flushing caches before each replay pass (its
 default, all, flushes and invalidates them), and pasta with PASTA_COUNTER_CACHE=none
@@ -93,10 +97,15 @@ DRAM_ALONE = ("dram_bytes_read", "dram_bytes_write", "dram_throughput_pct")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-# The share of compared values within 5% of ncu's (the same launches) below which the run
-# fails: measured 94.3% and 94.7% on a 12-block GPT step (H100, docs/op-profile.md); the floor
-# leaves room for the run-to-run spread of both profilers, not for a metric gone wrong.
-AGREE_FLOOR = 0.90
+# The agreement goal (issue 56): at least AGREE_FLOOR of all the values compared within 5% of
+# ncu's (the same launches), and at least METRIC_FLOOR of each metric's. Before the goal: 94.3%
+# and 94.7% of all on a 12-block gpt_block step (H100, docs/op-profile.md), 96.5% on one block
+# (H200, docs/internals-counters.md).
+AGREE_FLOOR = 0.97
+METRIC_FLOOR = 0.95
+# A metric with fewer values is judged only with the others (in AGREE_FLOOR): under 20 values
+# METRIC_FLOOR would allow no value off at all.
+METRIC_MIN_VALUES = 20
 
 
 def timed(cmd, env=None, timeout=None):
@@ -250,11 +259,11 @@ def same_launches(entries, launches):
 
 def agreement(ours, theirs, replay, again, title, dram_alone=None):
     """Prints how many values of `ours` lie within 5% of `theirs`, per metric, and the worst;
-    returns (values within 5%, values compared). Given `dram_alone` (ncu's measurement of
-    DRAM_ALONE's metrics alone, on the same launches), a value of those metrics also agrees
-    when it is within 5% of that one."""
+    returns {metric: (values within 5%, values compared)}. Given `dram_alone` (ncu's
+    measurement of DRAM_ALONE's metrics alone, on the same launches), a value of those metrics
+    also agrees when it is within 5% of that one."""
     common = sorted(set(ours) & set(theirs))
-    agree, total, worst, per_key, own_l2 = 0, 0, [], {}, []
+    agree, total, worst, per_key, own_l2, per_metric = 0, 0, [], {}, [], {}
     for k in common:
         for key, v in theirs[k].items():
             if key not in ours[k]:
@@ -269,6 +278,8 @@ def agreement(ours, theirs, replay, again, title, dram_alone=None):
             ok = within(key, mine, v) or (other is not None and within(key, mine, other))
             total += 1
             agree += ok
+            n_ok, n = per_metric.get(key, (0, 0))
+            per_metric[key] = (n_ok + ok, n + 1)
             rel = diff / max(abs(mine), abs(v), 1e-30)
             if other is not None:  # the nearer of ncu's two
                 rel = min(rel, abs(mine - other) / max(abs(mine), abs(other), 1e-30))
@@ -290,17 +301,41 @@ def agreement(ours, theirs, replay, again, title, dram_alone=None):
               f"{sum(own_l2)} of them within 5%")
     for rel, kernel, key, mine, v in sorted(worst, reverse=True)[:10]:
         print(f"  off by {rel:.0%}: {kernel} {key}: pasta {mine:.4g}, ncu {v:.4g}")
-    return agree, total
+    return per_metric
 
 
-def shortfall(agree, total, what):
-    """None when `agree` of `total` compared values reach AGREE_FLOOR, else the FAILED line."""
+def below(agree, total, floor):
+    """Whether `agree` of `total` is under `floor` (a share), 97 of 100 being 0.97 exactly."""
+    return agree < floor * total - 1e-9
+
+
+def shortfall(per_metric, what):
+    """None when the values of `per_metric` ({metric: (within 5%, compared)}, agreement()'s)
+    reach AGREE_FLOOR all together and METRIC_FLOOR metric by metric (for a metric with
+    METRIC_MIN_VALUES values or more), else the FAILED line, naming the metrics that fell
+    short."""
+    agree, total = (sum(v) for v in zip(*per_metric.values())) if per_metric else (0, 0)
     if total == 0:
         return f"FAILED: no value compared ({what})"
-    if agree < AGREE_FLOOR * total:
-        return (f"FAILED: {agree} of {total} values within 5% of ncu's ({what}, "
-                f"{100.0 * agree / total:.1f}%), fewer than {100 * AGREE_FLOOR:.0f}%")
-    return None
+    short = [f"{key} {a} of {n} ({100.0 * a / n:.1f}%)"
+             for key, (a, n) in sorted(per_metric.items())
+             if n >= METRIC_MIN_VALUES and below(a, n, METRIC_FLOOR)]
+    if not short and not below(agree, total, AGREE_FLOOR):
+        return None
+    line = (f"FAILED: {agree} of {total} values within 5% of ncu's ({what}, "
+            f"{100.0 * agree / total:.1f}%)")
+    if below(agree, total, AGREE_FLOOR):
+        line += f", fewer than {100 * AGREE_FLOOR:.0f}%"
+    if short:
+        line += f"; metrics under {100 * METRIC_FLOOR:.0f}% on their own: " + ", ".join(short)
+    return line
+
+
+def passed():
+    """The verdict line of a run that reached the goal."""
+    return (f"agreement with ncu: at least {100 * AGREE_FLOOR:.0f}% of all values within 5%, "
+            f"at least {100 * METRIC_FLOOR:.0f}% of each metric's (of those with "
+            f"{METRIC_MIN_VALUES} values or more)")
 
 
 def above_100(measured):
@@ -319,7 +354,8 @@ def compare(build, entries, ncu_csv, replay, app_csv=None, dram_alone_csv=None):
     where the profile has launch indices; given ncu's measurement of DRAM_ALONE's metrics
     alone, three ways with it, and the same launches judged again with a DRAM value agreeing
     when it is within 5% of either of ncu's. Returns shortfall()'s verdict on the same
-    launches (on the first launches for a profile without launch indices)."""
+    launches (on the first launches for a profile without launch indices), all metrics together
+    and each alone."""
     ours = per_launch([entry_launches(e) for e in entries if e["metrics"]], ncu_metrics.ADDITIVE)
     keys = ncu_metrics.metric_map(build)
     launches = ncu_launches(keys, ncu_csv)
@@ -357,7 +393,7 @@ def compare(build, entries, ncu_csv, replay, app_csv=None, dram_alone_csv=None):
                            "the same launches, a DRAM value also agreeing with ncu's DRAM metrics alone",
                            one)
         what = "the same launches, DRAM also against ncu's DRAM metrics alone"
-    return shortfall(*judged, what)
+    return shortfall(judged, what)
 
 
 def read_text(path):
@@ -366,9 +402,31 @@ def read_text(path):
         return f.read()
 
 
-def gpt_script(layers):
-    return [sys.executable, os.path.join(ROOT, "examples", "pytorch", "gpt_block.py"),
-            "--layers", layers, "--steps", "1"]
+# --model: what each names, as the headline says it.
+MODELS = {"gpt_block": "the project's gpt_block (examples/pytorch/gpt_block.py)",
+          "gpt2": "transformers GPT-2 (GPT2LMHeadModel, default sizes)",
+          "resnet18": "torchvision ResNet-18"}
+# Models whose size --layers sets, and their number of blocks without it.
+LAYERED = {"gpt_block": 12, "gpt2": 12}
+
+
+def model_script(model, layers):
+    """The command of one training step of `model` (MODELS), `layers` blocks where it has
+    them (LAYERED; None for the others)."""
+    if model == "gpt_block":
+        return [sys.executable, os.path.join(ROOT, "examples", "pytorch", "gpt_block.py"),
+                "--layers", str(layers), "--steps", "1"]
+    script = [sys.executable, os.path.join(ROOT, "bench", "gpu", "counters_models.py"),
+              "--model", model]
+    return script + (["--layers", str(layers)] if model in LAYERED else [])
+
+
+def model_title(model, layers):
+    """What the headline calls the model measured: MODELS' name, and its blocks."""
+    if model not in LAYERED:
+        return MODELS[model]
+    unit = "block" if model == "gpt_block" else "layer"
+    return f"{MODELS[model]}, {layers} {unit}{'' if layers == 1 else 's'}"
 
 
 def ncu_command(keys, extra, own_l2=True):
@@ -387,9 +445,10 @@ def app_replay(build, out, args):
     wanted = keys if args.app_metrics == "all" else APP_METRICS
     cmd = ncu_command({k: keys[k] for k in wanted},
                       ["--replay-mode", "application", "--cache-control", "all",
-                       *gpt_script(str(args.layers))], own_l2=False)
+                       *model_script(args.model, args.layers)], own_l2=False)
     ncu, t = timed(cmd, timeout=args.ncu_timeout)
-    print(f"ncu --replay-mode application ({', '.join(wanted)}): {t:.1f} s"
+    print(f"{model_title(args.model, args.layers)}: ncu --replay-mode application "
+          f"({', '.join(wanted)}): {t:.1f} s"
           f"{' (killed at the timeout)' if ncu is None else ''}", flush=True)
     if ncu is None:
         return 1
@@ -398,7 +457,7 @@ def app_replay(build, out, args):
     return 0
 
 
-def arguments():
+def arguments(argv=None):
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     mode = p.add_mutually_exclusive_group()
@@ -408,7 +467,11 @@ def arguments():
                       help="ncu's application replay only: BUILD_DIR OUT_DIR")
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="BUILD_DIR OUT_DIR (or as --compare and --ncu-app say)")
-    p.add_argument("--layers", type=int, default=12, help="GPT blocks (12)")
+    p.add_argument("--model", choices=list(MODELS), default="gpt_block",
+                   help="the training step measured (gpt_block): " +
+                   "; ".join(f"{k}: {v}" for k, v in MODELS.items()))
+    p.add_argument("--layers", type=int,
+                   help="blocks of gpt_block or gpt2 (12); resnet18 has no such setting")
     p.add_argument("--ncu-timeout", type=float, default=420, help="seconds (420)")
     p.add_argument("--pasta-timeout", type=float, default=300, help="seconds (300)")
     p.add_argument("--ncu-cache", choices=["all", "none"], default="all")
@@ -417,7 +480,12 @@ def arguments():
                    help="with --compare: ncu's CSV of DRAM_ALONE's metrics (ncu_dram_alone.csv)")
     p.add_argument("--app-metrics", choices=["all"],
                    help="with --ncu-app: every metric, not only APP_METRICS")
-    args = p.parse_args()
+    args = p.parse_args(argv)
+    if args.model not in LAYERED and args.layers is not None:
+        print(f"--layers {args.layers} does not apply to {args.model}: left out", flush=True)
+        args.layers = None
+    elif args.model in LAYERED and args.layers is None:
+        args.layers = LAYERED[args.model]
     counts = (3, 4) if args.compare else (2,)
     if len(args.paths) not in counts:
         p.error(f"{len(args.paths)} paths given, expected " +
@@ -437,15 +505,14 @@ def main():
         failed = compare(os.path.abspath(build), profile_entries(profile), read_text(ncu_csv),
                          profile.get("replay", "pasta"), read_text(app[0]) if app else None,
                          read_text(args.ncu_dram_alone) if args.ncu_dram_alone else None)
-        print(failed or f"agreement with ncu at least {100 * AGREE_FLOOR:.0f}%")
+        print(failed or passed())
         return 1 if failed else 0
     build, out = (os.path.abspath(x) for x in args.paths)
     if args.ncu_app:
         return app_replay(build, out, args)
     os.makedirs(out, exist_ok=True)
-    layers = str(args.layers)
     cache, replay = args.ncu_cache, args.replay
-    script = gpt_script(layers)
+    script = model_script(args.model, args.layers)
     gpu = harness.gpu_name()
 
     native, t_native = timed(script, timeout=300)
@@ -472,8 +539,8 @@ def main():
     entries = profile_entries(profile)
     launches = sum(e["launches"] for e in entries)
     measured = sum(e["measured"] for e in entries)
-    print(f"GPT, {layers} blocks, one training step, {gpu}; ncu --cache-control {cache}; "
-          f"pasta PASTA_COUNTER_REPLAY={replay}")
+    print(f"{model_title(args.model, args.layers)}, one training step, {gpu}; "
+          f"ncu --cache-control {cache}; pasta PASTA_COUNTER_REPLAY={replay}")
     print(f"{'run':<8} {'wall s':>8} {'x native':>9}")
     for name, t in [("native", t_native), ("pasta", t_pasta), ("ncu", t_ncu)]:
         more = " (killed at the timeout: a lower bound)" if name == "ncu" and ncu is None else ""
@@ -491,7 +558,7 @@ def main():
     print("warnings:", profile["warnings"])
     if ncu is None:
         print(f"FAILED: ncu killed at its timeout ({args.ncu_timeout:.0f} s): nothing compared "
-              "(--ncu-timeout, or fewer --layers)")
+              "(--ncu-timeout, or fewer --layers where the model has them)")
         return 1
     with open(os.path.join(out, "ncu.csv"), "w") as f:
         f.write(ncu.stdout)
@@ -500,7 +567,7 @@ def main():
             f.write(dram_alone.stdout)
     failed = compare(build, entries, ncu.stdout, replay,
                      dram_alone_csv=dram_alone.stdout if dram_alone is not None else None)
-    print(failed or f"agreement with ncu at least {100 * AGREE_FLOOR:.0f}%")
+    print(failed or passed())
     return 1 if failed else 0
 
 

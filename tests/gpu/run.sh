@@ -23,10 +23,13 @@
 # (examples the results matrix leaves out, comma-separated). `annotations` is
 # the device-annotation part of `memory` alone: its GPU tests and benchmark.
 # `counters`: hardware counters (Range Profiler) against known values and ncu,
-# then bench/gpu/op_counters.py (COUNTERS_BENCH=0 leaves it out, COUNTERS_TESTS=0 the tests);
+# then bench/gpu/op_counters.py (COUNTERS_BENCH=0 leaves it out, COUNTERS_TESTS=0 the tests;
+# COUNTERS_BENCH_ARGS its options, e.g. "--model gpt2 --layers 1" for transformers' GPT-2 or
+# "--model resnet18" for torchvision's ResNet-18 instead of the project's gpt_block);
 # COUNTERS_NCU_APP=1 then runs ncu's application replay of the same script and compares three
-# ways, on this run's files or, with COUNTERS_FROM=DIR, on the gpt_op_counters.profile.json
-# and gpt_ncu.csv.gz an earlier run left in DIR (inside the tree, so they travel); with
+# ways, on this run's files or, with COUNTERS_FROM=DIR, on the MODEL_op_counters.profile.json
+# and MODEL_ncu.csv.gz an earlier run left in DIR (inside the tree, so they travel; MODEL is
+# gpt for gpt_block, else --model's name); with
 # COUNTERS_BENCH_ARGS="--layers 2 --app-metrics all" on every metric (twelve blocks take ncu's
 # application replay past ten minutes). `stalls`:
 # the stall-blame GPU tests (PC sampling joined with sanitizer accesses; STALLS_TESTS, a regex
@@ -233,29 +236,37 @@ if [ "$what" = annotations ]; then
   gpu_tests annotations "gpu: annotations"
 fi
 if [ "$what" = counters ]; then
+  # The model op_counters.py measures (--model in COUNTERS_BENCH_ARGS) names the files kept:
+  # gpt_ for gpt_block (the names of earlier runs), gpt2_ or resnet18_ for the others.
+  counters_model=gpt_block
+  model_re='--model[= ]+([a-z0-9_]+)'
+  [[ " ${COUNTERS_BENCH_ARGS:-} " =~ $model_re ]] && counters_model=${BASH_REMATCH[1]}
+  kept=$counters_model
+  [ "$kept" = gpt_block ] && kept=gpt
   if [ "${COUNTERS_TESTS:-1}" = 1 ]; then
     echo "== hardware-counter GPU tests"
     gpu_tests counters "gpu: counters"
   fi
   if [ "${COUNTERS_BENCH:-1}" = 1 ]; then
-    echo "== per-operator counters of a 12-block GPT: pasta against ncu"
-    step "op_counters benchmark" op-counters-bench.log \
+    echo "== per-operator counters of a training step ($counters_model): pasta against ncu"
+    step "op_counters benchmark ($counters_model)" op-counters-bench.log \
       python3 bench/gpu/op_counters.py "$build" "$work/op-counters" ${COUNTERS_BENCH_ARGS:-}
-    cp "$work/op-counters/pasta/op_counters.profile.json" "$out/gpt_op_counters.profile.json" 2>/dev/null
-    gzip -c "$work/op-counters/ncu.csv" >"$out/gpt_ncu.csv.gz" 2>/dev/null
-    gzip -c "$work/op-counters/ncu_dram_alone.csv" >"$out/gpt_ncu_dram_alone.csv.gz" 2>/dev/null
+    cp "$work/op-counters/pasta/op_counters.profile.json" "$out/${kept}_op_counters.profile.json" 2>/dev/null
+    gzip -c "$work/op-counters/ncu.csv" >"$out/${kept}_ncu.csv.gz" 2>/dev/null
+    gzip -c "$work/op-counters/ncu_dram_alone.csv" >"$out/${kept}_ncu_dram_alone.csv.gz" 2>/dev/null
   fi
   if [ "${COUNTERS_NCU_APP:-0}" = 1 ]; then
     from=${COUNTERS_FROM:-$out}
     echo "== the same script under ncu's application replay: pasta, ncu's two replays, three ways"
-    step "op_counters --ncu-app" op-counters-three-way.log \
+    step "op_counters --ncu-app ($counters_model)" op-counters-three-way.log \
       python3 bench/gpu/op_counters.py --ncu-app "$build" "$work/op-counters-app" ${COUNTERS_BENCH_ARGS:-}
-    gzip -c "$work/op-counters-app/ncu_app.csv" >"$out/gpt_ncu_app.csv.gz" 2>/dev/null
+    gzip -c "$work/op-counters-app/ncu_app.csv" >"$out/${kept}_ncu_app.csv.gz" 2>/dev/null
     dram_alone=()  # ncu's DRAM metrics measured alone, where the run left one
-    [ -f "$from/gpt_ncu_dram_alone.csv.gz" ] && dram_alone=(--ncu-dram-alone "$from/gpt_ncu_dram_alone.csv.gz")
-    python3 bench/gpu/op_counters.py --compare "$build" "$from/gpt_op_counters.profile.json" \
-      "$from/gpt_ncu.csv.gz" "$out/gpt_ncu_app.csv.gz" "${dram_alone[@]}" 2>&1 | sed -n '/three ways/,$p' |
-      tee -a "$out/op-counters-three-way.log"
+    [ -f "$from/${kept}_ncu_dram_alone.csv.gz" ] &&
+      dram_alone=(--ncu-dram-alone "$from/${kept}_ncu_dram_alone.csv.gz")
+    python3 bench/gpu/op_counters.py --compare "$build" "$from/${kept}_op_counters.profile.json" \
+      "$from/${kept}_ncu.csv.gz" "$out/${kept}_ncu_app.csv.gz" "${dram_alone[@]}" 2>&1 |
+      sed -n '/three ways/,$p' | tee -a "$out/op-counters-three-way.log"
     [ "${PIPESTATUS[0]}" -eq 0 ] || failed "op_counters --compare (three ways)"
   fi
 fi
