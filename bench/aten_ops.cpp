@@ -8,7 +8,12 @@
 // the program's thread only queues its events and another thread processes
 // them every 10 ms (`Settler` below plays pasta's worker).
 //
-//   pasta_bench_aten_ops native|empty-callback|torch|torch-inline [CALLS]
+//   pasta_bench_aten_ops native|empty-callback|torch|torch-inline [CALLS] [EVICT_KIB]
+//
+// EVICT_KIB: after each call, write one byte of every cache line of a
+// buffer that large, as the Python interpreter and PyTorch's dispatch do
+// between two operators of a real program: the callbacks then meet their
+// code and data no longer cached (what bench/aten_ops.py --misses counts).
 //
 // empty-callback: a global RecordFunction callback that does nothing, with
 // the same scopes as torch::Aten's: what PyTorch's own machinery costs any
@@ -78,7 +83,19 @@ void launch_like_work() {
   }
 }
 
-double ns_per_call(long calls) {
+// What runs between two operators of a real program, as far as the caches see it.
+struct Evictor {
+  explicit Evictor(std::size_t kib) : lines(kib * 1024 / 64) {}
+  void operator()() {
+    for (Line& l : lines) ++l.byte;
+  }
+  struct alignas(64) Line {
+    unsigned char byte = 0;
+  };
+  std::vector<Line> lines;
+};
+
+double ns_per_call(long calls, Evictor& evict) {
   at::Tensor a = at::ones({1}), b = at::ones({1});
   constexpr int blocks = 20;
   std::vector<double> ns;
@@ -87,6 +104,7 @@ double ns_per_call(long calls) {
     for (long j = 0; j < calls / blocks; ++j) {
       at::Tensor c = at::add(a, b);
       launch_like_work();
+      evict();
     }
     const auto t1 = std::chrono::steady_clock::now();
     if (i >= 2) ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() /
@@ -101,13 +119,17 @@ double ns_per_call(long calls) {
 int main(int argc, char** argv) {
   const std::string_view variant = argc > 1 ? argv[1] : "native";
   const long calls = argc > 2 ? std::atol(argv[2]) : 400'000;
+  const long evict_kib = argc > 3 ? std::atol(argv[3]) : 0;
   if ((variant != "native" && variant != "empty-callback" && variant != "torch" &&
        variant != "torch-inline") ||
-      calls < 20) {
-    std::fprintf(stderr, "usage: %s native|empty-callback|torch|torch-inline [CALLS >= 20]\n",
+      calls < 20 || evict_kib < 0) {
+    std::fprintf(stderr,
+                 "usage: %s native|empty-callback|torch|torch-inline [CALLS >= 20] "
+                 "[EVICT_KIB >= 0]\n",
                  argv[0]);
     return 2;
   }
+  Evictor evict(static_cast<std::size_t>(evict_kib));
   at::set_num_threads(1);
   std::optional<Queued> queued;
   std::optional<Inline> inline_tools;
@@ -122,7 +144,7 @@ int main(int argc, char** argv) {
             [](const at::RecordFunction&, at::ObserverContext*) {})
             .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION,
                      at::RecordScope::USER_SCOPE}));
-  const double ns = ns_per_call(calls);
+  const double ns = ns_per_call(calls, evict);
   if (queued) queued->stop();
   if (inline_tools) inline_tools->stop();
   std::printf("{\"variant\": \"%.*s\", \"ns_per_call\": %.1f}\n", static_cast<int>(variant.size()),

@@ -5,13 +5,22 @@ median, min..max and the extra ns per call against native, with the CPU's name.
 
   bench/aten_ops.py BINARY [--rounds 5] [--calls 400000] [--cpu N]
   bench/aten_ops.py BINARY --instructions [--calls 15000]
+  bench/aten_ops.py BINARY --misses [--calls 3000] [--evict 2048]
 
 --cpu N runs every process on CPU N alone (and pasta's thread with it), default: all CPUs.
 --instructions counts instructions instead of time, where other processes share the CPUs or
 no hardware counter is readable: each variant runs under valgrind's callgrind with --calls
 and with a third of them, and the difference over the calls between is one call's
 instructions, every thread of the process counted, start-up and exit left out (about a
-minute a run)."""
+minute a run).
+--misses counts, under callgrind's cache simulation (32 KiB first-level caches, a 2 MiB
+last-level one), what one operator start and one operator end of `--torch`'s tools touch when
+the program has run other code in between, as a real program's interpreter does: after each
+call the benchmark writes a buffer of --evict KiB (2048), so the callbacks meet their code and
+data uncached. Per callback: instructions, instruction cache lines fetched (first-level misses),
+data lines read and written that missed; the difference of two runs (--calls and half as many)
+over the calls between. The number of lines is what the callback costs a program whose caches
+its own work keeps full, at each operator call."""
 import argparse
 import json
 import os
@@ -49,6 +58,46 @@ def collected(binary, variant, calls):
     return int(found.group(1))
 
 
+def misses(args):
+    """Per-call cache-simulation counts of Aten::on_start and Aten::on_end (see --misses)."""
+    if shutil.which("valgrind") is None or shutil.which("callgrind_annotate") is None:
+        print("--misses needs valgrind (apt-get install valgrind)")
+        return 1
+    events = ["Ir", "I1mr", "D1mr", "D1mw"]
+    low = max(1, args.calls // 2)
+    print(f"torch::Aten's callbacks with the caches evicted between calls ({args.evict} KiB), "
+          f"callgrind, {args.calls} minus {low} calls, per call")
+    print(f"  {'callback':16} {'instructions':>12} {'code lines':>10} {'data read':>9} "
+          f"{'data written':>12}")
+    for label, fn in [("operator start", "pasta::torch::Aten::on_start*"),
+                      ("operator end", "pasta::torch::Aten::on_end*")]:
+        counts = []
+        for calls in (args.calls, low):
+            with tempfile.TemporaryDirectory(prefix="pasta-aten-ops-cs-") as out:
+                proc = subprocess.run(
+                    ["valgrind", "--tool=callgrind", "--cache-sim=yes", "--D1=32768,8,64",
+                     "--I1=32768,8,64", "--LL=2097152,16,64", f"--toggle-collect={fn}",
+                     f"--callgrind-out-file={out}/cg.out", args.binary, "torch", str(calls),
+                     str(args.evict)], capture_output=True, text=True, timeout=1800,
+                    env=dict(os.environ, PASTA_PRINT="none", PASTA_OUTPUT_DIR=out))
+                if proc.returncode != 0:
+                    print(f"FAILED {label} under callgrind: exit {proc.returncode}\n"
+                          f"{proc.stderr[-2000:]}")
+                    return 1
+                ann = subprocess.run(["callgrind_annotate", f"--show={','.join(events)}",
+                                      f"{out}/cg.out"], capture_output=True, text=True).stdout
+            totals = next((ln for ln in ann.splitlines() if "PROGRAM TOTALS" in ln), None)
+            if totals is None:
+                print(f"FAILED {label}: no totals in callgrind_annotate's output")
+                return 1
+            counts.append([int(x.replace(",", "")) for x in
+                           re.findall(r"([\d,]+) \(", totals)])
+        per = [(a - b) / (args.calls - low) for a, b in zip(*counts)]
+        print(f"  {label:16} {per[0]:12.0f} {per[1]:10.1f} {per[2]:9.1f} {per[3]:12.1f}",
+              flush=True)
+    return 0
+
+
 def instructions(args):
     if shutil.which("valgrind") is None:
         print("--instructions needs valgrind (apt-get install valgrind)")
@@ -80,11 +129,20 @@ def main():
     p.add_argument("--cpu", type=int, default=None)
     p.add_argument("--instructions", action="store_true",
                    help="count instructions under callgrind instead of timing (see above)")
+    p.add_argument("--misses", action="store_true",
+                   help="count the cache lines the callbacks touch, caches evicted between "
+                   "calls (callgrind's cache simulation; see above)")
+    # Timed, the buffer's writes (63 us a call on the GPU machine's host for 2 MiB) and their
+    # spread between processes hide the callbacks: only --misses takes it.
+    p.add_argument("--evict", type=int, default=2048, metavar="KIB",
+                   help="with --misses: the buffer written between calls (2048)")
     args = p.parse_args()
     if args.calls is None:
-        args.calls = 15000 if args.instructions else 400000
+        args.calls = 15000 if args.instructions else 3000 if args.misses else 400000
     if args.instructions:
         return instructions(args)
+    if args.misses:
+        return misses(args)
     samples = {v: [] for v in VARIANTS}
     with tempfile.TemporaryDirectory(prefix="pasta-aten-ops-") as out:
         env = dict(os.environ, PASTA_PRINT="none", PASTA_OUTPUT_DIR=out)
