@@ -120,12 +120,19 @@ VARIANTS = {
                                                  "PASTA_SOURCE_LINES": "0"}),
     "torch-no-tags-self-time": ("  same, PASTA_OP_TAGS=0, PASTA_SELF_TIME=1", [], ["--torch"],
                                 {"PASTA_SELF_TIME": "1", "PASTA_OP_TAGS": "0"}),
+    # The operator callbacks' time, section by section.
+    "torch-self-time-parts": ("  same, PASTA_SELF_TIME_PARTS=1", [], ["--torch"],
+                              {"PASTA_SELF_TIME": "1", "PASTA_SELF_TIME_PARTS": "1"}),
+    # ... with less work on pasta's worker: what the worker's work does to the program's thread.
+    "torch-two-tools-parts": ("  same, only op_summary,tensor_alloc run, PASTA_SELF_TIME_PARTS=1",
+                              [], ["--torch"], {"PASTA_SELF_TIME": "1", "PASTA_SELF_TIME_PARTS": "1",
+                                                "PASTA_TOOLS": "op_summary,tensor_alloc"}),
 }
 # Labels name results: two variants must never share one.
 assert len({v[0] for v in VARIANTS.values()}) == len(VARIANTS), "two variants share a label"
 # Variants that run in the first round only: their logs, not their times, are what they are for.
 ONCE = {"default-self-time", "torch-self-time", "torch-no-modules-self-time",
-        "torch-no-tags-self-time"}
+        "torch-no-tags-self-time", "torch-self-time-parts", "torch-two-tools-parts"}
 # Variants whose pipeline has no CUPTI handler, and so sees no launches.
 NO_LAUNCHES = {"aten-only"}
 DEFAULT_VARIANTS = ["native", "torch-cpu-cuda", "torch-cuda", "kernel-freq",
@@ -213,7 +220,8 @@ def print_self_time(variants, results, steps):
             if "PASTA_SELF_TIME" not in v.env:
                 continue
             lines = [ln.split("pasta: ", 1)[-1] for ln in (s.stderr or "").splitlines()
-                     if "self time:" in ln or "operator calls" in ln or "records in" in ln]
+                     if "self time:" in ln or "operator calls" in ln or "records in" in ln
+                     or "per call:" in ln]
             print(f"\n{v.label}: {s.value:.3f} ms/step ({steps} timed steps), pasta's own time "
                   f"over the whole process:")
             for ln in lines:

@@ -37,6 +37,23 @@ struct ViewReader {
 };
 using ViewProf = Profiler<pasta::torch::Aten, proc::PassThrough, test::Collect, ViewReader>;
 
+// What a device handler asks at a launch (core/detail/op_correlation.hpp),
+// asked at each operator's start instead, on the thread that started it.
+struct StackReader {
+  static constexpr std::string_view name = "stack_reader";
+  struct Seen {
+    std::uint64_t op = 0, innermost = 0, path = 0;
+  };
+  std::vector<Seen> seen;
+  void on(const OpBegin& b) {
+    const auto* stack = pasta::detail::op_stack().load();
+    if (stack && b.thread == pasta::detail::thread_id())
+      seen.push_back({b.id, stack->innermost(), stack->path()});
+  }
+  void report(Report&) const {}
+};
+using StackProf = Profiler<pasta::torch::Aten, proc::PassThrough, test::Collect, StackReader>;
+
 std::map<std::string, int> calls(const test::Collect& c) {
   std::map<std::string, int> out;
   for (const OpBegin& b : c.of<OpBegin>()) ++out[std::string(name_of(b.name))];
@@ -323,6 +340,60 @@ TEST_CASE("Aten: nvtx:NAME opens at a record_function of that name; a missing on
   }
   CHECK(log.contains("capture range steps:3-4 never opened: the run ended 1 optimizer step (a "
                      "step ends with torch.optim's Optimizer.step); nothing was captured"));
+}
+
+TEST_CASE("Aten: device handlers find the calling thread's operator and its path on its stack") {
+  test::TempDir dir;
+  {
+    StackProf prof(test::quiet(dir));
+    CHECK(pasta::detail::op_stack().load() != nullptr);
+    {
+      at::Tensor a = at::ones({8, 8});
+      at::Tensor b = at::mm(a, a);
+      CHECK(b.sum().item<float>() == 8.0f * 8 * 8);
+    }
+    prof.stop();
+    CHECK(pasta::detail::op_stack().load() == nullptr);  // stopped: nothing to ask
+    // Each operator's path from its parents' names, as nv::Cupti's own stack hashed them.
+    std::map<std::uint64_t, std::uint64_t> path, parent;
+    for (const OpBegin& b : prof.tool<test::Collect>().of<OpBegin>()) {
+      path[b.id] = pasta::detail::fnv_step(b.parent ? path.at(b.parent) : pasta::detail::fnv_offset,
+                                           b.name.value + 1ull);
+      parent[b.id] = b.parent;
+    }
+    const auto& seen = prof.tool<StackReader>().seen;
+    CHECK(seen.size() == path.size());
+    int nested = 0;
+    for (const auto& s : seen) {
+      CHECK(s.innermost == s.op);
+      CHECK(s.path == path.at(s.op));
+      nested += parent.at(s.op) != 0;
+    }
+    CHECK(nested > 0);  // paths of more than one operator among them
+  }
+}
+
+TEST_CASE("Aten: PASTA_SELF_TIME_PARTS times each section of every operator start and end") {
+  for (const bool on : {false, true}) {
+    CAPTURE(on);
+    test::TempDir dir;
+    Config cfg = test::quiet(dir);
+    cfg.self_time_parts = on;
+    Prof prof(cfg);
+    {
+      at::Tensor a = at::ones({16, 16});
+      CHECK(at::relu(a).sum().item<float>() == 256.0f);
+    }
+    prof.stop();
+    const auto& stats = prof.handler().stats();
+    const auto begins = prof.tool<test::Collect>().of<OpBegin>().size();
+    CHECK(stats.op_start_parts.calls.load() == (on ? begins : 0));
+    CHECK(stats.op_end_parts.calls.load() == (on ? begins : 0));
+    // The record section ends every start and end recorded: each took some time.
+    CHECK((stats.op_start_parts.ns[5].load() > 0) == on);
+    CHECK((stats.op_end_parts.ns[2].load() > 0) == on);
+    CHECK(stats.ops.load() == begins);  // the ids issued, one an operator recorded
+  }
 }
 
 TEST_CASE("Aten: PASTA_SELF_TIME times every operator start and end, and nothing when off") {

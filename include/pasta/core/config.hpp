@@ -54,6 +54,9 @@ struct Config {
   // PASTA_SELF_TIME: handlers time their own callbacks and say the sums at
   // exit (core/detail/self_time.hpp).
   bool self_time = false;
+  // PASTA_SELF_TIME_PARTS: handlers that have sections (torch::Aten's operator
+  // callbacks) time each one and say the sums at exit; a clock read a section.
+  bool self_time_parts = false;
   // PASTA_HOST_QUEUE: a program thread that finds the pipeline busy queues
   // its event instead of waiting (core/detail/pending_events.hpp).
   bool host_queue = true;
@@ -170,6 +173,7 @@ inline constexpr detail::Variable<Config> config_table[] = {
     detail::var::flag<&Config::op_tags>("PASTA_OP_TAGS"),
     detail::var::flag<&Config::verbose>("PASTA_VERBOSE"),
     detail::var::flag<&Config::self_time>("PASTA_SELF_TIME"),
+    detail::var::flag<&Config::self_time_parts>("PASTA_SELF_TIME_PARTS"),
     detail::var::flag<&Config::host_queue>("PASTA_HOST_QUEUE"),
     detail::var::text<&Config::stall_samples>("PASTA_STALL_SAMPLES", "a file"),
     detail::var::text<&Config::nvdisasm>("PASTA_NVDISASM", "a program"),

@@ -34,7 +34,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -45,6 +44,7 @@
 
 #include <pasta/core/config.hpp>
 #include <pasta/core/detail/capture_window.hpp>
+#include <pasta/core/detail/hash.hpp>
 #include <pasta/core/detail/op_correlation.hpp>
 #include <pasta/core/detail/self_time.hpp>
 #include <pasta/core/detail/thread.hpp>
@@ -66,13 +66,15 @@ class Aten {
   static constexpr unsigned capture_sources = capture_sources::ranges | capture_sources::steps;
 
   struct Stats {
-    std::atomic<std::uint64_t> ops{0};          // operator calls seen
+    std::atomic<std::uint64_t> ops{0};          // operator calls seen (at stop: the ids issued)
     std::atomic<std::uint64_t> allocations{0};  // allocator reports (allocations)
     std::atomic<std::uint64_t> frees{0};
     std::atomic<std::uint64_t> views{0};    // TensorView events (input views, per call)
     std::atomic<std::uint64_t> threads{0};  // threads the memory hook was installed on
     // PASTA_SELF_TIME: time in the callbacks, on the program's threads.
     pasta::detail::SelfTime op_start, op_end, memory;
+    // PASTA_SELF_TIME_PARTS: the same by section (start_sections, end_sections).
+    pasta::detail::SelfTimeParts op_start_parts, op_end_parts;
   };
 
   using settings = AtenSettings;  // ConfigFor<Aten> holds them (torch/settings.hpp)
@@ -81,6 +83,8 @@ class Aten {
       : inputs_(own.op_inputs),
         verbose_(cfg.verbose),
         self_time_(cfg.self_time),
+        self_time_parts_(cfg.self_time_parts),
+        timed_(self_time_ || self_time_parts_),
         compiled_kernels_(own.compiled_kernels),
         modules_(own.modules),
         source_lines_(own.source_lines),
@@ -133,7 +137,10 @@ class Aten {
                     .needsInputs(inputs_ || views_)
                     .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION,
                              at::RecordScope::USER_SCOPE});
+      first_id_ = shared().next_id.load(std::memory_order_relaxed);
       handle_ = at::addGlobalCallback(cb);
+      // Device handlers ask this thread's stack for the operator of a launch.
+      pasta::detail::op_stack().store(&open_stack, std::memory_order_release);
       active_ = true;
       if (verbose_)
         pasta::detail::log(fmt::format("aten handler: operators{}{}, tensor memory {}",
@@ -146,10 +153,14 @@ class Aten {
     if (!active_) return;
     active_ = false;
     current() = nullptr;  // callbacks already running see it and return
+    const pasta::detail::OpStack* ours = &open_stack;
+    pasta::detail::op_stack().compare_exchange_strong(ours, nullptr);
     if (compiled_) detail::InductorBridge::stop();
     if (tracking_) detail::ModuleTracker::stop();
     at::removeCallback(handle_);
     handle_ = 0;
+    // Every operator call recorded took one id: no count of its own on the hot path.
+    stats_.ops.store(shared().next_id.load(std::memory_order_relaxed) - first_id_);
     // Threads keep the (now silent) reporter until their state is reset:
     // its calls return at once while no handler is current.
     if (verbose_)
@@ -163,6 +174,15 @@ class Aten {
                                     std::pair{"operator ends", &stats_.op_end},
                                     std::pair{"allocator reports", &stats_.memory}})
         pasta::detail::log("aten handler: self time: " + pasta::detail::describe_self_time(what, *t));
+    if (self_time_parts_) {
+      pasta::detail::log("aten handler: " + pasta::detail::describe_parts(
+                                                "operator start", stats_.op_start_parts,
+                                                {"polls", "memory hook", "window and name",
+                                                 "placement", "kernel tag", "record"}));
+      pasta::detail::log("aten handler: " + pasta::detail::describe_parts(
+                                                "operator end", stats_.op_end_parts,
+                                                {"time", "stack and tag", "record"}));
+    }
   }
   void flush() {}
 
@@ -227,16 +247,20 @@ class Aten {
   // An operator open on a thread, with what the operators it calls inherit.
   struct Open {
     std::uint64_t id = 0;
-    NameId module{}, source{};
+    NameId name{}, module{}, source{};
     bool backward = false;  // autograd's backward of a forward operator, or inside one
     bool scope = false;     // a record_function range: what it calls is called from Python
   };
 
   // Per thread: the stack of open operators, and names already interned
   // (operator names repeat; the global table takes a lock).
-  struct ThreadState {
+  // What every operator call reads comes first, in one cache line.
+  struct alignas(64) ThreadState {
     std::vector<Open> open;
     std::uint32_t steps_open = 0;  // optimizer steps open on this thread
+    std::uint32_t polls_in = 1;    // operators until the Python helpers are asked again
+    std::uint64_t torch_thread = 0;  // at::RecordFunction::currentThreadId(), once known
+    bool deferring = false;          // `deferred` holds a wrapper's OpBegin
     // Recent name pointers, direct-mapped: a pointer, its name and the
     // interned text (which lives as long as the name table), so a hit is
     // one load and a compare, with no lock of the table. Bounded, unlike a
@@ -244,6 +268,7 @@ class Aten {
     struct Named {
       const char* pointer = nullptr;
       NameId id{};
+      bool wrapper = false;  // autograd's evaluate_function wrapper (is_backward_wrapper)
       std::string_view text;
     };
     std::array<Named, 512> recent{};  // 2^9: op_name takes the hash's top 9 bits
@@ -265,82 +290,158 @@ class Aten {
     std::unordered_map<std::uint64_t, GraphSite> graph_sites;
     // autograd's evaluate_function wrapper, held back until the node it runs
     // starts and says the forward the wrapper belongs to (see place()).
-    std::optional<OpBegin> deferred;
+    OpBegin deferred{};  // while `deferring`
   };
+  static constexpr std::uint32_t poll_every = 16;
   static ThreadState& thread_state() {
     thread_local ThreadState state;
     return state;
   }
-  static std::atomic<Aten*>& current() {
-    static std::atomic<Aten*> c{nullptr};
-    return c;
+  // The calling thread's open operators as device handlers see them
+  // (core/detail/op_correlation.hpp): asked at each launch they tag.
+  static std::uint64_t innermost_open() {
+    const auto& open = thread_state().open;
+    return open.empty() ? 0 : open.back().id;
   }
+  static std::uint64_t open_path() {
+    const auto& open = thread_state().open;
+    if (open.empty()) return 0;
+    std::uint64_t h = pasta::detail::fnv_offset;
+    for (const Open& o : open) h = pasta::detail::fnv_step(h, o.name.value + 1ull);
+    return h;
+  }
+  static constexpr pasta::detail::OpStack open_stack{&innermost_open, &open_path};
+  // The handler running now and the next operator id: read (the id taken)
+  // at every operator call, so in one cache line.
+  struct alignas(64) Shared {
+    std::atomic<Aten*> current{nullptr};
+    std::atomic<std::uint64_t> next_id{1};  // OpBegin::id; 0 means none
+  };
+  static Shared& shared() {
+    static Shared s;  // constant-initialized: no guard to check
+    return s;
+  }
+  static std::atomic<Aten*>& current() { return shared().current; }
 
   // Operator names are mostly the same few hundred schema strings, passed
   // as the same pointers: a pointer hit, checked against the name it gave
   // (user scopes may reuse a pointer for other text), costs no hashing of
   // the text and no allocation.
-  static NameId op_name(ThreadState& t, const char* s) {
-    if (!s) return {};
+  //
+  // This runs at every operator call, after the program's own code has had
+  // the caches: what it touches, code and data, is most of its cost
+  // (bench/aten_ops.py --misses). Its hit is inline and compares the text
+  // itself; the miss is out of line.
+  static const ThreadState::Named& op_name(ThreadState& t, const char* s) {
+    static constexpr ThreadState::Named none{};
+    if (!s) return none;
     // Fibonacci hashing: the top 9 bits of the pointer times 2^64 / phi.
     auto& slot = t.recent[(reinterpret_cast<std::uintptr_t>(s) * 0x9E3779B97F4A7C15ull) >> 55];
-    if (slot.pointer == s && std::strcmp(slot.text.data(), s) == 0) return slot.id;
+    if (slot.pointer == s && same_text(slot.text, s)) return slot;
+    return name_missed(t, slot, s);
+  }
+  static bool same_text(std::string_view text, const char* s) {
+    for (const char c : text)
+      if (*s++ != c) return false;
+    return *s == '\0';
+  }
+  [[gnu::noinline, gnu::cold]] static const ThreadState::Named& name_missed(
+      ThreadState& t, ThreadState::Named& slot, const char* s) {
     const std::string_view v(s);
     auto it = t.names.find(v);
     const NameId id = it != t.names.end() ? it->second : intern(v);
     const std::string_view text = name_of(id);
     if (it == t.names.end()) t.names.emplace(text, id);
-    slot = {s, id, text};
-    return id;
+    slot = {.pointer = s, .id = id, .wrapper = is_backward_wrapper(s), .text = text};
+    return slot;
   }
 
+  // The operator callbacks. Timed (PASTA_SELF_TIME, PASTA_SELF_TIME_PARTS),
+  // they run out of line under their clocks; untimed, no clock code is in
+  // them (what they touch is most of what they cost: op_name()).
   static std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
     Aten* self = current().load(std::memory_order_acquire);
     if (!self) return nullptr;
+    if (self->timed_) [[unlikely]]
+      return timed_start(self, fn);
+    return start_op<false>(self, fn, nullptr);
+  }
+  [[gnu::noinline]] static std::unique_ptr<at::ObserverContext> timed_start(
+      Aten* self, const at::RecordFunction& fn) {
     pasta::detail::SelfTimer timer(self->self_time_ ? &self->stats_.op_start : nullptr);
-    if (self->compiled_) detail::InductorBridge::poll();
-    if (self->tracking_) detail::ModuleTracker::poll();
+    pasta::detail::PartClock part(self->self_time_parts_ ? &self->stats_.op_start_parts : nullptr);
+    return start_op<true>(self, fn, &part);
+  }
+  template <bool Timed>
+  static void mark(pasta::detail::PartClock* part, std::size_t section) {
+    if constexpr (Timed) part->mark(section);
+  }
+
+  template <bool Timed>
+  [[gnu::always_inline]] static std::unique_ptr<at::ObserverContext> start_op(
+      Aten* self, const at::RecordFunction& fn, pasta::detail::PartClock* part) {
     try {
       ThreadState& t = thread_state();
-      if (self->memory_) self->install_reporter();
+      // The Python helpers install themselves when Python lets them: asked
+      // every poll_every-th operator of a thread, not at each.
+      if (--t.polls_in == 0) [[unlikely]]
+        self->poll_helpers(t);
+      mark<Timed>(part, 0);
+      if (self->memory_ && !c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE))
+          [[unlikely]]
+        self->install_reporter();
+      mark<Timed>(part, 1);
       const auto& window = pasta::detail::capture_window();
       const bool windowed = !window.whole();
       // Outside a capture window only user scopes (ranges, optimizer steps) matter.
-      if (windowed && !window.open() && fn.scope() != at::RecordScope::USER_SCOPE) return nullptr;
+      if (windowed && !window.open() && fn.scope() != at::RecordScope::USER_SCOPE) [[unlikely]]
+        return nullptr;
       auto ctx = std::make_unique<OpContext>();
-      ctx->name = op_name(t, fn.name());
-      if (windowed && !self->enter_window(t, fn, *ctx))
+      const ThreadState::Named& named = op_name(t, fn.name());
+      ctx->name = named.id;
+      if (windowed && !self->enter_window(t, fn, *ctx)) [[unlikely]]
         return ctx->step ? std::move(ctx) : nullptr;  // outside: a step is still counted
-      ctx->id = next_id_.fetch_add(1, std::memory_order_relaxed);
+      mark<Timed>(part, 2);
+      ctx->id = shared().next_id.fetch_add(1, std::memory_order_relaxed);
       ctx->thread = pasta::detail::thread_id();
       ctx->depth = static_cast<std::uint32_t>(t.open.size());
       const std::uint64_t parent = t.open.empty() ? 0 : t.open.back().id;
-      const bool wrapper = self->tracking() && is_backward_wrapper(fn.name());
+      const bool wrapper = named.wrapper && self->tracking();
       Open open = wrapper ? Open{.id = ctx->id, .backward = true} : self->place(t, fn, *ctx);
-      if (t.deferred) self->flush_deferred(t, open);
+      open.name = ctx->name;
+      if (t.deferring) [[unlikely]]
+        self->flush_deferred(t, open);
       t.open.push_back(open);
-      if (const auto* hooks = pasta::detail::op_correlator().load(std::memory_order_acquire)) {
+      mark<Timed>(part, 3);
+      // nv::Cupti asks the stack at launches (open_stack): only a device
+      // handler without that (amd::Rocprofiler), or nv::Cupti waiting for the
+      // first operator, takes the call.
+      if (const auto* hooks = pasta::detail::op_correlator().load(std::memory_order_acquire))
+          [[unlikely]] {
         hooks->enter(ctx->id, ctx->name);
         ctx->tagged = true;
       }
-      self->stats_.ops.fetch_add(1, std::memory_order_relaxed);
+      mark<Timed>(part, 4);
       const OpBegin begin{.id = ctx->id,
                           .parent = parent,
                           .sequence = fn.seqNr(),
                           .name = ctx->name,
-                          .inputs = self->inputs_ ? intern(detail::inputs_text(fn)) : NameId{},
+                          .inputs = self->inputs_ ? inputs_of(fn) : NameId{},
                           .thread = ctx->thread,
                           .depth = ctx->depth,
                           .time_ns = pasta::detail::now_ns(),
                           .module = open.module,
                           .source = open.source,
                           .backward = open.backward};
-      if (wrapper) {
+      if (wrapper) [[unlikely]] {
         t.deferred = begin;
+        t.deferring = true;
         return ctx;
       }
       self->emit_begin_(self->sink_, begin);
-      if (self->views_) self->emit_views(fn, ctx->id, ctx->thread);
+      if (self->views_) [[unlikely]]
+        self->emit_views(fn, ctx->id, ctx->thread);
+      mark<Timed>(part, 5);
       return ctx;
     } catch (...) {
       pasta::detail::log_once("aten:start", "torch::Aten: an operator callback failed");
@@ -352,33 +453,45 @@ class Aten {
     auto* ctx = static_cast<OpContext*>(base);
     if (!ctx) return;
     Aten* timed = current().load(std::memory_order_acquire);
-    pasta::detail::SelfTimer timer(timed && timed->self_time_ ? &timed->stats_.op_end : nullptr);
-    if (!ctx->emitted) {
+    if (timed && timed->timed_) [[unlikely]]
+      return timed_end(timed, ctx);
+    end_op<false>(ctx, nullptr);
+  }
+  [[gnu::noinline]] static void timed_end(Aten* self, OpContext* ctx) {
+    pasta::detail::SelfTimer timer(self->self_time_ ? &self->stats_.op_end : nullptr);
+    pasta::detail::PartClock part(self->self_time_parts_ ? &self->stats_.op_end_parts : nullptr);
+    end_op<true>(ctx, &part);
+  }
+  template <bool Timed>
+  [[gnu::always_inline]] static void end_op(OpContext* ctx, pasta::detail::PartClock* part) {
+    if (!ctx->emitted) [[unlikely]] {
       leave_window(*ctx);
       return;
     }
     const std::uint64_t now = pasta::detail::now_ns();
     const bool same_thread = ctx->thread == pasta::detail::thread_id();
-    if (same_thread && thread_state().deferred) {
+    ThreadState* t = same_thread ? &thread_state() : nullptr;
+    if (t && t->deferring) [[unlikely]] {
       if (Aten* self = current().load(std::memory_order_acquire)) {
         Open none{};
-        self->flush_deferred(thread_state(), none);
+        self->flush_deferred(*t, none);
       }
     }
-    if (same_thread) {
-      auto& open = thread_state().open;
-      if (!open.empty() && open.back().id == ctx->id)
+    mark<Timed>(part, 0);
+    if (t) [[likely]] {
+      auto& open = t->open;
+      if (!open.empty() && open.back().id == ctx->id) [[likely]]
         open.pop_back();
-      else if (auto it = std::find_if(open.begin(), open.end(),
-                                      [&](const Open& o) { return o.id == ctx->id; });
-               it != open.end())
-        open.erase(it);
-      if (ctx->tagged)
+      else
+        unwind(open, ctx->id);
+      if (ctx->tagged) [[unlikely]]
         if (const auto* hooks = pasta::detail::op_correlator().load(std::memory_order_acquire))
           hooks->exit();
     }
+    mark<Timed>(part, 1);
     Aten* self = current().load(std::memory_order_acquire);
-    if (!self) return;
+    if (!self) [[unlikely]]
+      return;
     try {
       self->emit_end_(self->sink_, OpEnd{.id = ctx->id,
                                          .name = ctx->name,
@@ -389,6 +502,7 @@ class Aten {
       pasta::detail::log_once("aten:end", "torch::Aten: an operator callback failed");
     }
     leave_window(*ctx);
+    mark<Timed>(part, 2);
   }
 
   // Where operator call `fn` runs: its module and source line, and what the
@@ -419,8 +533,10 @@ class Aten {
       if (source_lines_) open.source = detail::ModuleTracker::op_source(ctx.name);
     }
     if (track && !t.graphs.empty()) graph_place(t, caller, ctx, open);
-    if (track && !open.backward)
-      origins_.put(at::RecordFunction::currentThreadId(), fn.seqNr(), {open.module, open.source});
+    if (track && !open.backward) {
+      if (!t.torch_thread) t.torch_thread = at::RecordFunction::currentThreadId();
+      origins_.put(t.torch_thread, fn.seqNr(), {open.module, open.source});
+    }
     return open;
   }
 
@@ -428,7 +544,8 @@ class Aten {
   // cuBLAS GEMM, attention, a fallback): the module and line of the FX nodes
   // it computes, as the comment before its call names them, below the module
   // running the graph. Looked up once per graph and place in its order.
-  void graph_place(ThreadState& t, const Open* caller, const OpContext& ctx, Open& open) {
+  [[gnu::noinline]] void graph_place(ThreadState& t, const Open* caller, const OpContext& ctx,
+                                     Open& open) {
     ThreadState::GraphCall& g = t.graphs.back();
     if (caller && caller->id >= g.first_op) return;  // inside another operator: its caller's
     const std::uint64_t key = g.graph << 24 | (++g.ordinal & 0xffffff);
@@ -451,11 +568,25 @@ class Aten {
   // A compiled graph's call begins and ends on this thread (InductorBridge).
   static void enter_graph(long long graph) {
     thread_state().graphs.push_back(
-        {.graph = static_cast<std::uint64_t>(graph), .first_op = next_id_.load(std::memory_order_relaxed)});
+        {.graph = static_cast<std::uint64_t>(graph),
+         .first_op = shared().next_id.load(std::memory_order_relaxed)});
   }
   static void leave_graph() {
     ThreadState& t = thread_state();
     if (!t.graphs.empty()) t.graphs.pop_back();
+  }
+
+  // PASTA_OP_INPUTS: the operator's input shapes and dtypes, interned.
+  [[gnu::noinline]] static NameId inputs_of(const at::RecordFunction& fn) {
+    return intern(detail::inputs_text(fn));
+  }
+
+  // The Python helpers install themselves when Python lets them: asked
+  // every poll_every-th operator of a thread, not at each.
+  [[gnu::noinline]] void poll_helpers(ThreadState& t) const {
+    t.polls_in = poll_every;
+    if (compiled_) detail::InductorBridge::poll();
+    if (tracking_) detail::ModuleTracker::poll();
   }
 
   // autograd's "autograd::engine::evaluate_function: XBackward0" wrapper: a
@@ -464,12 +595,20 @@ class Aten {
     static constexpr std::string_view prefix = "autograd::engine::evaluate_function: ";
     return name && std::strncmp(name, prefix.data(), prefix.size()) == 0;
   }
+  // An operator that ends while others it opened are still open (they end
+  // later, or on another thread): taken out of the stack where it is.
+  [[gnu::noinline]] static void unwind(std::vector<Open>& open, std::uint64_t id) {
+    if (auto it = std::find_if(open.begin(), open.end(), [&](const Open& o) { return o.id == id; });
+        it != open.end())
+      open.erase(it);
+  }
+
   // Emits the held-back wrapper, with the module and line of `first`, the
   // first operator it runs (the backward node, which knows its forward), when
   // that is a backward one; before that operator's own OpBegin.
-  void flush_deferred(ThreadState& t, const Open& first) noexcept {
-    OpBegin begin = *t.deferred;
-    t.deferred.reset();
+  [[gnu::noinline]] void flush_deferred(ThreadState& t, const Open& first) noexcept {
+    OpBegin begin = t.deferred;
+    t.deferring = false;
     if (first.backward && !t.open.empty() && t.open.back().id == begin.id) {
       begin.module = first.module;
       begin.source = first.source;
@@ -514,7 +653,8 @@ class Aten {
   // (a record_function range entered, an optimizer step begun) and says
   // whether the call is inside the window. Outside, it is not emitted, and
   // only an optimizer step is followed to its end.
-  bool enter_window(ThreadState& t, const at::RecordFunction& fn, OpContext& ctx) {
+  [[gnu::noinline]] bool enter_window(ThreadState& t, const at::RecordFunction& fn,
+                                     OpContext& ctx) {
     auto& window = pasta::detail::capture_window();
     if (fn.scope() == at::RecordScope::USER_SCOPE) {
       ctx.range = true;
@@ -529,7 +669,10 @@ class Aten {
     return ctx.emitted;
   }
   static void leave_window(const OpContext& ctx) {
-    if (!ctx.range) return;
+    if (ctx.range) [[unlikely]]
+      leave_range(ctx);
+  }
+  [[gnu::noinline]] static void leave_range(const OpContext& ctx) {
     auto& window = pasta::detail::capture_window();
     window.range(ctx.name, false);
     if (ctx.step) {
@@ -547,12 +690,12 @@ class Aten {
     Aten* self = current().load(std::memory_order_acquire);
     if (self && k.kernel) {
       try {
-        ctx.id = next_id_.fetch_add(1, std::memory_order_relaxed);
+        ctx.id = shared().next_id.fetch_add(1, std::memory_order_relaxed);
         ctx.name = k.kernel;
         ctx.thread = pasta::detail::thread_id();
         ctx.depth = static_cast<std::uint32_t>(t.open.size());
         const std::uint64_t parent = t.open.empty() ? 0 : t.open.back().id;
-        Open open{.id = ctx.id};
+        Open open{.id = ctx.id, .name = ctx.name};
         if (self->tracking()) {
           // The module running the compiled code (or its operator's), and below it
           // the module of the nodes the kernel fuses, when Inductor's comment names it.
@@ -571,7 +714,6 @@ class Aten {
           hooks->enter(ctx.id, ctx.name);
           ctx.tagged = true;
         }
-        self->stats_.ops.fetch_add(1, std::memory_order_relaxed);
         self->emit_begin_(self->sink_, OpBegin{.id = ctx.id,
                                                .parent = parent,
                                                .name = ctx.name,
@@ -636,7 +778,8 @@ class Aten {
   // its whole storage, in order, is its base and is not reported. A tensor
   // whose storage cannot be read (a subclass without data) is passed over:
   // the operator itself is recorded all the same.
-  void emit_views(const at::RecordFunction& fn, std::uint64_t op, std::uint32_t thread) noexcept {
+  [[gnu::noinline]] void emit_views(const at::RecordFunction& fn, std::uint64_t op,
+                                   std::uint32_t thread) noexcept {
     try {
       for (const c10::IValue& v : fn.inputs()) {
         if (v.isTensor())
@@ -684,7 +827,7 @@ class Aten {
         const std::uint64_t now = pasta::detail::now_ns();
         if (bytes > 0) {
           ThreadState& t = thread_state();
-          if (t.deferred) {
+          if (t.deferring) [[unlikely]] {
             Open none{};
             self->flush_deferred(t, none);
           }
@@ -722,38 +865,43 @@ class Aten {
   // or torch.profiler's) is already there; autograd copies it into the
   // threads that run backward for this thread. Checked at every operator:
   // a thread's state guard (autograd's, at::launch's) may have reset it.
-  void install_reporter() {
+  [[gnu::noinline]] void install_reporter() {
     if (c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE)) return;
     c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE,
                                      std::make_shared<Reporter>());
     stats_.threads.fetch_add(1, std::memory_order_relaxed);
   }
 
-  bool inputs_, verbose_;
+  // What the operator and allocator callbacks read, in one cache line: they
+  // run after the program's own code has had the caches (op_name()).
+  alignas(64) bool inputs_;
+  bool verbose_;
   bool self_time_;         // Config::self_time
+  bool self_time_parts_;   // Config::self_time_parts
+  bool timed_;             // either: the callbacks run under their clocks
   bool compiled_kernels_;  // Config::compiled_kernels
   bool modules_, source_lines_;  // Config::modules, Config::source_lines
-  std::vector<std::string> source_skip_;  // Config::source_skip, split
   bool tracking_ = false;  // modules or source lines followed (detail::ModuleTracker)
-  // ... and not paused now (pasta_modules.follow(False), from Python).
-  bool tracking() const { return tracking_ && !detail::ModuleTracker::paused(); }
-  detail::ForwardOrigins origins_;  // forward operators' modules and lines, for backward ones
   bool memory_ = false;
   bool views_ = false;  // a tool wants TensorView: operators' inputs are recorded
   bool active_ = false;
   bool compiled_ = false;  // compiled kernels' launches are operator calls (a tool wants them)
-  at::CallbackHandle handle_ = 0;
   void* sink_ = nullptr;
   void (*emit_begin_)(void*, const OpBegin&) = nullptr;
   void (*emit_end_)(void*, const OpEnd&) = nullptr;
   void (*emit_alloc_)(void*, const TensorAlloc&) = nullptr;
   void (*emit_free_)(void*, const TensorFree&) = nullptr;
+  detail::ForwardOrigins origins_;  // forward operators' modules and lines, for backward ones
+  // ... and not paused now (pasta_modules.follow(False), from Python).
+  bool tracking() const { return tracking_ && !detail::ModuleTracker::paused(); }
+  std::vector<std::string> source_skip_;  // Config::source_skip, split
+  at::CallbackHandle handle_ = 0;
   void (*emit_view_)(void*, const TensorView&) = nullptr;
   void (*emit_fused_)(void*, const FusedKernel&) = nullptr;
   void (*emit_module_)(void*, const ModuleCall&) = nullptr;
   Stats stats_;
   std::string error_;
-  static inline std::atomic<std::uint64_t> next_id_{1};  // OpBegin::id; 0 means none
+  std::uint64_t first_id_ = 0;  // shared().next_id at start()
 };
 
 }  // namespace pasta::torch

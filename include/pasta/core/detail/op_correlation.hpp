@@ -2,6 +2,13 @@
 // which operator the calling thread is in, so device work is tagged with it
 // without a callback per launch. The device handler installs the hooks while
 // it runs; with none installed, operator sources skip the calls.
+//
+// A source that keeps its own stack of open operators registers an OpStack
+// instead, and the device handler asks it at each call it tags: launches are
+// far fewer than operator calls (20,453 against 131,158 in a GPT-2 training
+// step), so tagging then costs an operator call nothing. The hooks then
+// serve only to announce the first operator (the device handler turns its
+// tagging callbacks on there).
 #pragma once
 
 #include <atomic>
@@ -19,6 +26,18 @@ struct OpCorrelator {
 inline std::atomic<const OpCorrelator*>& op_correlator() {
   static std::atomic<const OpCorrelator*> hooks{nullptr};
   return hooks;
+}
+
+struct OpStack {
+  std::uint64_t (*innermost)();  // the calling thread's innermost open operator, 0 if none
+  // A hash of the names of the calling thread's open operators, outermost
+  // first (fnv_step of each name's value + 1 from fnv_offset); 0 if none.
+  std::uint64_t (*path)();
+};
+
+inline std::atomic<const OpStack*>& op_stack() {
+  static std::atomic<const OpStack*> stack{nullptr};
+  return stack;
 }
 
 }  // namespace pasta::detail

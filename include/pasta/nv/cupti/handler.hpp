@@ -289,9 +289,11 @@ class Cupti {
   // when an operator source enters its first operator, so a pipeline whose
   // tools show operators costs nothing for them in a program that has none.
   // Threads entering operators meanwhile wait for them.
+  // An operator source with its own stack (op_stack()) is asked at each
+  // tagged call instead: its operators are not pushed here.
   static void first_op_enter(std::uint64_t op, NameId name) {
     if (Cupti* self = current().load(std::memory_order_acquire)) self->arm_tags();
-    detail::op_enter(op, name);
+    if (!pasta::detail::op_stack().load(std::memory_order_acquire)) detail::op_enter(op, name);
   }
   static constexpr pasta::detail::OpCorrelator first_op_hooks{&first_op_enter, &detail::op_exit};
   void arm_tags() {
@@ -312,8 +314,11 @@ class Cupti {
                       "through {} launch, copy and memset callbacks and {} graph "
                       "callbacks",
                       tagged, graphs));
+    // From here on, a source with its own stack calls nothing at its operators.
     const pasta::detail::OpCorrelator* first = &first_op_hooks;
-    pasta::detail::op_correlator().compare_exchange_strong(first, &detail::op_hooks);
+    pasta::detail::op_correlator().compare_exchange_strong(
+        first, pasta::detail::op_stack().load(std::memory_order_acquire) ? nullptr
+                                                                          : &detail::op_hooks);
   }
 
   // Outside the capture window no device work is recorded, so nothing is

@@ -98,15 +98,12 @@ class InductorBridge {
           s.without_module.load(), s.kernels.size()));
   }
 
-  // At an operator call: until the wrapper is in, asks the Python main
-  // thread (a pending call: it runs between two bytecodes, holding the GIL)
-  // to look for Inductor's runtime, at most every `retry_ns`.
+  // At an operator call (torch::Aten asks every 16th of a thread): until the
+  // wrapper is in, asks the Python main thread (a pending call: it runs
+  // between two bytecodes, holding the GIL) to look for Inductor's runtime,
+  // at most every `retry_ns`.
   static void poll() {
     State& s = state();
-    if (!s.active.load(std::memory_order_relaxed) || s.installed.load(std::memory_order_relaxed))
-      return;
-    thread_local std::uint32_t calls = 0;
-    if (++calls % 16 != 1) return;
     if (!s.due()) return;
     if (!s.api.is_initialized() || s.api.add_pending_call(&try_install, nullptr) != 0)
       s.pending.store(false);

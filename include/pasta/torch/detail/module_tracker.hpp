@@ -173,7 +173,10 @@ class ModuleTracker {
       key.ordinal = ++t.stack.back().ops;
     }
     if (auto it = t.sites.find(key); it != t.sites.end()) {
-      s.stats.site_hits.fetch_add(1, std::memory_order_relaxed);
+      // Counted without a locked add (every operator comes here): a count
+      // two threads raise at once may lose one; it is only said, verbose.
+      s.stats.site_hits.store(s.stats.site_hits.load(std::memory_order_relaxed) + 1,
+                              std::memory_order_relaxed);
       return it->second;
     }
     if (t.sites.size() >= max_sites) {

@@ -26,7 +26,8 @@ struct LazyInstall {
   std::atomic<std::uint64_t> last_try_ns{0};
 
   // Whether the caller should try now; `pending` stays set until the try ends.
-  // Every operator asks: once installed (or given up) it reads no clock.
+  // torch::Aten asks every 16th operator of a thread: once installed (or
+  // given up) it reads no clock.
   bool due() {
     if (!active.load(std::memory_order_relaxed) || installed.load(std::memory_order_relaxed) ||
         given_up.load(std::memory_order_relaxed))

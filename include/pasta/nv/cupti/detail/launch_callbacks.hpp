@@ -149,7 +149,7 @@ inline std::uint64_t signature(const CUpti_CallbackData& cb, const LaunchShape& 
   std::uint64_t h = std::hash<std::string_view>{}(cb.symbolName ? cb.symbolName : "");
   for (std::uint64_t v : {std::uint64_t{s.grid.x}, std::uint64_t{s.grid.y}, std::uint64_t{s.grid.z},
                           std::uint64_t{s.block.x}, std::uint64_t{s.block.y},
-                          std::uint64_t{s.block.z}, op_paths().empty() ? 0 : op_paths().back()})
+                          std::uint64_t{s.block.z}, current_op_path()})
     h = pasta::detail::fnv_step(h, v);
   return h;
 }

@@ -40,10 +40,20 @@ inline void op_exit() {
 }
 inline constexpr pasta::detail::OpCorrelator op_hooks{&op_enter, &op_exit};
 
-// The innermost operator open on the calling thread, 0 if none.
+// The innermost operator open on the calling thread, 0 if none: the
+// operator source's own stack, or the one its hooks keep here.
 inline std::uint64_t current_op() {
+  if (const auto* stack = pasta::detail::op_stack().load(std::memory_order_acquire))
+    return stack->innermost();
   const auto& ops = open_ops();
   return ops.empty() ? 0 : ops.back();
+}
+// The calling thread's operator path (op_paths' last), 0 if none.
+inline std::uint64_t current_op_path() {
+  if (const auto* stack = pasta::detail::op_stack().load(std::memory_order_acquire))
+    return stack->path();
+  const auto& paths = op_paths();
+  return paths.empty() ? 0 : paths.back();
 }
 
 // Whether a runtime or driver API function puts work on the device that a
