@@ -11,8 +11,9 @@ shift || true
 # the tests check results, not speed; a unit compiles in about a tenth less time than at -O1
 # (and -O1 in a sixth less than -O2; g++ 12); the GPU machine's script builds Release for
 # its benchmarks.
-# Where no GPU is, the GPU tests skip and nothing runs the CUDA examples or the benchmarks:
-# they stay out of the build (a fifth of it); with a GPU they are built and run.
+# Where no GPU is, the GPU tests skip and nothing runs the CUDA examples (the user guide's
+# in-binary programs too) or the benchmarks: they stay out of the build (a fifth of it); with a
+# GPU they are built and run.
 programs=ON
 nvidia-smi -L >/dev/null 2>&1 || programs=OFF
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
