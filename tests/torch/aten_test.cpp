@@ -18,6 +18,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <pasta/core/capture.hpp>
 #include <pasta/core/handlers.hpp>
