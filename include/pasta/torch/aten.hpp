@@ -44,7 +44,6 @@
 
 #include <pasta/core/config.hpp>
 #include <pasta/core/detail/capture_window.hpp>
-#include <pasta/core/detail/hash.hpp>
 #include <pasta/core/detail/op_correlation.hpp>
 #include <pasta/core/detail/self_time.hpp>
 #include <pasta/core/detail/thread.hpp>
@@ -73,7 +72,7 @@ class Aten {
     std::atomic<std::uint64_t> threads{0};  // threads the memory hook was installed on
     // PASTA_SELF_TIME: time in the callbacks, on the program's threads.
     pasta::detail::SelfTime op_start, op_end, memory;
-    // PASTA_SELF_TIME_PARTS: the same by section (start_sections, end_sections).
+    // PASTA_SELF_TIME_PARTS: the same by section (stop() names the sections).
     pasta::detail::SelfTimeParts op_start_parts, op_end_parts;
   };
 
@@ -304,11 +303,9 @@ class Aten {
     return open.empty() ? 0 : open.back().id;
   }
   static std::uint64_t open_path() {
-    const auto& open = thread_state().open;
-    if (open.empty()) return 0;
-    std::uint64_t h = pasta::detail::fnv_offset;
-    for (const Open& o : open) h = pasta::detail::fnv_step(h, o.name.value + 1ull);
-    return h;
+    std::uint64_t path = 0;
+    for (const Open& o : thread_state().open) path = pasta::detail::op_path_step(path, o.name);
+    return path;
   }
   static constexpr pasta::detail::OpStack open_stack{&innermost_open, &open_path};
   // The handler running now and the next operator id: read (the id taken)
@@ -753,10 +750,7 @@ class Aten {
     const OpContext ctx = t.launches.back();
     t.launches.pop_back();
     if (ctx.id == 0) return;
-    if (auto it = std::find_if(t.open.begin(), t.open.end(),
-                               [&](const Open& o) { return o.id == ctx.id; });
-        it != t.open.end())
-      t.open.erase(it);
+    unwind(t.open, ctx.id);
     if (ctx.tagged)
       if (const auto* hooks = pasta::detail::op_correlator().load(std::memory_order_acquire))
         hooks->exit();

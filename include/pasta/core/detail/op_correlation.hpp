@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include <pasta/core/detail/hash.hpp>
 #include <pasta/core/names.hpp>
 
 namespace pasta::detail {
@@ -30,10 +31,17 @@ inline std::atomic<const OpCorrelator*>& op_correlator() {
 
 struct OpStack {
   std::uint64_t (*innermost)();  // the calling thread's innermost open operator, 0 if none
-  // A hash of the names of the calling thread's open operators, outermost
-  // first (fnv_step of each name's value + 1 from fnv_offset); 0 if none.
+  // The path of the calling thread's open operators (op_path_step from the
+  // outermost); 0 if none.
   std::uint64_t (*path)();
 };
+
+// An operator path: `outer`'s (0 for none) and one more operator, `name`,
+// inside it. What the counters' launch signatures carry, whichever keeps
+// the stack.
+inline std::uint64_t op_path_step(std::uint64_t outer, NameId name) {
+  return fnv_step(outer ? outer : fnv_offset, name.value + 1ull);
+}
 
 inline std::atomic<const OpStack*>& op_stack() {
   static std::atomic<const OpStack*> stack{nullptr};

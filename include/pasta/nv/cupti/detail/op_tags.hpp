@@ -10,7 +10,6 @@
 #include <utility>
 #include <vector>
 
-#include <pasta/core/detail/hash.hpp>
 #include <pasta/core/detail/op_correlation.hpp>
 #include <pasta/core/names.hpp>
 #include <pasta/nv/detail/cupti_api.hpp>
@@ -31,8 +30,7 @@ inline std::vector<std::uint64_t>& op_paths() {
 inline void op_enter(std::uint64_t op, NameId name) {
   open_ops().push_back(op);
   auto& paths = op_paths();
-  paths.push_back(pasta::detail::fnv_step(paths.empty() ? pasta::detail::fnv_offset : paths.back(),
-                                          name.value + 1ull));
+  paths.push_back(pasta::detail::op_path_step(paths.empty() ? 0 : paths.back(), name));
 }
 inline void op_exit() {
   if (auto& ops = open_ops(); !ops.empty()) ops.pop_back();
