@@ -45,16 +45,26 @@ def cpu_name():
     return "unknown CPU"
 
 
+def callgrind(out, options, program):
+    """`program` (the benchmark's arguments) run under callgrind with `options`, its profile
+    in OUT/callgrind.out; the finished process. Raises RuntimeError when it fails."""
+    proc = subprocess.run(["valgrind", "--tool=callgrind", *options,
+                           f"--callgrind-out-file={out}/callgrind.out", *program],
+                          capture_output=True, text=True, timeout=1800,
+                          env=dict(os.environ, PASTA_PRINT="none", PASTA_OUTPUT_DIR=out))
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(program[1:])} under callgrind: exit {proc.returncode}\n"
+                           f"{proc.stderr[-2000:]}")
+    return proc
+
+
 def collected(binary, variant, calls):
     """The instructions callgrind counted in one run of `variant` making `calls` calls."""
     with tempfile.TemporaryDirectory(prefix="pasta-aten-ops-cg-") as out:
-        proc = subprocess.run(["valgrind", "--tool=callgrind",
-                               f"--callgrind-out-file={out}/callgrind.out", binary, variant,
-                               str(calls)], capture_output=True, text=True, timeout=1800,
-                              env=dict(os.environ, PASTA_PRINT="none", PASTA_OUTPUT_DIR=out))
+        proc = callgrind(out, [], [binary, variant, str(calls)])
     found = re.search(r"Collected : (\d+)", proc.stderr)
-    if proc.returncode != 0 or not found:
-        raise RuntimeError(f"{variant} under callgrind: exit {proc.returncode}\n{proc.stderr[-2000:]}")
+    if not found:
+        raise RuntimeError(f"{variant} under callgrind: no count\n{proc.stderr[-2000:]}")
     return int(found.group(1))
 
 
@@ -74,18 +84,16 @@ def misses(args):
         counts = []
         for calls in (args.calls, low):
             with tempfile.TemporaryDirectory(prefix="pasta-aten-ops-cs-") as out:
-                proc = subprocess.run(
-                    ["valgrind", "--tool=callgrind", "--cache-sim=yes", "--D1=32768,8,64",
-                     "--I1=32768,8,64", "--LL=2097152,16,64", f"--toggle-collect={fn}",
-                     f"--callgrind-out-file={out}/cg.out", args.binary, "torch", str(calls),
-                     str(args.evict)], capture_output=True, text=True, timeout=1800,
-                    env=dict(os.environ, PASTA_PRINT="none", PASTA_OUTPUT_DIR=out))
-                if proc.returncode != 0:
-                    print(f"FAILED {label} under callgrind: exit {proc.returncode}\n"
-                          f"{proc.stderr[-2000:]}")
+                try:
+                    callgrind(out, ["--cache-sim=yes", "--D1=32768,8,64", "--I1=32768,8,64",
+                                    "--LL=2097152,16,64", f"--toggle-collect={fn}"],
+                              [args.binary, "torch", str(calls), str(args.evict)])
+                except RuntimeError as e:
+                    print(f"FAILED {label}: {e}")
                     return 1
                 ann = subprocess.run(["callgrind_annotate", f"--show={','.join(events)}",
-                                      f"{out}/cg.out"], capture_output=True, text=True).stdout
+                                      f"{out}/callgrind.out"], capture_output=True,
+                                     text=True).stdout
             totals = next((ln for ln in ann.splitlines() if "PROGRAM TOTALS" in ln), None)
             if totals is None:
                 print(f"FAILED {label}: no totals in callgrind_annotate's output")
