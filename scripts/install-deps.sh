@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what building and testing pasta needs on Debian/Ubuntu: the
-# compiler toolchain, Boost (Hana, CRC, Container), fmt, nlohmann/json,
+# compiler toolchain, Boost (CRC), fmt, nlohmann/json,
 # doctest, Google Benchmark, and from PyPI Jinja2, matplotlib and DuckDB (the report page, its
 # charts and a job's analyses); with --all also Chromium (for the report test), Debian's HIP
 # and rocPRIM, and from PyPI Conan, atheris and the Compute Sanitizer API wheel. Does nothing
@@ -13,7 +13,7 @@ command -v cmake >/dev/null || need_apt+=(cmake)
 command -v ninja >/dev/null || need_apt+=(ninja-build)
 command -v g++ >/dev/null || need_apt+=(g++)
 command -v bc >/dev/null || need_apt+=(bc)
-have_header boost/hana.hpp || need_apt+=(libboost-dev)
+have_header boost/crc.hpp || need_apt+=(libboost-dev)
 have_header fmt/core.h || need_apt+=(libfmt-dev)
 have_header nlohmann/json.hpp || need_apt+=(nlohmann-json3-dev)
 have_header doctest/doctest.h || need_apt+=(doctest-dev)

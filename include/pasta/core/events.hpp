@@ -428,7 +428,7 @@ struct ModuleCall {
 };
 
 // Every event type, in EventKind order. A new event goes here and in
-// EventKind, and gets a BOOST_HANA_ADAPT_STRUCT line in detail/reflect.hpp.
+// EventKind, and gets a PASTA_REFLECT line in detail/reflect.hpp.
 inline constexpr TypeList<DeviceInfo, KernelLaunch, KernelComplete, MemAlloc, MemFree, Memcpy,
                           Memset, Synchronize, ModuleLoad, MemAccess, AccessHistogram, ScopeBegin,
                           ScopeEnd, OpBegin, OpEnd, TensorAlloc, TensorFree, KernelCounters,
