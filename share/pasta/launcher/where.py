@@ -60,7 +60,9 @@ def find(name, env_var):
     for path in candidates(name):
         if os.path.exists(path):
             return path
-    fail(f"cannot find {name}; build pasta first (bash scripts/test.sh) or set {env_var}")
+    fail(f"cannot find {name}; build pasta first (cmake --build BUILD builds every library; "
+         f"bash scripts/test.sh leaves out those that record only GPU events where no GPU is) "
+         f"or set {env_var}")
 
 
 def ask_library(question, *args):
