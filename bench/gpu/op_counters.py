@@ -27,6 +27,12 @@ their L2 hit rate, ncu_metrics.L2_OWN), per metric, and the worst ones.
                    [--app-metrics all]
                    (ncu's application replay of the script, the metrics in APP_METRICS or
                    with --app-metrics all every metric, into OUT_DIR/ncu_app.csv)
+    op_counters.py --ncu-twice BUILD_DIR OUT_DIR [--model ...] [--layers 12] [--ncu-cache ...]
+    op_counters.py --ncu-twice BUILD_DIR NCU_A_CSV[.gz] NCU_B_CSV[.gz]
+                   (ncu against itself: its kernel replay of the script twice, into
+                   OUT_DIR/ncu_a.csv and ncu_b.csv, or two such files given; the second run
+                   judged against the first by ncu_spread(), with the rule and the floors pasta
+                   is judged by: how far the goal is reachable at all)
 
 Each kernel's metrics are compared three times: against ncu's mean over all launches of the
 same (kernel, grid, block), what pasta's propagation to unmeasured launches claims; against
@@ -257,11 +263,12 @@ def same_launches(entries, launches):
     return ours, theirs, again, astray
 
 
-def agreement(ours, theirs, replay, again, title, dram_alone=None):
+def agreement(ours, theirs, replay, again, title, dram_alone=None, names=("pasta", "ncu")):
     """Prints how many values of `ours` lie within 5% of `theirs`, per metric, and the worst;
     returns {metric: (values within 5%, values compared)}. Given `dram_alone` (ncu's
     measurement of DRAM_ALONE's metrics alone, on the same launches), a value of those metrics
-    also agrees when it is within 5% of that one."""
+    also agrees when it is within 5% of that one. `names`: what the worst values' lines call
+    the two measurements."""
     common = sorted(set(ours) & set(theirs))
     agree, total, worst, per_key, own_l2, per_metric = 0, 0, [], {}, [], {}
     for k in common:
@@ -300,7 +307,7 @@ def agreement(ours, theirs, replay, again, title, dram_alone=None):
               f"({ncu_metrics.L2_OWN[1]}; the profiler's own L2 traffic decides their rate): "
               f"{sum(own_l2)} of them within 5%")
     for rel, kernel, key, mine, v in sorted(worst, reverse=True)[:10]:
-        print(f"  off by {rel:.0%}: {kernel} {key}: pasta {mine:.4g}, ncu {v:.4g}")
+        print(f"  off by {rel:.0%}: {kernel} {key}: {names[0]} {mine:.4g}, {names[1]} {v:.4g}")
     return per_metric
 
 
@@ -396,6 +403,52 @@ def compare(build, entries, ncu_csv, replay, app_csv=None, dram_alone_csv=None):
     return shortfall(judged, what)
 
 
+def ncu_spread(build, text_a, text_b):
+    """ncu's kernel replay against itself: run B's values judged against run A's with the rule
+    (within()) and the floors (shortfall()) pasta's are judged by, on each (kernel, grid,
+    block)'s first launch (the one launch a signature of pasta's is judged on, in most cases)
+    and on every launch by its index. Two runs of a deterministic script launch the same
+    kernels in the same order; launches that differ are counted and left out. Returns
+    shortfall()'s line on the first launches (None: at the goal)."""
+    keys = ncu_metrics.metric_map(build)
+    a, b = ncu_launches(keys, text_a), ncu_launches(keys, text_b)
+    same = [i for i in range(min(len(a), len(b))) if a[i][:3] == b[i][:3]]
+    print(f"ncu against itself: {len(a)} and {len(b)} launches; {len(same)} the same kernel, "
+          f"grid and block at the same index")
+    every_a = {(*a[i][:3], i): a[i][3] for i in same}
+    every_b = {(*b[i][:3], i): b[i][3] for i in same}
+    first_a = first_launches([a[i] for i in same])
+    first_b = first_launches([b[i] for i in same])
+    runs = ("second", "first")
+    agreement(every_b, every_a, "pasta", set(), "ncu's second run against its first, every launch",
+              names=runs)
+    judged = agreement(first_b, first_a, "pasta", set(),
+                       "ncu's second run against its first, each (kernel, grid, block)'s first "
+                       "launch", names=runs)
+    return shortfall(judged, "ncu against itself, first launches")
+
+
+def ncu_twice(build, out, args):
+    """ncu's kernel replay of the script twice (ncu_command(), every metric, as the main
+    mode runs it), into OUT/ncu_a.csv and OUT/ncu_b.csv: the two CSV texts, or None when ncu
+    was killed at its timeout."""
+    os.makedirs(out, exist_ok=True)
+    keys = ncu_metrics.metric_map(build)
+    texts = []
+    for name in ("ncu_a", "ncu_b"):
+        ncu, t = timed(ncu_command(keys, ["--cache-control", args.ncu_cache,
+                                          *model_script(args.model, args.layers)]),
+                       timeout=args.ncu_timeout)
+        print(f"{model_title(args.model, args.layers)}: ncu ({name}): {t:.1f} s"
+              f"{' (killed at the timeout)' if ncu is None else ''}", flush=True)
+        if ncu is None:
+            return None
+        with open(os.path.join(out, f"{name}.csv"), "w") as f:
+            f.write(ncu.stdout)
+        texts.append(ncu.stdout)
+    return texts
+
+
 def read_text(path):
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt") as f:
@@ -465,6 +518,8 @@ def arguments(argv=None):
                       help="compare a run's files: BUILD_DIR PROFILE_JSON NCU_CSV [NCU_APP_CSV]")
     mode.add_argument("--ncu-app", action="store_true",
                       help="ncu's application replay only: BUILD_DIR OUT_DIR")
+    mode.add_argument("--ncu-twice", action="store_true",
+                      help="ncu against itself: BUILD_DIR OUT_DIR, or BUILD_DIR NCU_A NCU_B")
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="BUILD_DIR OUT_DIR (or as --compare and --ncu-app say)")
     p.add_argument("--model", choices=list(MODELS), default="gpt_block",
@@ -486,11 +541,12 @@ def arguments(argv=None):
         args.layers = None
     elif args.model in LAYERED and args.layers is None:
         args.layers = LAYERED[args.model]
-    counts = (3, 4) if args.compare else (2,)
+    counts = (3, 4) if args.compare else (2, 3) if args.ncu_twice else (2,)
     if len(args.paths) not in counts:
         p.error(f"{len(args.paths)} paths given, expected " +
                 (" or ".join(map(str, counts))) + ": " +
                 ("BUILD_DIR PROFILE_JSON NCU_CSV [NCU_APP_CSV]" if args.compare
+                 else "BUILD_DIR OUT_DIR or BUILD_DIR NCU_A NCU_B" if args.ncu_twice
                  else "BUILD_DIR OUT_DIR"))
     return args
 
@@ -507,6 +563,17 @@ def main():
                          read_text(args.ncu_dram_alone) if args.ncu_dram_alone else None)
         print(failed or passed())
         return 1 if failed else 0
+    if args.ncu_twice:
+        # A measurement, not a test of pasta: exits 1 only when ncu did not run.
+        if len(args.paths) == 3:
+            build, a, b = args.paths
+            print(ncu_spread(os.path.abspath(build), read_text(a), read_text(b)) or passed())
+            return 0
+        texts = ncu_twice(*(os.path.abspath(x) for x in args.paths), args)
+        if texts is None:
+            return 1
+        print(ncu_spread(os.path.abspath(args.paths[0]), *texts) or passed())
+        return 0
     build, out = (os.path.abspath(x) for x in args.paths)
     if args.ncu_app:
         return app_replay(build, out, args)

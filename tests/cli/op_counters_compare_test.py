@@ -140,26 +140,41 @@ METRICS = {"flops": "smsp__flops.sum", "inst_executed": "smsp__inst_executed.sum
            "achieved_occupancy_pct": "sm__warps_active.avg.pct_of_peak_sustained_active"}
 
 
-def run_compare(tmp, off):
+def ncu_values(i):
+    return {"flops": 1000.0 * (i + 1), "inst_executed": 50.0 * (i + 1),
+            "achieved_occupancy_pct": 60.0}
+
+
+def write_build(tmp):
+    """A build directory whose cli/pasta-trace prints METRICS as `pasta-trace metrics` does."""
     os.makedirs(os.path.join(tmp, "cli"), exist_ok=True)
-    trace = os.path.join(tmp, "cli", "pasta-trace")  # what `pasta-trace metrics` prints
+    trace = os.path.join(tmp, "cli", "pasta-trace")
     with open(trace, "w") as f:
         f.write("#!/bin/sh\ncat <<'EOF'\n" + json.dumps(
             {k: [{"ncu": n, "weight": 1.0}] for k, n in METRICS.items()}) + "\nEOF\n")
     os.chmod(trace, 0o755)
+
+
+def write_ncu(path, off=0):
+    """ncu's CSV of the 40 launches, ncu_values() but for the first `off` occupancies (50%)."""
     rows = ['"ID","Kernel Name","Grid Size","Block Size","Metric Name","Metric Value"']
+    for i in range(40):
+        values = {**ncu_values(i), **({"achieved_occupancy_pct": 50.0} if i < off else {})}
+        rows += [f'"{i}","k{i}","({i + 1}, 1, 1)","(128, 1, 1)","{METRICS[k]}","{v}"'
+                 for k, v in values.items()]
+    with open(path, "w") as f:
+        f.write("==PROF== a line ncu writes\n" + "\n".join(rows) + "\n")
+
+
+def run_compare(tmp, off):
+    write_build(tmp)
     entries = []
     for i in range(40):
-        ncu_values = {"flops": 1000.0 * (i + 1), "inst_executed": 50.0 * (i + 1),
-                      "achieved_occupancy_pct": 60.0}
-        rows += [f'"{i}","k{i}","({i + 1}, 1, 1)","(128, 1, 1)","{METRICS[k]}","{v}"'
-                 for k, v in ncu_values.items()]
         entries.append({"kernel": f"k{i}", "grid": [i + 1, 1, 1], "block": [128, 1, 1],
                         "launches": 1, "measured": 1, "measured_launches": [i],
-                        "metrics": {**ncu_values,
+                        "metrics": {**ncu_values(i),
                                     "achieved_occupancy_pct": 50.0 if i < off else 60.0}})
-    with open(os.path.join(tmp, "ncu.csv"), "w") as f:
-        f.write("==PROF== a line ncu writes\n" + "\n".join(rows) + "\n")
+    write_ncu(os.path.join(tmp, "ncu.csv"))
     with open(os.path.join(tmp, "profile.json"), "w") as f:
         json.dump({"operators": [], "unattributed": entries, "warnings": []}, f)
     return subprocess.run([sys.executable, os.path.join(BENCH, "op_counters.py"), "--compare",
@@ -178,6 +193,27 @@ with tempfile.TemporaryDirectory() as tmp:
     assert proc.returncode == 0, (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])
     assert last == op_counters.passed(), last
 print("exit status: 1 under the per-metric floor, 0 at it")
+
+# --ncu-twice on two files: ncu's second run judged against its first with pasta's rule and
+# floors; a measurement, so the exit status is 0 either way and the last line says where it
+# stands. 3 occupancies off in run B: 117 of 120 (97.5%), occupancy 37 of 40 (92.5%).
+with tempfile.TemporaryDirectory() as tmp:
+    write_build(tmp)
+    write_ncu(os.path.join(tmp, "a.csv"))
+    for off, want in [(3, "FAILED: 117 of 120 values within 5% of ncu's (ncu against itself, "
+                          "first launches, 97.5%); metrics under 95% on their own: "
+                          "achieved_occupancy_pct 37 of 40 (92.5%)"),
+                      (0, op_counters.passed())]:
+        write_ncu(os.path.join(tmp, "b.csv"), off)
+        proc = subprocess.run([sys.executable, os.path.join(BENCH, "op_counters.py"),
+                               "--ncu-twice", tmp, os.path.join(tmp, "a.csv"),
+                               os.path.join(tmp, "b.csv")], capture_output=True, text=True)
+        lines = proc.stdout.strip().splitlines()
+        assert proc.returncode == 0, (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])
+        assert lines[0] == ("ncu against itself: 40 and 40 launches; 40 the same kernel, grid "
+                            "and block at the same index"), lines[0]
+        assert lines[-1] == want, lines[-1]
+print("--ncu-twice: ncu's second run judged against its first, by pasta's rule and floors")
 
 # --model: the command each model's training step runs, for the measuring modes. gpt_block is
 # the default (the project's example, 12 blocks); gpt2 takes --layers; resnet18 has none, and

@@ -31,7 +31,9 @@
 # and MODEL_ncu.csv.gz an earlier run left in DIR (inside the tree, so they travel; MODEL is
 # gpt for gpt_block, else --model's name); with
 # COUNTERS_BENCH_ARGS="--layers 2 --app-metrics all" on every metric (twelve blocks take ncu's
-# application replay past ten minutes). `stalls`:
+# application replay past ten minutes). COUNTERS_NCU_TWICE=1 runs ncu's kernel replay of the
+# script twice and judges the second run against the first by pasta's rule and floors
+# (op_counters.py --ncu-twice): how far the agreement goal is reachable at all. `stalls`:
 # the stall-blame GPU tests (PC sampling joined with sanitizer accesses; STALLS_TESTS, a regex
 # of case names, replaces the list), then bench/gpu/stall_access.py (STALL_BENCH=0 leaves it
 # out; STALL_BENCH_ARGS, e.g. "--layers 2 --rounds 2").
@@ -268,6 +270,15 @@ if [ "$what" = counters ]; then
       "$from/${kept}_ncu.csv.gz" "$out/${kept}_ncu_app.csv.gz" "${dram_alone[@]}" 2>&1 |
       sed -n '/three ways/,$p' | tee -a "$out/op-counters-three-way.log"
     [ "${PIPESTATUS[0]}" -eq 0 ] || failed "op_counters --compare (three ways)"
+  fi
+  if [ "${COUNTERS_NCU_TWICE:-0}" = 1 ]; then
+    echo "== ncu against itself: its kernel replay of the same script twice"
+    step "op_counters --ncu-twice ($counters_model)" op-counters-ncu-twice.log \
+      python3 bench/gpu/op_counters.py --ncu-twice "$build" "$work/op-counters-twice" \
+      ${COUNTERS_BENCH_ARGS:-}
+    for run in a b; do
+      gzip -c "$work/op-counters-twice/ncu_$run.csv" >"$out/${kept}_ncu_$run.csv.gz" 2>/dev/null
+    done
   fi
 fi
 if [ "$what" = stalls ]; then
