@@ -8,7 +8,11 @@
 // the program's thread only queues its events and another thread processes
 // them every 10 ms (`Settler` below plays pasta's worker).
 //
-//   pasta_bench_aten_ops native|empty-callback|torch|torch-inline [CALLS] [EVICT_KIB]
+//   pasta_bench_aten_ops native|empty-callback|torch|torch-shared|torch-inline [CALLS] [EVICT_KIB]
+//
+// torch-shared: torch's tools from libpasta_bench_aten_tools.so beside the program, loaded with
+// dlopen as `pasta run --torch` loads its library: thread-local state reached through
+// __tls_get_addr, as there (in this executable the linker makes it a plain load).
 //
 // EVICT_KIB: after each call, write one byte of every cache line of a
 // buffer that large, as the Python interpreter and PyTorch's dispatch do
@@ -20,61 +24,26 @@
 // operator profiler (torch.profiler too).
 // One variant a process (bench/aten_ops.py interleaves them): prints the
 // median of 20 blocks in ns per operator call. A benchmark, not a test.
+#include <dlfcn.h>
 #include <torch/torch.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
-#include <stop_token>
+#include <stdexcept>
+#include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
-#include <pasta/pasta.hpp>
-#include <pasta/tools/event_count.hpp>
-#include <pasta/tools/kernel_freq.hpp>
-#include <pasta/tools/op_summary.hpp>
-#include <pasta/tools/scope_time.hpp>
-#include <pasta/tools/tensor_alloc.hpp>
-#include <pasta/tools/timeline.hpp>
-#include <pasta/torch/aten.hpp>
+#include "aten_ops_tools.hpp"
 
 namespace {
 
-// pasta's worker in a CUDA run: the program's threads queue their events,
-// this thread processes them every 10 ms.
-struct Settler {
-  static constexpr std::string_view name = "settler";
-  explicit Settler(const pasta::Config&) {}
-  template <class Sink>
-  void start(Sink& sink) {
-    if constexpr (requires {
-                    sink.queue_always();
-                    sink.settle();
-                  }) {
-      sink.queue_always();
-      thread_ = std::jthread([&sink](std::stop_token stop) {
-        while (!stop.stop_requested()) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(10));
-          sink.settle();
-        }
-      });
-    }
-  }
-  void stop() { thread_ = {}; }
-  void flush() {}
-  std::jthread thread_;
-};
-
-template <class Handler>
-using TorchTools =
-    pasta::Profiler<Handler, pasta::proc::Cpu, pasta::tools::OpSummary, pasta::tools::TensorAlloc,
-                    pasta::tools::KernelFreq, pasta::tools::Timeline, pasta::tools::ScopeTime,
-                    pasta::tools::EventCount>;
-using Queued = TorchTools<pasta::Handlers<pasta::torch::Aten, Settler>>;
-using Inline = TorchTools<pasta::torch::Aten>;
+using pasta_bench::Inline;
+using pasta_bench::Queued;
 
 // The rest of an operator's time in a GPU program: the kernel launch.
 void launch_like_work() {
@@ -107,12 +76,41 @@ double ns_per_call(long calls, Evictor& evict) {
       evict();
     }
     const auto t1 = std::chrono::steady_clock::now();
-    if (i >= 2) ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() /
-                             static_cast<double>(calls / blocks));
+    if (i >= 2)
+      ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() /
+                   static_cast<double>(calls / blocks));
   }
   std::nth_element(ns.begin(), ns.begin() + blocks / 2, ns.end());
   return ns[blocks / 2];
 }
+
+// libpasta_bench_aten_tools.so's tools, started; stopped and released at scope exit.
+class SharedTools {
+ public:
+  SharedTools() {
+    std::string path = "libpasta_bench_aten_tools.so";
+    char exe[4096];
+    const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+      const std::string self(exe, static_cast<std::size_t>(n));
+      path = self.substr(0, self.rfind('/') + 1) + path;
+    }
+    library_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!library_) throw std::runtime_error(std::string("torch-shared: ") + ::dlerror());
+    auto start = reinterpret_cast<void* (*)()>(::dlsym(library_, "pasta_bench_aten_tools_start"));
+    stop_ = reinterpret_cast<void (*)(void*)>(::dlsym(library_, "pasta_bench_aten_tools_stop"));
+    if (!start || !stop_) throw std::runtime_error("torch-shared: the library has no entry points");
+    tools_ = start();
+  }
+  SharedTools(const SharedTools&) = delete;
+  SharedTools& operator=(const SharedTools&) = delete;
+  ~SharedTools() { stop_(tools_); }  // the library stays loaded, as the real one does
+
+ private:
+  void* library_ = nullptr;
+  void (*stop_)(void*) = nullptr;
+  void* tools_ = nullptr;
+};
 
 }  // namespace
 
@@ -121,10 +119,10 @@ int main(int argc, char** argv) {
   const long calls = argc > 2 ? std::atol(argv[2]) : 400'000;
   const long evict_kib = argc > 3 ? std::atol(argv[3]) : 0;
   if ((variant != "native" && variant != "empty-callback" && variant != "torch" &&
-       variant != "torch-inline") ||
+       variant != "torch-shared" && variant != "torch-inline") ||
       calls < 20 || evict_kib < 0) {
     std::fprintf(stderr,
-                 "usage: %s native|empty-callback|torch|torch-inline [CALLS >= 20] "
+                 "usage: %s native|empty-callback|torch|torch-shared|torch-inline [CALLS >= 20] "
                  "[EVICT_KIB >= 0]\n",
                  argv[0]);
     return 2;
@@ -133,20 +131,28 @@ int main(int argc, char** argv) {
   at::set_num_threads(1);
   std::optional<Queued> queued;
   std::optional<Inline> inline_tools;
+  std::optional<SharedTools> shared_tools;
   if (variant == "torch") queued.emplace();
   if (variant == "torch-inline") inline_tools.emplace();
+  if (variant == "torch-shared") {
+    try {
+      shared_tools.emplace();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%s\n", e.what());
+      return 1;
+    }
+  }
   if (variant == "empty-callback")
     at::addGlobalCallback(
-        at::RecordFunctionCallback(
-            [](const at::RecordFunction&) -> std::unique_ptr<at::ObserverContext> {
-              return nullptr;
-            },
-            [](const at::RecordFunction&, at::ObserverContext*) {})
+        at::RecordFunctionCallback([](const at::RecordFunction&)
+                                       -> std::unique_ptr<at::ObserverContext> { return nullptr; },
+                                   [](const at::RecordFunction&, at::ObserverContext*) {})
             .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION,
                      at::RecordScope::USER_SCOPE}));
   const double ns = ns_per_call(calls, evict);
   if (queued) queued->stop();
   if (inline_tools) inline_tools->stop();
+  shared_tools.reset();
   std::printf("{\"variant\": \"%.*s\", \"ns_per_call\": %.1f}\n", static_cast<int>(variant.size()),
               variant.data(), ns);
   return 0;

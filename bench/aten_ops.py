@@ -19,7 +19,9 @@ the program has run other code in between, as a real program's interpreter does:
 call the benchmark writes a buffer of --evict KiB (2048), so the callbacks meet their code and
 data uncached. Per callback: instructions, instruction cache lines fetched (first-level misses),
 data lines read and written that missed; the difference of two runs (--calls and half as many)
-over the calls between. The number of lines is what the callback costs a program whose caches
+over the calls between; for the tools in the program (torch) and in a shared library it loads
+with dlopen (torch-shared), as `pasta run --torch` has them, where every thread-local variable
+is reached through __tls_get_addr. The number of lines is what the callback costs a program whose caches
 its own work keeps full, at each operator call."""
 import argparse
 import json
@@ -31,7 +33,7 @@ import subprocess
 import sys
 import tempfile
 
-VARIANTS = ["native", "empty-callback", "torch", "torch-inline"]
+VARIANTS = ["native", "empty-callback", "torch", "torch-shared", "torch-inline"]
 
 
 def cpu_name():
@@ -77,17 +79,18 @@ def misses(args):
     low = max(1, args.calls // 2)
     print(f"torch::Aten's callbacks with the caches evicted between calls ({args.evict} KiB), "
           f"callgrind, {args.calls} minus {low} calls, per call")
-    print(f"  {'callback':16} {'instructions':>12} {'code lines':>10} {'data read':>9} "
-          f"{'data written':>12}")
-    for label, fn in [("operator start", "pasta::torch::Aten::on_start*"),
-                      ("operator end", "pasta::torch::Aten::on_end*")]:
+    print(f"  {'variant':13} {'callback':16} {'instructions':>12} {'code lines':>10} "
+          f"{'data read':>9} {'data written':>12}")
+    for variant, label, fn in [(v, label, fn) for v in ("torch", "torch-shared") for label, fn in
+                               [("operator start", "pasta::torch::Aten::on_start*"),
+                                ("operator end", "pasta::torch::Aten::on_end*")]]:
         counts = []
         for calls in (args.calls, low):
             with tempfile.TemporaryDirectory(prefix="pasta-aten-ops-cs-") as out:
                 try:
                     callgrind(out, ["--cache-sim=yes", "--D1=32768,8,64", "--I1=32768,8,64",
                                     "--LL=2097152,16,64", f"--toggle-collect={fn}"],
-                              [args.binary, "torch", str(calls), str(args.evict)])
+                              [args.binary, variant, str(calls), str(args.evict)])
                 except RuntimeError as e:
                     print(f"FAILED {label}: {e}")
                     return 1
@@ -101,8 +104,8 @@ def misses(args):
             counts.append([int(x.replace(",", "")) for x in
                            re.findall(r"([\d,]+) \(", totals)])
         per = [(a - b) / (args.calls - low) for a, b in zip(*counts)]
-        print(f"  {label:16} {per[0]:12.0f} {per[1]:10.1f} {per[2]:9.1f} {per[3]:12.1f}",
-              flush=True)
+        print(f"  {variant:13} {label:16} {per[0]:12.0f} {per[1]:10.1f} {per[2]:9.1f} "
+              f"{per[3]:12.1f}", flush=True)
     return 0
 
 
