@@ -260,6 +260,9 @@ class Aten {
     std::uint32_t polls_in = 1;    // operators until the Python helpers are asked again
     std::uint64_t torch_thread = 0;  // at::RecordFunction::currentThreadId(), once known
     bool deferring = false;          // `deferred` holds a wrapper's OpBegin
+    // pasta::detail::thread_id(), kept here: in a library loaded with dlopen (`pasta run`'s)
+    // each thread-local variable costs a call of __tls_get_addr, and this one is at hand.
+    std::uint32_t tid = pasta::detail::thread_id();
     // Recent name pointers, direct-mapped: a pointer, its name and the
     // interned text (which lives as long as the name table), so a hit is
     // one load and a compare, with no lock of the table. Bounded, unlike a
@@ -400,7 +403,7 @@ class Aten {
         return ctx->step ? std::move(ctx) : nullptr;  // outside: a step is still counted
       mark<Timed>(part, 2);
       ctx->id = shared().next_id.fetch_add(1, std::memory_order_relaxed);
-      ctx->thread = pasta::detail::thread_id();
+      ctx->thread = t.tid;
       ctx->depth = static_cast<std::uint32_t>(t.open.size());
       const std::uint64_t parent = t.open.empty() ? 0 : t.open.back().id;
       const bool wrapper = named.wrapper && self->tracking();
@@ -466,8 +469,8 @@ class Aten {
       return;
     }
     const std::uint64_t now = pasta::detail::now_ns();
-    const bool same_thread = ctx->thread == pasta::detail::thread_id();
-    ThreadState* t = same_thread ? &thread_state() : nullptr;
+    ThreadState& state = thread_state();
+    ThreadState* t = ctx->thread == state.tid ? &state : nullptr;
     if (t && t->deferring) [[unlikely]] {
       if (Aten* self = current().load(std::memory_order_acquire)) {
         Open none{};
@@ -834,7 +837,7 @@ class Aten {
                                                      .total_reserved = total_reserved,
                                                      .time_ns = now,
                                                      .op = open.empty() ? 0 : open.back().id,
-                                                     .thread = pasta::detail::thread_id()});
+                                                     .thread = t.tid});
         } else {
           self->stats_.frees.fetch_add(1, std::memory_order_relaxed);
           self->emit_free_(self->sink_, TensorFree{.address = address,
