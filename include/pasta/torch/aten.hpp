@@ -472,10 +472,7 @@ class Aten {
     ThreadState& state = thread_state();
     ThreadState* t = ctx->thread == state.tid ? &state : nullptr;
     if (t && t->deferring) [[unlikely]] {
-      if (Aten* self = current().load(std::memory_order_acquire)) {
-        Open none{};
-        self->flush_deferred(*t, none);
-      }
+      if (Aten* self = current().load(std::memory_order_acquire)) self->flush_deferred(*t);
     }
     mark<Timed>(part, 0);
     if (t) [[likely]] {
@@ -621,6 +618,8 @@ class Aten {
       pasta::detail::log_once("aten:start", "torch::Aten: an operator callback failed");
     }
   }
+  // An operator end or an allocation came first: the wrapper is emitted as it is.
+  void flush_deferred(ThreadState& t) noexcept { flush_deferred(t, Open{}); }
 
   // A module call returned (detail::ModuleTracker, on the Python thread).
   static void on_module(const ModuleCall& e) {
@@ -665,7 +664,7 @@ class Aten {
       }
     }
     ctx.emitted = window.open();
-    if (!ctx.emitted) ctx.thread = pasta::detail::thread_id();
+    if (!ctx.emitted) ctx.thread = t.tid;
     return ctx.emitted;
   }
   static void leave_window(const OpContext& ctx) {
@@ -676,7 +675,7 @@ class Aten {
     auto& window = pasta::detail::capture_window();
     window.range(ctx.name, false);
     if (ctx.step) {
-      if (ctx.thread == pasta::detail::thread_id()) --thread_state().steps_open;
+      if (ThreadState& t = thread_state(); ctx.thread == t.tid) --t.steps_open;
       window.step_end();
     }
   }
@@ -692,7 +691,7 @@ class Aten {
       try {
         ctx.id = shared().next_id.fetch_add(1, std::memory_order_relaxed);
         ctx.name = k.kernel;
-        ctx.thread = pasta::detail::thread_id();
+        ctx.thread = t.tid;
         ctx.depth = static_cast<std::uint32_t>(t.open.size());
         const std::uint64_t parent = t.open.empty() ? 0 : t.open.back().id;
         Open open{.id = ctx.id, .name = ctx.name};
@@ -824,10 +823,8 @@ class Aten {
         const std::uint64_t now = pasta::detail::now_ns();
         if (bytes > 0) {
           ThreadState& t = thread_state();
-          if (t.deferring) [[unlikely]] {
-            Open none{};
-            self->flush_deferred(t, none);
-          }
+          if (t.deferring) [[unlikely]]
+            self->flush_deferred(t);
           const auto& open = t.open;
           self->stats_.allocations.fetch_add(1, std::memory_order_relaxed);
           self->emit_alloc_(self->sink_, TensorAlloc{.address = address,
