@@ -436,9 +436,7 @@ def ncu_twice(build, out, args):
     keys = ncu_metrics.metric_map(build)
     texts = []
     for name in ("ncu_a", "ncu_b"):
-        ncu, t = timed(ncu_command(keys, ["--cache-control", args.ncu_cache,
-                                          *model_script(args.model, args.layers)]),
-                       timeout=args.ncu_timeout)
+        ncu, t = kernel_replay(keys, args)
         print(f"{model_title(args.model, args.layers)}: ncu ({name}): {t:.1f} s"
               f"{' (killed at the timeout)' if ncu is None else ''}", flush=True)
         if ncu is None:
@@ -488,6 +486,15 @@ def ncu_command(keys, extra, own_l2=True):
     return ["ncu", "--metrics", ",".join(ncu_metrics.names(keys, own_l2)), "--csv",
             "--print-units", "base", "--print-kernel-base", "mangled", "--clock-control", "none",
             *extra]
+
+
+def kernel_replay(keys, args, own_l2=True):
+    """ncu's kernel replay of the script (--model, --layers) under --ncu-cache, measuring
+    `keys` (ncu_command()): timed()'s (CompletedProcess or None, seconds), at most
+    --ncu-timeout."""
+    return timed(ncu_command(keys, ["--cache-control", args.ncu_cache,
+                                    *model_script(args.model, args.layers)], own_l2),
+                 timeout=args.ncu_timeout)
 
 
 def app_replay(build, out, args):
@@ -594,12 +601,10 @@ def main():
     if native is None or pasta is None:
         return 1
     keys = ncu_metrics.metric_map(build)
-    ncu, t_ncu = timed(ncu_command(keys, ["--cache-control", cache, *script]),
-                       timeout=args.ncu_timeout)
+    ncu, t_ncu = kernel_replay(keys, args)
     # DRAM_ALONE's metrics alone (not part of ncu's time): DRAM bytes its restores do not inflate.
-    dram_alone, t_one = (None, 0.0) if ncu is None else timed(
-        ncu_command({k: keys[k] for k in DRAM_ALONE}, ["--cache-control", cache, *script],
-                    own_l2=False), timeout=args.ncu_timeout)
+    dram_alone, t_one = (None, 0.0) if ncu is None else kernel_replay(
+        {k: keys[k] for k in DRAM_ALONE}, args, own_l2=False)
 
     with open(os.path.join(out, "pasta", "op_counters.profile.json")) as f:
         profile = json.load(f)
