@@ -109,4 +109,9 @@ if [ "${1:-}" = "--all" ]; then
       nvidia-nvshmem-cu13 sympy mpmath networkx fsspec filelock typing_extensions jinja2 \
       markupsafe numpy
   fi
+  # torch.compile on CPU (the compiled models' modules test) builds its kernels through
+  # torch.utils.cpp_extension, which imports setuptools: a Python 3.12 comes without it.
+  if [ -n "$py312" ] && ! "$py312" -m pip show setuptools >/dev/null 2>&1; then
+    "$py312" -m pip install -q setuptools
+  fi
 fi
