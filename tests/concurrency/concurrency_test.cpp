@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <variant>
 #include <vector>
@@ -310,4 +311,52 @@ TEST_CASE("CUDA graph nodes recorded on 4 program threads while the worker charg
   CHECK(g.stats().records == writers * nodes_each);
   CHECK(g.stats().at_capture == charged);
   for (int t = 0; t < writers; ++t) CHECK(g.op_of(1'000'001 + t * nodes_each) == 100 + t);
+}
+
+namespace {
+// A per-thread object that counts its lives: made, destroyed, and the value it holds.
+struct Tally {
+  static inline std::atomic<int> made{0}, destroyed{0};
+  int value = 0;
+  Tally() { made.fetch_add(1); }
+  ~Tally() {
+    value = -1;  // what a reader after the destructor would see
+    destroyed.fetch_add(1);
+  }
+};
+// A C++ thread_local whose destructor reads the thread's Tally: ThreadSlot's
+// objects must outlive those destructors.
+struct ReadsAtExit {
+  int* seen = nullptr;
+  ~ReadsAtExit() {
+    if (seen) *seen = detail::ThreadSlot<Tally>::get().value;
+  }
+};
+}  // namespace
+
+TEST_CASE("ThreadSlot: one object per thread, kept across calls, destroyed at the thread's exit "
+          "after its thread_local destructors") {
+  const int made_before = Tally::made.load(), destroyed_before = Tally::destroyed.load();
+  constexpr int n = 8;
+  std::vector<int> seen_at_exit(n, -1);
+  std::vector<const Tally*> objects(n);
+  std::atomic<int> arrived{0};
+  std::vector<std::thread> pool;
+  for (int i = 0; i < n; ++i)
+    pool.emplace_back([&, i] {
+      thread_local ReadsAtExit reader;  // made before the Tally, so destroyed after it would be
+      reader.seen = &seen_at_exit[i];
+      Tally& mine = detail::ThreadSlot<Tally>::get();
+      objects[i] = &mine;
+      for (int k = 0; k < 1000; ++k) ++detail::ThreadSlot<Tally>::get().value;
+      CHECK(&detail::ThreadSlot<Tally>::get() == &mine);
+      arrived.fetch_add(1);
+      while (arrived.load() < n) std::this_thread::yield();  // all n alive at once
+    });
+  for (auto& t : pool) t.join();
+  for (int i = 0; i < n; ++i) CHECK(seen_at_exit[i] == 1000);  // still alive when `reader` went
+  CHECK(std::set<const Tally*>(objects.begin(), objects.end()).size() == n);
+  CHECK(Tally::made.load() - made_before == n);
+  CHECK(Tally::destroyed.load() - destroyed_before == n);
+  CHECK(detail::thread_id() == static_cast<std::uint32_t>(::gettid()));
 }

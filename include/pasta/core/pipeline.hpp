@@ -21,6 +21,7 @@
 #include <pasta/core/config.hpp>
 #include <pasta/core/events.hpp>
 #include <pasta/core/detail/pending_events.hpp>
+#include <pasta/core/detail/thread.hpp>
 #include <pasta/core/log.hpp>
 
 namespace pasta {
@@ -165,7 +166,7 @@ using ToolSet = ToolSetImpl<std::index_sequence_for<Tools...>, Tools...>;
 // processor is running (a CUDA call it makes, seen by a handler) must not
 // re-enter the pipeline.
 inline int& dispatch_depth() {
-  thread_local int depth = 0;
+  static thread_local int depth PASTA_FAST_TLS = 0;
   return depth;
 }
 

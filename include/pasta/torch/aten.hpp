@@ -194,35 +194,24 @@ class Aten {
   class ContextCache {
    public:
     static void* take(std::size_t size) {
-      ContextCache* c = mine();
-      if (c && c->count_ > 0) return c->free_[--c->count_];
+      ContextCache& c = pasta::detail::ThreadSlot<ContextCache>::get();
+      if (c.count_ > 0) return c.free_[--c.count_];
       return ::operator new(size);
     }
     static void give(void* p) {
-      ContextCache* c = mine();
-      if (c && c->count_ < kept) {
-        c->free_[c->count_++] = p;
+      ContextCache& c = pasta::detail::ThreadSlot<ContextCache>::get();
+      if (c.count_ < kept) {
+        c.free_[c.count_++] = p;
         return;
       }
       ::operator delete(p);
     }
     ~ContextCache() {
-      gone() = true;
       while (count_ > 0) ::operator delete(free_[--count_]);
     }
 
    private:
     static constexpr std::size_t kept = 64;
-    // The thread's cache, or nullptr once the thread's exit destroyed it.
-    static ContextCache* mine() {
-      if (gone()) return nullptr;
-      thread_local ContextCache cache;
-      return &cache;
-    }
-    static bool& gone() {
-      thread_local bool destroyed = false;  // trivially destructible: readable at thread exit
-      return destroyed;
-    }
     void* free_[kept];
     std::size_t count_ = 0;
   };
@@ -260,9 +249,7 @@ class Aten {
     std::uint32_t polls_in = 1;    // operators until the Python helpers are asked again
     std::uint64_t torch_thread = 0;  // at::RecordFunction::currentThreadId(), once known
     bool deferring = false;          // `deferred` holds a wrapper's OpBegin
-    // pasta::detail::thread_id(), kept here: in a library loaded with dlopen (`pasta run`'s)
-    // each thread-local variable costs a call of __tls_get_addr, and this one is at hand.
-    std::uint32_t tid = pasta::detail::thread_id();
+    std::uint32_t tid = pasta::detail::thread_id();  // at hand with the rest
     // Recent name pointers, direct-mapped: a pointer, its name and the
     // interned text (which lives as long as the name table), so a hit is
     // one load and a compare, with no lock of the table. Bounded, unlike a
@@ -295,10 +282,7 @@ class Aten {
     OpBegin deferred{};  // while `deferring`
   };
   static constexpr std::uint32_t poll_every = 16;
-  static ThreadState& thread_state() {
-    thread_local ThreadState state;
-    return state;
-  }
+  static ThreadState& thread_state() { return pasta::detail::ThreadSlot<ThreadState>::get(); }
   // The calling thread's open operators as device handlers see them
   // (core/detail/op_correlation.hpp): asked at each launch they tag.
   static std::uint64_t innermost_open() {

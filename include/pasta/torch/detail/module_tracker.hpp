@@ -64,10 +64,7 @@ struct ModuleThread {
   bool walking = false;           // inside a frame walk (a finaliser may run operators)
   std::unordered_map<SiteKey, NameId, SiteKeyHash> sites;
 };
-inline ModuleThread& module_thread() {
-  thread_local ModuleThread t;
-  return t;
-}
+inline ModuleThread& module_thread() { return pasta::detail::ThreadSlot<ModuleThread>::get(); }
 
 class ModuleTracker {
  public:

@@ -48,7 +48,7 @@ inline void enable_launch_callbacks(CUpti_SubscriberHandle subscriber) {
              "a driver launch callback");
 }
 inline int& runtime_depth() {  // inside a runtime launch: skip the driver launch under it
-  thread_local int depth = 0;
+  static thread_local int depth PASTA_FAST_TLS = 0;
   return depth;
 }
 // Inside a runtime launch whose entry had no context: a thread's first
@@ -56,7 +56,7 @@ inline int& runtime_depth() {  // inside a runtime launch: skip the driver launc
 // (PyTorch's autograd thread launches its first kernel so). The driver launch
 // under it, which has the context, is the one reported.
 inline bool& runtime_launch_without_context() {
-  thread_local bool on = false;
+  static thread_local bool on PASTA_FAST_TLS = false;
   return on;
 }
 // Whether a launch callback's entry is where its launch is reported: a

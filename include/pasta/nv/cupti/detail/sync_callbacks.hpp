@@ -105,7 +105,7 @@ struct SyncInFlight {
   std::uint64_t start_ns = 0;
 };
 inline SyncInFlight& sync_in_flight() {
-  thread_local SyncInFlight in_flight;
+  static thread_local SyncInFlight in_flight PASTA_FAST_TLS;
   return in_flight;
 }
 // At a call's enter: it begins a synchronisation unless it runs under one.
