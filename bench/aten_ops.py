@@ -3,11 +3,14 @@
 call (bench/aten_ops.cpp), every variant in its own process, interleaved rounds; prints the
 median, min..max and the extra ns per call against native, with the CPU's name.
 
-  bench/aten_ops.py BINARY [--rounds 5] [--calls 400000] [--cpu N]
+  bench/aten_ops.py BINARY [--rounds 5] [--calls 400000] [--cpu N] [--base OTHER_BINARY]
   bench/aten_ops.py BINARY --instructions [--calls 15000]
   bench/aten_ops.py BINARY --misses [--calls 3000] [--evict 2048]
 
 --cpu N runs every process on CPU N alone (and pasta's thread with it), default: all CPUs.
+--base OTHER_BINARY times the same variants of another build (an earlier commit's) in the same
+rounds, each variant of both binaries once a round, and prints per variant the change of its
+extra ns (over its own binary's native) round by round: median and bootstrap 95% interval.
 --instructions counts instructions instead of time, where other processes share the CPUs or
 no hardware counter is readable: each variant runs under valgrind's callgrind with --calls
 and with a third of them, and the difference over the calls between is one call's
@@ -138,6 +141,8 @@ def main():
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--calls", type=int, help="calls a process (400000; 15000 with --instructions)")
     p.add_argument("--cpu", type=int, default=None)
+    p.add_argument("--base", metavar="OTHER_BINARY",
+                   help="time another build's benchmark in the same rounds (see above)")
     p.add_argument("--instructions", action="store_true",
                    help="count instructions under callgrind instead of timing (see above)")
     p.add_argument("--misses", action="store_true",
@@ -154,27 +159,42 @@ def main():
         return instructions(args)
     if args.misses:
         return misses(args)
-    samples = {v: [] for v in VARIANTS}
+    binaries = {"": args.binary, **({"base ": args.base} if args.base else {})}
+    runs = [(b, v) for v in VARIANTS for b in binaries]  # (binary's label, variant)
+    samples = {run: [] for run in runs}
     with tempfile.TemporaryDirectory(prefix="pasta-aten-ops-") as out:
         env = dict(os.environ, PASTA_PRINT="none", PASTA_OUTPUT_DIR=out)
         pin = (lambda: os.sched_setaffinity(0, {args.cpu})) if args.cpu is not None else None
         for r in range(args.rounds):
-            for v in VARIANTS:
-                proc = subprocess.run([args.binary, v, str(args.calls)], capture_output=True,
+            for b, v in runs:
+                proc = subprocess.run([binaries[b], v, str(args.calls)], capture_output=True,
                                       text=True, env=env, preexec_fn=pin, timeout=300)
                 if proc.returncode != 0:
-                    print(f"FAILED {v} (round {r + 1}): exit {proc.returncode}\n{proc.stderr}")
+                    print(f"FAILED {b}{v} (round {r + 1}): exit {proc.returncode}\n{proc.stderr}")
                     return 1
-                samples[v].append(json.loads(proc.stdout.strip().splitlines()[-1])["ns_per_call"])
+                samples[b, v].append(
+                    json.loads(proc.stdout.strip().splitlines()[-1])["ns_per_call"])
             print(f"round {r + 1} of {args.rounds}: " +
-                  ", ".join(f"{v} {samples[v][-1]:.0f}" for v in VARIANTS), flush=True)
-    base = statistics.median(samples["native"])
+                  ", ".join(f"{b}{v} {samples[b, v][-1]:.0f}" for b, v in runs), flush=True)
     print(f"\ntorch::Aten per operator call (an add, its allocation and free, 4 us of launch-like "
           f"work) on {cpu_name()}, median of {args.rounds} interleaved rounds")
-    print(f"  {'variant':16} {'ns/call':>9} {'min..max':>15} {'extra ns':>9}")
-    for v in VARIANTS:
-        m = statistics.median(samples[v])
-        print(f"  {v:16} {m:9.0f} {min(samples[v]):7.0f}..{max(samples[v]):<7.0f} {m - base:9.0f}")
+    print(f"  {'variant':21} {'ns/call':>9} {'min..max':>15} {'extra ns':>9}")
+    for b, v in runs:
+        m = statistics.median(samples[b, v])
+        native = statistics.median(samples[b, "native"])
+        print(f"  {b + v:21} {m:9.0f} {min(samples[b, v]):7.0f}..{max(samples[b, v]):<7.0f} "
+              f"{m - native:9.0f}")
+    if args.base:
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu"))
+        from harness import bootstrap
+        print(f"\nextra ns a call, {args.binary} minus --base {args.base}, round by round: "
+              f"median and bootstrap 95% interval")
+        for v in VARIANTS[1:]:
+            change = [(new - new_native) - (old - old_native) for new, new_native, old, old_native
+                      in zip(samples["", v], samples["", "native"], samples["base ", v],
+                             samples["base ", "native"])]
+            med, lo, hi = bootstrap(change)
+            print(f"  {v:16} {med:+8.0f} ({lo:+.0f}..{hi:+.0f})")
     return 0
 
 
