@@ -428,3 +428,31 @@ TEST_CASE("Aten: PASTA_SELF_TIME times every operator start and end, and nothing
           (on ? stats.allocations.load() + stats.frees.load() : 0));
   }
 }
+
+TEST_CASE("Aten: a memory hook that a state guard removed comes back within 16 operators, and "
+          "the run says how many operators' allocations may be missing") {
+  test::TempDir dir;
+  Prof prof(test::quiet(dir));
+  constexpr int calls = 40;
+  std::vector<at::Tensor> kept;
+  {
+    const at::Tensor x = at::ones({64});  // 256 B, with the hook on
+    // What at::launch's task or a user's guard does: the thread's debug info
+    // replaced by one without any profiler state.
+    c10::ThreadLocalDebugInfo::_forceCurrentDebugInfo(nullptr);
+    for (int i = 0; i < calls; ++i) kept.push_back(at::relu(x));  // 256 B each
+  }
+  prof.stop();
+  std::uint64_t recorded = 0;
+  for (const TensorAlloc& a : prof.tool<test::Collect>().of<TensorAlloc>())
+    recorded += a.bytes == 256;
+  // x's and the relu outputs after the check that put the hook back: at most
+  // 15 operator starts went by without it, each relu at least one of them.
+  CHECK(recorded <= 1 + calls);
+  CHECK(recorded >= 1 + calls - 15);
+  CHECK(prof.handler().stats().restores.load() == 1);
+  CHECK(prof.handler().partial_reason() ==
+        "the memory hook was found removed 1 times (by a thread state guard other than "
+        "autograd's) and installed again: the allocations of up to 15 operators before each "
+        "may be missing");
+}

@@ -70,6 +70,8 @@ class Aten {
     std::atomic<std::uint64_t> frees{0};
     std::atomic<std::uint64_t> views{0};    // TensorView events (input views, per call)
     std::atomic<std::uint64_t> threads{0};  // threads the memory hook was installed on
+    // ... and installed again on a thread whose state guard had removed it
+    std::atomic<std::uint64_t> restores{0};
     // PASTA_SELF_TIME: time in the callbacks, on the program's threads.
     pasta::detail::SelfTime op_start, op_end, memory;
     // PASTA_SELF_TIME_PARTS: the same by section (stop() names the sections).
@@ -176,8 +178,9 @@ class Aten {
     if (self_time_parts_) {
       pasta::detail::log("aten handler: " + pasta::detail::describe_parts(
                                                 "operator start", stats_.op_start_parts,
-                                                {"polls", "memory hook", "window and name",
-                                                 "placement", "kernel tag", "record"}));
+                                                {"polls and memory hook", "window and name",
+                                                 "capture window", "placement", "kernel tag",
+                                                 "record"}));
       pasta::detail::log("aten handler: " + pasta::detail::describe_parts(
                                                 "operator end", stats_.op_end_parts,
                                                 {"time", "stack and tag", "record"}));
@@ -186,7 +189,16 @@ class Aten {
   void flush() {}
 
   const Stats& stats() const { return stats_; }
-  std::string partial_reason() const { return error_; }
+  std::string partial_reason() const {
+    if (!error_.empty()) return error_;
+    if (const auto restored = stats_.restores.load())
+      return fmt::format(
+          "the memory hook was found removed {} times (by a thread state guard other than "
+          "autograd's) and installed again: the allocations of up to {} operators before each may "
+          "be missing",
+          restored, poll_every - 1);
+    return {};
+  }
 
  private:
   // Freed operator contexts, per thread (a context may end on another
@@ -249,6 +261,7 @@ class Aten {
     std::uint32_t polls_in = 1;    // operators until the Python helpers are asked again
     std::uint64_t torch_thread = 0;  // at::RecordFunction::currentThreadId(), once known
     bool deferring = false;          // `deferred` holds a wrapper's OpBegin
+    bool reporter_seen = false;      // the memory hook was on this thread at a check
     std::uint32_t tid = pasta::detail::thread_id();  // at hand with the rest
     // Recent name pointers, direct-mapped: a pointer, its name and the
     // interned text (which lives as long as the name table), so a hit is
@@ -371,10 +384,6 @@ class Aten {
       if (--t.polls_in == 0) [[unlikely]]
         self->poll_helpers(t);
       mark<Timed>(part, 0);
-      if (self->memory_ && !c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE))
-          [[unlikely]]
-        self->install_reporter();
-      mark<Timed>(part, 1);
       const auto& window = pasta::detail::capture_window();
       const bool windowed = !window.whole();
       // Outside a capture window only user scopes (ranges, optimizer steps) matter.
@@ -382,6 +391,14 @@ class Aten {
         return nullptr;
       auto ctx = std::make_unique<OpContext>();
       const ThreadState::Named& named = op_name(t, fn.name());
+      // autograd runs a backward node under the state of the thread that
+      // called backward (its guard swaps the thread's debug info, where the
+      // memory hook lives), and the node's evaluate_function wrapper is the
+      // first operator there: the hook is checked at it, besides every
+      // poll_every-th operator (poll_helpers).
+      if (named.wrapper && self->memory_) [[unlikely]]
+        self->check_reporter(t, false);
+      mark<Timed>(part, 1);
       ctx->name = named.id;
       if (windowed && !self->enter_window(t, fn, *ctx)) [[unlikely]]
         return ctx->step ? std::move(ctx) : nullptr;  // outside: a step is still counted
@@ -564,8 +581,9 @@ class Aten {
 
   // The Python helpers install themselves when Python lets them: asked
   // every poll_every-th operator of a thread, not at each.
-  [[gnu::noinline]] void poll_helpers(ThreadState& t) const {
+  [[gnu::noinline]] void poll_helpers(ThreadState& t) {
     t.polls_in = poll_every;
+    if (memory_) check_reporter(t, true);
     if (compiled_) detail::InductorBridge::poll();
     if (tracking_) detail::ModuleTracker::poll();
   }
@@ -841,13 +859,26 @@ class Aten {
  private:
   // Installs the report hook on the calling thread unless a profiler's (ours
   // or torch.profiler's) is already there; autograd copies it into the
-  // threads that run backward for this thread. Checked at every operator:
-  // a thread's state guard (autograd's, at::launch's) may have reset it.
-  [[gnu::noinline]] void install_reporter() {
-    if (c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE)) return;
+  // threads that run backward for this thread. Returns whether it installed.
+  [[gnu::noinline]] bool install_reporter() {
+    if (c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE)) return false;
     c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE,
                                      std::make_shared<Reporter>());
     stats_.threads.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  // Checked at a thread's first operator, every poll_every-th one and each
+  // backward node's, not at every operator: the check walks PyTorch's
+  // thread-local debug info (10 calls of __tls_get_addr in libc10, build
+  // machine). At a backward node the guard was set just before, so nothing
+  // was missed. At a poll, a hook found gone on a thread that had one was
+  // removed by a thread state guard other than autograd's (at::launch's, a
+  // user's): the allocations of the operators since the last check may be
+  // missing, counted (Stats::restores) and said (partial_reason()).
+  [[gnu::noinline]] void check_reporter(ThreadState& t, bool at_poll) {
+    if (install_reporter() && t.reporter_seen && at_poll)
+      stats_.restores.fetch_add(1, std::memory_order_relaxed);
+    t.reporter_seen = true;
   }
 
   // What the operator and allocator callbacks read, in one cache line: they
