@@ -73,6 +73,7 @@ the cache-sensitive metrics of kernels measured under replay only apart.
 import argparse
 import gzip
 import json
+import math
 import os
 import signal
 import subprocess
@@ -264,7 +265,9 @@ def same_launches(entries, launches):
 
 
 def agreement(ours, theirs, replay, again, title, dram_alone=None, names=("pasta", "ncu")):
-    """Prints how many values of `ours` lie within 5% of `theirs`, per metric, and the worst;
+    """Prints how many values of `ours` lie within 5% of `theirs`, per metric, how many of the
+    values off read lower and how many higher (a metric whose values off lean to one side by a
+    two-sided sign test, p < 0.05, gets a line of its own: a bias, not spread), and the worst;
     returns {metric: (values within 5%, values compared)}. Given `dram_alone` (ncu's
     measurement of DRAM_ALONE's metrics alone, on the same launches), a value of those metrics
     also agrees when it is within 5% of that one. `names`: what the worst values' lines call
@@ -291,16 +294,27 @@ def agreement(ours, theirs, replay, again, title, dram_alone=None, names=("pasta
             if other is not None:  # the nearer of ncu's two
                 rel = min(rel, abs(mine - other) / max(abs(mine), abs(other), 1e-30))
             replay_only = replay == "cupti" and key in CACHE_SENSITIVE and k not in again
-            per_key.setdefault(key + (" (replay only)" if replay_only else ""), []).append((ok, rel))
+            per_key.setdefault(key + (" (replay only)" if replay_only else ""), []).append(
+                (ok, rel, mine < v))
             if not ok:
                 worst.append((rel, k[0][:60], key, mine, v))
     print(f"{title}: kernels compared: {len(common)} of {len(theirs)} ncu saw; metric values "
           f"within 5%: {agree} of {total} ({100.0 * agree / max(total, 1):.1f}%)")
-    print(f"  {'metric':<38} {'within 5%':>12} {'median diff':>12}")
+    print(f"  {'metric':<38} {'within 5%':>12} {'median diff':>12} {f'off: {names[0]} low/high':>20}")
+    biased = []
     for key, rows in sorted(per_key.items()):
-        rels = sorted(r for _, r in rows)
-        print(f"  {key:<38} {sum(o for o, _ in rows):>5} of {len(rows):<4} "
-              f"{100 * rels[len(rels) // 2]:>11.1f}%")
+        rels = sorted(r for _, r, _ in rows)
+        low = sum(1 for o, _, lower in rows if not o and lower)
+        high = sum(1 for o, _, lower in rows if not o and not lower)
+        print(f"  {key:<38} {sum(o for o, _, _ in rows):>5} of {len(rows):<4} "
+              f"{100 * rels[len(rels) // 2]:>11.1f}% {f'{low}/{high}':>20}")
+        p = sign_test(low, high)
+        if p < 0.05:
+            biased.append((key, low, high, p))
+    for key, low, high, p in biased:
+        print(f"  {key}: {names[0]} reads {'lower' if low > high else 'higher'} than {names[1]} in "
+              f"{max(low, high)} of its {low + high} values off (sign test p = {p:.2g}): a bias "
+              f"of one side, not spread")
     if own_l2:
         print(f"  not compared: l2_hit_rate_pct of {len(own_l2)} kernels with under "
               f"{ncu_metrics.L2_OWN_FLOOR >> 15} MiB of L2 traffic of their own "
@@ -309,6 +323,16 @@ def agreement(ours, theirs, replay, again, title, dram_alone=None, names=("pasta
     for rel, kernel, key, mine, v in sorted(worst, reverse=True)[:10]:
         print(f"  off by {rel:.0%}: {kernel} {key}: {names[0]} {mine:.4g}, {names[1]} {v:.4g}")
     return per_metric
+
+
+def sign_test(low, high):
+    """Two-sided exact sign test: the chance of a split at least as uneven as `low` against
+    `high` if each value off were as likely to read low as high (1.0 for none off)."""
+    n = low + high
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(low, high) + 1)) / 2 ** n
+    return min(1.0, 2 * tail)
 
 
 def below(agree, total, floor):

@@ -3,7 +3,8 @@
 ncu's launches by launch index (profile version 1.1's measured_launches), on synthetic data:
 which ncu launches each signature is compared with, per-launch values, and launch indices that
 name another kernel; three ways with ncu's application replay; DRAM values judged against
-either of ncu's measurements (every metric, the DRAM metrics alone); the agreement goal, all
+either of ncu's measurements (every metric, the DRAM metrics alone); which side the values off
+lie on (a sign test); the agreement goal, all
 values and each metric, and the exit status it gives; and --model, the command of each model's
 training step. No GPU, no torch."""
 import contextlib
@@ -101,6 +102,32 @@ assert judged == {"dram_bytes_write": (1, 2), "achieved_occupancy_pct": (1, 2)},
 rows = op_counters.three_way(mine, every, alone, "test", "dram-alone", "the DRAM metrics alone")
 assert rows["dram_bytes_write"] == (2, 0, 1, 0, 1), rows
 print("DRAM metrics alone: judged against either of ncu's")
+
+# Which side the values off lie on: an exact two-sided sign test, and the line agreement()
+# prints for a metric whose values off lean to one side (p < 0.05).
+sign_test = op_counters.sign_test
+assert sign_test(0, 0) == 1.0
+assert sign_test(12, 1) == 2 * (1 + 13) / 2 ** 13  # 0.0034
+assert sign_test(1, 12) == sign_test(12, 1)
+assert sign_test(5, 0) == 2 / 32
+assert sign_test(3, 3) == 1.0  # 2 * 42/64 capped
+low = {("k", (i, 1, 1), (128, 1, 1), i): {"achieved_occupancy_pct": 40.0} for i in range(6)}
+high = {k: {"achieved_occupancy_pct": 44.0} for k in low}  # 10% above: off, pasta lower
+said = io.StringIO()
+with contextlib.redirect_stdout(said):
+    judged = op_counters.agreement(low, high, "pasta", set(), "test")
+assert judged == {"achieved_occupancy_pct": (0, 6)}, judged
+lines = said.getvalue().splitlines()
+assert lines[2].split()[-1] == "6/0", lines
+assert ("  achieved_occupancy_pct: pasta reads lower than ncu in 6 of its 6 values off (sign test "
+        "p = 0.031): a bias of one side, not spread") in lines, lines
+# Three off each way: no such line.
+mixed = {k: {"achieved_occupancy_pct": 44.0 if k[3] % 2 else 36.0} for k in low}
+said = io.StringIO()
+with contextlib.redirect_stdout(said):
+    op_counters.agreement(low, mixed, "pasta", set(), "test")
+assert "3/3" in said.getvalue() and "a bias" not in said.getvalue(), said.getvalue()
+print("values off: their side counted, a one-sided lean named")
 
 # The agreement goal (issue 56): at least 97% of all values, and 95% of each metric's where it
 # has 20 values or more; the FAILED line names the metrics that fell short.
