@@ -4,6 +4,7 @@ call (bench/aten_ops.cpp), every variant in its own process, interleaved rounds;
 median, min..max and the extra ns per call against native, with the CPU's name.
 
   bench/aten_ops.py BINARY [--rounds 5] [--calls 400000] [--cpu N] [--base OTHER_BINARY]
+                           [--paired]
   bench/aten_ops.py BINARY --instructions [--calls 15000]
   bench/aten_ops.py BINARY --misses [--calls 3000] [--evict 2048]
 
@@ -11,6 +12,13 @@ median, min..max and the extra ns per call against native, with the CPU's name.
 --base OTHER_BINARY times the same variants of another build (an earlier commit's) in the same
 rounds, each variant of both binaries once a round, and prints per variant the change of its
 extra ns (over its own binary's native) round by round: median and bootstrap 95% interval.
+--paired times torch and torch-shared only, each process alternating blocks outside and inside
+the tools' capture window (PASTA_CAPTURE_RANGE=cudaProfilerApi): what recording an operator
+adds to the callbacks' path outside a window (allocator reports are recorded in both), read
+within one process, where processes differ by more (the GPU machine's host: native 4,831..5,547
+ns a call across 5 processes). Every run is checked: its event_count must hold the inside
+blocks' operator calls exactly. With --base (a build that has the paired mode too), the change
+of that paired cost round by round.
 --instructions counts instructions instead of time, where other processes share the CPUs or
 no hardware counter is readable: each variant runs under valgrind's callgrind with --calls
 and with a third of them, and the difference over the calls between is one call's
@@ -112,6 +120,45 @@ def misses(args):
     return 0
 
 
+PAIRED_VARIANTS = ["torch", "torch-shared"]
+PAIRED_BLOCKS, PAIRED_INSIDE = 41, 20  # bench/aten_ops.cpp's paired_ns()
+
+
+def paired_check(out, calls):
+    """None when the run in OUT recorded exactly the inside blocks' operator calls (one aten::add
+    a call), else what it recorded."""
+    try:
+        with open(os.path.join(out, "event_count.json")) as f:
+            counts = {r["event"]: r["count"] for r in json.load(f)["tables"]["events"]}
+    except (OSError, ValueError, KeyError) as e:
+        return f"no event count in {out}: {e}"
+    want = PAIRED_INSIDE * (calls // PAIRED_BLOCKS)
+    got = counts.get("OpBegin", 0)
+    return None if got == want else f"{got} operator calls recorded, not the {want} inside the window"
+
+
+def paired_table(args, binaries, runs, samples):
+    """--paired: per variant the median over processes of the paired extra ns; with --base, the
+    change round by round with a bootstrap 95% interval."""
+    print(f"\ntorch::Aten: what recording an operator adds inside a capture window over the "
+          f"callbacks' path outside it, ns a call, within each process (median over its 20 "
+          f"inside blocks of each one less the mean of its outside neighbours), on {cpu_name()}; "
+          f"median of {args.rounds} processes")
+    print(f"  {'variant':21} {'extra ns':>9} {'min..max':>15}")
+    for b, v in runs:
+        xs = samples[b, v]
+        print(f"  {b + v:21} {statistics.median(xs):9.0f} {min(xs):7.0f}..{max(xs):<7.0f}")
+    if args.base:
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu"))
+        from harness import bootstrap
+        print(f"\nchange, {args.binary} minus --base {args.base}, round by round: median and "
+              f"bootstrap 95% interval")
+        for v in PAIRED_VARIANTS:
+            med, lo, hi = bootstrap([a - b for a, b in zip(samples["", v], samples["base ", v])])
+            print(f"  {v:16} {med:+8.0f} ({lo:+.0f}..{hi:+.0f})")
+    return 0
+
+
 def instructions(args):
     if shutil.which("valgrind") is None:
         print("--instructions needs valgrind (apt-get install valgrind)")
@@ -143,6 +190,9 @@ def main():
     p.add_argument("--cpu", type=int, default=None)
     p.add_argument("--base", metavar="OTHER_BINARY",
                    help="time another build's benchmark in the same rounds (see above)")
+    p.add_argument("--paired", action="store_true",
+                   help="inside against outside a capture window, within each process (see "
+                   "above)")
     p.add_argument("--instructions", action="store_true",
                    help="count instructions under callgrind instead of timing (see above)")
     p.add_argument("--misses", action="store_true",
@@ -160,22 +210,31 @@ def main():
     if args.misses:
         return misses(args)
     binaries = {"": args.binary, **({"base ": args.base} if args.base else {})}
-    runs = [(b, v) for v in VARIANTS for b in binaries]  # (binary's label, variant)
+    variants = PAIRED_VARIANTS if args.paired else VARIANTS
+    runs = [(b, v) for v in variants for b in binaries]  # (binary's label, variant)
     samples = {run: [] for run in runs}
+    value = "paired_extra_ns" if args.paired else "ns_per_call"
     with tempfile.TemporaryDirectory(prefix="pasta-aten-ops-") as out:
-        env = dict(os.environ, PASTA_PRINT="none", PASTA_OUTPUT_DIR=out)
+        env = dict(os.environ, PASTA_PRINT="none", PASTA_OUTPUT_DIR=out,
+                   **({"PASTA_CAPTURE_RANGE": "cudaProfilerApi"} if args.paired else {}))
         pin = (lambda: os.sched_setaffinity(0, {args.cpu})) if args.cpu is not None else None
         for r in range(args.rounds):
             for b, v in runs:
-                proc = subprocess.run([binaries[b], v, str(args.calls)], capture_output=True,
-                                      text=True, env=env, preexec_fn=pin, timeout=300)
+                proc = subprocess.run([binaries[b], v, str(args.calls),
+                                       *(["0", "paired"] if args.paired else [])],
+                                      capture_output=True, text=True, env=env, preexec_fn=pin,
+                                      timeout=300)
                 if proc.returncode != 0:
                     print(f"FAILED {b}{v} (round {r + 1}): exit {proc.returncode}\n{proc.stderr}")
                     return 1
-                samples[b, v].append(
-                    json.loads(proc.stdout.strip().splitlines()[-1])["ns_per_call"])
+                if args.paired and (wrong := paired_check(out, args.calls)):
+                    print(f"FAILED {b}{v} (round {r + 1}): {wrong}")
+                    return 1
+                samples[b, v].append(json.loads(proc.stdout.strip().splitlines()[-1])[value])
             print(f"round {r + 1} of {args.rounds}: " +
                   ", ".join(f"{b}{v} {samples[b, v][-1]:.0f}" for b, v in runs), flush=True)
+    if args.paired:
+        return paired_table(args, binaries, runs, samples)
     print(f"\ntorch::Aten per operator call (an add, its allocation and free, 4 us of launch-like "
           f"work) on {cpu_name()}, median of {args.rounds} interleaved rounds")
     print(f"  {'variant':21} {'ns/call':>9} {'min..max':>15} {'extra ns':>9}")

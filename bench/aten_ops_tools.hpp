@@ -58,3 +58,4 @@ using Inline = TorchTools<pasta::torch::Aten>;
 // stops and releases with the second).
 extern "C" void* pasta_bench_aten_tools_start();
 extern "C" void pasta_bench_aten_tools_stop(void* tools);
+extern "C" void pasta_bench_aten_tools_window(int open);
