@@ -19,10 +19,12 @@
 // call of __tls_get_addr at each access site, and two where it has a
 // constructor (its guard): 13 calls at each PyTorch operator start, measured
 // (bench/aten_ops.py --misses). In the initial-exec model an access is one
-// load from the thread pointer. Its room comes from the static TLS that glibc
-// keeps spare for libraries opened later (a few hundred bytes in all, shared
-// with every such library), so only words live there: a pointer to the
-// thread's object (ThreadSlot below), a counter, an id.
+// load from the thread pointer. A library that has such a variable takes its
+// whole TLS block from the static TLS that glibc keeps spare for libraries
+// opened later (about 1.5 KB, shared with every such library:
+// libpasta_torch.so's block is 216 bytes, PyTorch's libgomp's 120), so the
+// variables are words: a pointer to the thread's object (ThreadSlot below), a
+// counter, an id.
 #define PASTA_FAST_TLS __attribute__((tls_model("initial-exec")))
 
 namespace pasta::detail {
