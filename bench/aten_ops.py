@@ -31,9 +31,9 @@ call the benchmark writes a buffer of --evict KiB (2048), so the callbacks meet 
 data uncached. Per callback: instructions, instruction cache lines fetched (first-level misses),
 data lines read and written that missed; the difference of two runs (--calls and half as many)
 over the calls between; for the tools in the program (torch) and in a shared library it loads
-with dlopen (torch-shared), as `pasta run --torch` has them, where every thread-local variable
-is reached through __tls_get_addr. The number of lines is what the callback costs a program whose caches
-its own work keeps full, at each operator call."""
+with dlopen (torch-shared), as `pasta run --torch` has them, where a thread-local variable of
+the default TLS model is reached through __tls_get_addr. The number of lines is what the
+callback costs a program whose caches its own work keeps full, at each operator call."""
 import argparse
 import json
 import os
@@ -149,14 +149,22 @@ def paired_table(args, binaries, runs, samples):
         xs = samples[b, v]
         print(f"  {b + v:21} {statistics.median(xs):9.0f} {min(xs):7.0f}..{max(xs):<7.0f}")
     if args.base:
-        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu"))
-        from harness import bootstrap
-        print(f"\nchange, {args.binary} minus --base {args.base}, round by round: median and "
-              f"bootstrap 95% interval")
-        for v in PAIRED_VARIANTS:
-            med, lo, hi = bootstrap([a - b for a, b in zip(samples["", v], samples["base ", v])])
-            print(f"  {v:16} {med:+8.0f} ({lo:+.0f}..{hi:+.0f})")
+        print_changes(args, "change", {v: [a - b for a, b in zip(samples["", v],
+                                                                  samples["base ", v])]
+                                       for v in PAIRED_VARIANTS})
     return 0
+
+
+def print_changes(args, what, changes):
+    """--base: per variant, its changes (one a round, this binary's less the base's) as their
+    median and a bootstrap 95% interval."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu"))
+    from harness import bootstrap
+    print(f"\n{what}, {args.binary} minus --base {args.base}, round by round: median and "
+          f"bootstrap 95% interval")
+    for v, xs in changes.items():
+        med, lo, hi = bootstrap(xs)
+        print(f"  {v:16} {med:+8.0f} ({lo:+.0f}..{hi:+.0f})")
 
 
 def instructions(args):
@@ -244,16 +252,11 @@ def main():
         print(f"  {b + v:21} {m:9.0f} {min(samples[b, v]):7.0f}..{max(samples[b, v]):<7.0f} "
               f"{m - native:9.0f}")
     if args.base:
-        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu"))
-        from harness import bootstrap
-        print(f"\nextra ns a call, {args.binary} minus --base {args.base}, round by round: "
-              f"median and bootstrap 95% interval")
-        for v in VARIANTS[1:]:
-            change = [(new - new_native) - (old - old_native) for new, new_native, old, old_native
-                      in zip(samples["", v], samples["", "native"], samples["base ", v],
-                             samples["base ", "native"])]
-            med, lo, hi = bootstrap(change)
-            print(f"  {v:16} {med:+8.0f} ({lo:+.0f}..{hi:+.0f})")
+        print_changes(args, "extra ns a call", {
+            v: [(new - new_native) - (old - old_native) for new, new_native, old, old_native
+                in zip(samples["", v], samples["", "native"], samples["base ", v],
+                       samples["base ", "native"])]
+            for v in VARIANTS[1:]})
     return 0
 
 
