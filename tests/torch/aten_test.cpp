@@ -456,3 +456,55 @@ TEST_CASE("Aten: a memory hook that a state guard removed comes back within 16 o
         "autograd's) and installed again: the allocations of up to 15 operators before each "
         "may be missing");
 }
+
+TEST_CASE("Aten: outside the capture window operators reach no callback but a sampled poll; "
+          "ranges and the memory hook still do, and other threads follow the window") {
+  test::TempDir dir;
+  Config cfg = test::quiet(dir);
+  cfg.self_time = true;  // counts every call of the operator start callback
+  cfg.capture = parse_capture_range("cudaProfilerApi");
+  Prof prof(cfg);
+  auto& window = pasta::detail::capture_window();
+  std::uint32_t outside_thread = 0;
+  auto relus = [](const at::Tensor& w, int n, std::uint32_t* thread = nullptr) {
+    if (thread) *thread = pasta::detail::thread_id();
+    for (int i = 0; i < n; ++i) (void)at::relu(w);  // 64 B each
+  };
+  const at::Tensor w = at::ones({4, 4});  // 64 B
+  relus(w, 200);
+  // A thread that starts outside: its hook comes at its first sampled poll,
+  // about one in 16 of its 800 operator calls (relu and its clamp_min).
+  std::thread(relus, w, 400, &outside_thread).join();
+  window.profiler_api(true);
+  relus(w, 3);
+  std::thread(relus, w, 1).join();  // started inside: recorded from its first call
+  {
+    at::RecordFunction range(at::RecordScope::USER_SCOPE);
+    range.before("closes inside");
+    window.profiler_api(false);  // the range still ends
+  }
+  relus(w, 200);
+  {
+    at::RecordFunction range(at::RecordScope::USER_SCOPE);
+    range.before("outside");
+  }
+  prof.stop();
+  const auto& col = prof.tool<test::Collect>();
+  const auto n = calls(col);
+  CHECK(n.at("aten::relu") == 4);
+  CHECK(n.at("closes inside") == 1);
+  CHECK(n.count("outside") == 0);
+  CHECK(col.of<OpEnd>().size() == col.of<OpBegin>().size());
+  // Every start callback call was an operator recorded, or the range outside.
+  CHECK(prof.handler().stats().op_start.calls.load() == col.of<OpBegin>().size() + 1);
+  // The allocations pass in and outside: all of the main thread's and of the
+  // thread started inside (1 + 200 + 3 + 1 + 200), and the outside thread's
+  // after its first poll (failing when none came in its first 400 calls:
+  // (15/16)^400, about 6e-12).
+  std::uint64_t others = 0, outside = 0;
+  for (const TensorAlloc& a : col.of<TensorAlloc>())
+    if (a.bytes == 64) ++(a.thread == outside_thread ? outside : others);
+  CHECK(others == 1 + 200 + 3 + 1 + 200);
+  CHECK(outside >= 200);
+  CHECK(outside <= 400);
+}

@@ -34,10 +34,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include <pasta/core/detail/fmt.hpp>
@@ -133,13 +135,28 @@ class Aten {
       views_ = views;
       if (memory_) install_reporter();  // the starting thread, before its first operator
       // Operators are needed for memory too: the callback installs the
-      // reporter on each new thread.
-      auto cb = at::RecordFunctionCallback(&on_start, &on_end)
-                    .needsInputs(inputs_ || views_)
-                    .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION,
-                             at::RecordScope::USER_SCOPE});
+      // reporter on each new thread. record_function ranges (user scopes)
+      // have a callback of their own, always on: they move the capture
+      // window. The operators' callback is on only while the window is open,
+      // so that outside it the program's operators take PyTorch's path with
+      // no callback at all; a sampled one keeps each thread's polls going
+      // there (follow_window()).
       first_id_ = shared().next_id.load(std::memory_order_relaxed);
-      handle_ = at::addGlobalCallback(cb);
+      scopes_handle_ = at::addGlobalCallback(at::RecordFunctionCallback(&on_start, &on_end)
+                                                 .needsInputs(inputs_ || views_)
+                                                 .scopes({at::RecordScope::USER_SCOPE}));
+      ops_handle_ = at::addGlobalCallback(
+          at::RecordFunctionCallback(&on_start, &on_end)
+              .needsInputs(inputs_ || views_)
+              .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
+      if (auto& window = pasta::detail::capture_window(); !window.whole()) {
+        polls_handle_ = at::addGlobalCallback(
+            at::RecordFunctionCallback(&on_poll)
+                .samplingProb(1.0 / poll_every)
+                .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION}));
+        window.listen(this, &on_window);
+        follow_window();
+      }
       // Device handlers ask this thread's stack for the operator of a launch.
       pasta::detail::op_stack().store(&open_stack, std::memory_order_release);
       active_ = true;
@@ -158,8 +175,9 @@ class Aten {
     pasta::detail::op_stack().compare_exchange_strong(ours, nullptr);
     if (compiled_) detail::InductorBridge::stop();
     if (tracking_) detail::ModuleTracker::stop();
-    at::removeCallback(handle_);
-    handle_ = 0;
+    pasta::detail::capture_window().forget(this);
+    for (at::CallbackHandle* h : {&scopes_handle_, &ops_handle_, &polls_handle_})
+      if (*h) at::removeCallback(std::exchange(*h, 0));
     // Every operator call recorded took one id: no count of its own on the hot path.
     stats_.ops.store(shared().next_id.load(std::memory_order_relaxed) - first_id_);
     // Threads keep the (now silent) reporter until their state is reset:
@@ -579,6 +597,40 @@ class Aten {
     return intern(detail::inputs_text(fn));
   }
 
+  // The capture window opened or closed (on the thread that moved it): the
+  // operators' callback follows it, and the sampled polls do the opposite.
+  // Reads the window itself, so a change racing start() is not lost.
+  static void on_window(void* owner, bool) { static_cast<Aten*>(owner)->follow_window(); }
+  void follow_window() {
+    std::scoped_lock lock(window_mutex_);
+    const bool open = pasta::detail::capture_window().open();
+    // The operators' callback first when it opens (an operator may then take
+    // both: the polls' records nothing), the polls first when it closes.
+    if (open) {
+      enable(ops_handle_, ops_on_, true);
+      enable(polls_handle_, polls_on_, false);
+    } else {
+      enable(polls_handle_, polls_on_, true);
+      enable(ops_handle_, ops_on_, false);
+    }
+  }
+  static void enable(at::CallbackHandle h, bool& on, bool want) {
+    if (on == want) return;
+    want ? at::reenableCallback(h) : at::disableCallback(h);
+    on = want;
+  }
+  // Outside the capture window, about one operator in poll_every of each
+  // thread (sampled by PyTorch): the polls that thread's operators would
+  // make, nothing recorded. A thread's first calls may pass before one.
+  static std::unique_ptr<at::ObserverContext> on_poll(const at::RecordFunction&) {
+    if (Aten* self = current().load(std::memory_order_acquire)) try {
+        self->poll_helpers(thread_state());
+      } catch (...) {
+        pasta::detail::log_once("aten:poll", "torch::Aten: an operator callback failed");
+      }
+    return nullptr;
+  }
+
   // The Python helpers install themselves when Python lets them: asked
   // every poll_every-th operator of a thread, not at each.
   [[gnu::noinline]] void poll_helpers(ThreadState& t) {
@@ -904,7 +956,11 @@ class Aten {
   // ... and not paused now (pasta_modules.follow(False), from Python).
   bool tracking() const { return tracking_ && !detail::ModuleTracker::paused(); }
   std::vector<std::string> source_skip_;  // Config::source_skip, split
-  at::CallbackHandle handle_ = 0;
+  // The RecordFunction callbacks: user scopes, operators (on while the
+  // capture window is open) and the polls (on while it is closed).
+  at::CallbackHandle scopes_handle_ = 0, ops_handle_ = 0, polls_handle_ = 0;
+  std::mutex window_mutex_;        // follow_window()
+  bool ops_on_ = true, polls_on_ = true;  // as added: both enabled
   void (*emit_view_)(void*, const TensorView&) = nullptr;
   void (*emit_fused_)(void*, const FusedKernel&) = nullptr;
   void (*emit_module_)(void*, const ModuleCall&) = nullptr;
