@@ -5,7 +5,7 @@ median, min..max and the extra ns per call against native, with the CPU's name.
 
   bench/aten_ops.py BINARY [--rounds 5] [--calls 400000] [--cpu N] [--base OTHER_BINARY]
                            [--paired]
-  bench/aten_ops.py BINARY --instructions [--calls 15000]
+  bench/aten_ops.py BINARY --instructions [--calls 3000]
   bench/aten_ops.py BINARY --misses [--calls 3000] [--evict 2048]
 
 --cpu N runs every process on CPU N alone (and pasta's thread with it), default: all CPUs.
@@ -19,11 +19,14 @@ within one process, where processes differ by more (the GPU machine's host: nati
 ns a call across 5 processes). Every run is checked: its event_count must hold the inside
 blocks' operator calls exactly. With --base (a build that has the paired mode too), the change
 of that paired cost round by round.
---instructions counts instructions instead of time, where other processes share the CPUs or
-no hardware counter is readable: each variant runs under valgrind's callgrind with --calls
-and with a third of them, and the difference over the calls between is one call's
-instructions, every thread of the process counted, start-up and exit left out (about a
-minute a run).
+--instructions counts instructions instead of time, exactly, where other processes share the
+CPUs or no hardware counter is readable: each variant runs under valgrind's callgrind with
+--calls and with a third of them, and the difference over the calls between is one call's
+instructions on the program's thread: the operator call with pasta's callbacks and its
+allocator report, and the tensor's free with its report; the launch-like work (whose spins
+depend on time), start-up, exit and pasta's worker left out. Besides the timed variants,
+torch-closed and torch-shared-closed: the same tools with a capture window that never opens
+(PASTA_CAPTURE_RANGE=cudaProfilerApi), what an operator costs outside a window.
 --misses counts, under callgrind's cache simulation (32 KiB first-level caches, a 2 MiB
 last-level one), what one operator start and one operator end of `--torch`'s tools touch when
 the program has run other code in between, as a real program's interpreter does: after each
@@ -58,23 +61,34 @@ def cpu_name():
     return "unknown CPU"
 
 
-def callgrind(out, options, program):
-    """`program` (the benchmark's arguments) run under callgrind with `options`, its profile
-    in OUT/callgrind.out; the finished process. Raises RuntimeError when it fails."""
+def callgrind(out, options, program, env=None):
+    """`program` (the benchmark's arguments) run under callgrind with `options` and `env` added
+    to the environment, its profile in OUT/callgrind.out; the finished process. Raises
+    RuntimeError when it fails."""
     proc = subprocess.run(["valgrind", "--tool=callgrind", *options,
                            f"--callgrind-out-file={out}/callgrind.out", *program],
                           capture_output=True, text=True, timeout=1800,
-                          env=dict(os.environ, PASTA_PRINT="none", PASTA_OUTPUT_DIR=out))
+                          env=dict(os.environ, PASTA_PRINT="none", PASTA_OUTPUT_DIR=out,
+                                   **(env or {})))
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(program[1:])} under callgrind: exit {proc.returncode}\n"
                            f"{proc.stderr[-2000:]}")
     return proc
 
 
+# --instructions' variants beyond VARIANTS: (the benchmark's variant, extra environment).
+CLOSED = {"torch-closed": ("torch", {"PASTA_CAPTURE_RANGE": "cudaProfilerApi"}),
+          "torch-shared-closed": ("torch-shared", {"PASTA_CAPTURE_RANGE": "cudaProfilerApi"})}
+
+
 def collected(binary, variant, calls):
-    """The instructions callgrind counted in one run of `variant` making `calls` calls."""
+    """The instructions callgrind counted in one run of `variant` making `calls` calls: the
+    benchmark's blocks of calls on its own thread, their launch-like work left out (the
+    toggles flip collection on entering and leaving each function)."""
+    program, env = CLOSED.get(variant, (variant, {}))
     with tempfile.TemporaryDirectory(prefix="pasta-aten-ops-cg-") as out:
-        proc = callgrind(out, [], [binary, variant, str(calls)])
+        proc = callgrind(out, ["--toggle-collect=*block_ns*", "--toggle-collect=*launch_like_work*"],
+                         [binary, program, str(calls)], env)
     found = re.search(r"Collected : (\d+)", proc.stderr)
     if not found:
         raise RuntimeError(f"{variant} under callgrind: no count\n{proc.stderr[-2000:]}")
@@ -173,7 +187,8 @@ def instructions(args):
         return 1
     low = max(1, args.calls // 3)
     per_call = {}
-    for v in VARIANTS:
+    variants = [*VARIANTS, *CLOSED]
+    for v in variants:
         try:
             per_call[v] = (collected(args.binary, v, args.calls) -
                            collected(args.binary, v, low)) / (args.calls - low)
@@ -181,11 +196,12 @@ def instructions(args):
             print(f"FAILED {e}")
             return 1
         print(f"{v}: {per_call[v]:.0f} instructions a call", flush=True)
-    print(f"\ntorch::Aten per operator call, instructions (callgrind, {args.calls} minus {low} "
-          f"calls, every thread)")
-    print(f"  {'variant':16} {'a call':>9} {'extra':>9}")
-    for v in VARIANTS:
-        print(f"  {v:16} {per_call[v]:9.0f} {per_call[v] - per_call['native']:9.0f}")
+    print(f"\ntorch::Aten per operator call, instructions on the program's thread (callgrind, "
+          f"{args.calls} minus {low} calls; the add, its allocation and free, launch-like work "
+          f"left out)")
+    print(f"  {'variant':19} {'a call':>9} {'extra':>9}")
+    for v in variants:
+        print(f"  {v:19} {per_call[v]:9.0f} {per_call[v] - per_call['native']:9.0f}")
     return 0
 
 
@@ -194,7 +210,8 @@ def main():
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("binary", help="pasta_bench_aten_ops")
     p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--calls", type=int, help="calls a process (400000; 15000 with --instructions)")
+    p.add_argument("--calls", type=int, help="calls a process (400000; 3000 with --instructions "
+                   "or --misses)")
     p.add_argument("--cpu", type=int, default=None)
     p.add_argument("--base", metavar="OTHER_BINARY",
                    help="time another build's benchmark in the same rounds (see above)")
@@ -212,7 +229,7 @@ def main():
                    help="with --misses: the buffer written between calls (2048)")
     args = p.parse_args()
     if args.calls is None:
-        args.calls = 15000 if args.instructions else 3000 if args.misses else 400000
+        args.calls = 3000 if args.instructions or args.misses else 400000
     if args.instructions:
         return instructions(args)
     if args.misses:
