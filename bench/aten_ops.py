@@ -13,10 +13,10 @@ median, min..max and the extra ns per call against native, with the CPU's name.
 rounds, each variant of both binaries once a round, and prints per variant the change of its
 extra ns (over its own binary's native) round by round: median and bootstrap 95% interval.
 --paired times torch and torch-shared only, each process alternating blocks outside and inside
-the tools' capture window (PASTA_CAPTURE_RANGE=cudaProfilerApi): what recording an operator
-adds to the callbacks' path outside a window (allocator reports are recorded in both), read
-within one process, where processes differ by more (the GPU machine's host: native 4,831..5,547
-ns a call across 5 processes). Every run is checked: its event_count must hold the inside
+the tools' capture window (PASTA_CAPTURE_RANGE=cudaProfilerApi): what the operator callbacks
+cost over the path outside a window, where no operator callback runs but one sampled in 16
+(allocator reports are recorded in both), read within one process, where processes differ by
+more (the GPU machine's host: native 4,831..5,547 ns a call across 5 processes). Every run is checked: its event_count must hold the inside
 blocks' operator calls exactly. With --base (a build that has the paired mode too), the change
 of that paired cost round by round.
 --instructions counts instructions instead of time, exactly, where other processes share the
