@@ -38,7 +38,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 
 # Batch sizes: (launch-bound, compute-bound).
-BATCHES = {"resnet18": (1, 128), "gpt_block": (1, 32), "gpt2": (1, 32)}
+BATCHES = {"resnet18": (1, 128), "gpt_block": (1, 32), "gpt2": (1, 32), "bert": (1, 32),
+           "resnet50": (1, 64)}
+# The models that run by default (the others when --models names them).
+DEFAULT_MODELS = "resnet18,gpt_block,gpt2"
 EMPTY_WARMUP = 1000  # empty_kernels.cu's warm-up launches
 
 # key: (label, torch_step.py options, pasta run options or None, variables); "+" in the key's
@@ -231,7 +234,7 @@ def print_self_time(variants, results, steps):
 def main():
     p = harness.arguments(__doc__, "overhead-out")
     p.add_argument("--models", help="comma-separated, from " + ", ".join(BATCHES) +
-                   " (all; resnet18,gpt2 with --quick)")
+                   f" ({DEFAULT_MODELS}; resnet18,gpt2 with --quick)")
     p.add_argument("--batches", help="launch, compute or both (launch,compute; launch with --quick)")
     p.add_argument("--variants", help="comma-separated keys (see above)")
     p.add_argument("--warmup", type=int, help="untimed steps first (10; 3 with --quick)")
@@ -252,12 +255,12 @@ def main():
                         "--torch run checked by its module calls against torch's hook count")
     p.add_argument("--batch", type=int, metavar="N",
                    help="one batch size for every model, instead of --batches")
-    p.add_argument("--layers", type=int, metavar="N", help="gpt2's layers (torch_step.py's 4)")
+    p.add_argument("--layers", type=int, metavar="N", help="gpt2's and bert's layers (torch_step.py's 4)")
     p.add_argument("--autocast", choices=["bf16", "fp16"],
                    help="each step's forward pass and loss under torch.autocast to this type")
     p.add_argument("--empty", type=int, help="empty kernels timed (100000; 10000 with --quick; "
                                              "0 leaves them out)")
-    args = harness.settle(p.parse_args(), models=(",".join(BATCHES), "resnet18,gpt2"),
+    args = harness.settle(p.parse_args(), models=(DEFAULT_MODELS, "resnet18,gpt2"),
                           batches=("launch,compute", "launch"), warmup=(10, 3), steps=(100, 10),
                           empty=(100000, 10000), variants=(",".join(DEFAULT_VARIANTS), ",".join(QUICK_VARIANTS)))
     models = [m for m in args.models.split(",") if m]

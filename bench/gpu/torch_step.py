@@ -7,6 +7,9 @@ timed per step (synchronised) after warm-up.
              768, context 256, AdamW
   gpt2       a transformers GPT-2 built from a config (random weights, nothing
              downloaded): 4 layers of 768 (--layers), context 256, AdamW
+  bert       a transformers BERT for masked language modelling, built the same way:
+             4 layers of 768 (--layers), 256 tokens, every one a label, AdamW
+  resnet50   torchvision's ResNet-50, as resnet18
 
     torch_step.py --model resnet18 --batch 32 [--warmup 10] [--steps 100]
                   [--torch-profiler cpu+cuda|cuda [--profile-memory]] [--count-kernels]
@@ -101,7 +104,30 @@ def gpt2(batch, vocab=8192, context=256, layers=4):
     return model, opt, lambda: model(input_ids=tokens, labels=tokens).loss
 
 
-MODELS = {"resnet18": resnet18, "gpt_block": gpt_block, "gpt2": gpt2}
+def bert(batch, vocab=8192, context=256, layers=4):
+    import transformers
+    config = transformers.BertConfig(num_hidden_layers=layers, num_attention_heads=12,
+                                     hidden_size=768, intermediate_size=3072, vocab_size=vocab,
+                                     max_position_embeddings=context)
+    model = transformers.BertForMaskedLM(config).cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    tokens = torch.randint(0, vocab, (batch, context), device="cuda")
+    return model, opt, lambda: model(input_ids=tokens, labels=tokens).loss
+
+
+def resnet50(batch):
+    import torchvision
+    model = torchvision.models.resnet50(num_classes=1000).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    x = torch.randn(batch, 3, 224, 224, device="cuda")
+    y = torch.randint(0, 1000, (batch,), device="cuda")
+    return model, opt, lambda: loss_fn(model(x), y)
+
+
+MODELS = {"resnet18": resnet18, "gpt_block": gpt_block, "gpt2": gpt2, "bert": bert,
+          "resnet50": resnet50}
+LAYERED = ("gpt2", "bert")  # the models --layers sizes
 
 
 def counts_in(prof):
@@ -148,7 +174,7 @@ def timed_steps(step, n, after=None):
 def run_batch(args, batch, profile, ProfilerActivity):
     """Builds the model at `batch`, runs the warm-up steps, then the timed ones (under
     torch.profiler with --torch-profiler); the step times and what the profiler did."""
-    extra = {"layers": args.layers} if args.model == "gpt2" else {}
+    extra = {"layers": args.layers} if args.model in LAYERED else {}
     model, opt, loss_of = MODELS[args.model](batch, **extra)
 
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(args.autocast)
@@ -274,7 +300,7 @@ def main():
                    help="profile the timed steps with torch.profiler, these activities")
     p.add_argument("--profile-memory", action="store_true",
                    help="with --torch-profiler: its memory profiling too (profile_memory=True)")
-    p.add_argument("--layers", type=int, default=4, help="gpt2's layers (4)")
+    p.add_argument("--layers", type=int, default=4, help="gpt2's and bert's layers (4)")
     p.add_argument("--autocast", choices=["bf16", "fp16"],
                    help="the forward pass and loss under torch.autocast to this type")
     p.add_argument("--count-kernels", action="store_true",
@@ -313,7 +339,7 @@ def main():
             runs.append(run_batch(args, batch, profile, ProfilerActivity))
             torch.cuda.empty_cache()  # the model is gone: the next batch's starts afresh
     out = {"model": args.model, "batch": batches[0], "steps": args.steps,
-           **({"layers": args.layers} if args.model == "gpt2" else {}),
+           **({"layers": args.layers} if args.model in LAYERED else {}),
            **({"autocast": args.autocast} if args.autocast else {}),
            **{k: v for k, v in runs[0].items() if k not in ("batch", "counted_inside")},
            "device": torch.cuda.get_device_name()}
