@@ -72,9 +72,9 @@ import time
 import torch
 
 
-def resnet18(batch):
+def resnet18(batch, depth=18):
     import torchvision
-    model = torchvision.models.resnet18(num_classes=1000).cuda()
+    model = getattr(torchvision.models, f"resnet{depth}")(num_classes=1000).cuda()
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = torch.nn.CrossEntropyLoss()
     x = torch.randn(batch, 3, 224, 224, device="cuda")
@@ -116,13 +116,7 @@ def bert(batch, vocab=8192, context=256, layers=4):
 
 
 def resnet50(batch):
-    import torchvision
-    model = torchvision.models.resnet50(num_classes=1000).cuda()
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    loss_fn = torch.nn.CrossEntropyLoss()
-    x = torch.randn(batch, 3, 224, 224, device="cuda")
-    y = torch.randint(0, 1000, (batch,), device="cuda")
-    return model, opt, lambda: loss_fn(model(x), y)
+    return resnet18(batch, depth=50)
 
 
 MODELS = {"resnet18": resnet18, "gpt_block": gpt_block, "gpt2": gpt2, "bert": bert,
