@@ -74,7 +74,8 @@ struct Evictor {
 
 // ns a call over one block of `n` calls: an add, the launch-like work and the eviction each.
 // Out of line: --instructions counts what runs in it, launch_like_work left out.
-[[gnu::noinline]] double block_ns(long n, const at::Tensor& a, const at::Tensor& b, Evictor& evict) {
+[[gnu::noinline]] double block_ns(long n, const at::Tensor& a, const at::Tensor& b,
+                                  Evictor& evict) {
   const auto t0 = std::chrono::steady_clock::now();
   for (long j = 0; j < n; ++j) {
     at::Tensor c = at::add(a, b);

@@ -623,11 +623,13 @@ class Aten {
   // thread (sampled by PyTorch): the polls that thread's operators would
   // make, nothing recorded. A thread's first calls may pass before one.
   static std::unique_ptr<at::ObserverContext> on_poll(const at::RecordFunction&) {
-    if (Aten* self = current().load(std::memory_order_acquire)) try {
-        self->poll_helpers(thread_state());
-      } catch (...) {
-        pasta::detail::log_once("aten:poll", "torch::Aten: an operator callback failed");
-      }
+    Aten* self = current().load(std::memory_order_acquire);
+    if (!self) return nullptr;
+    try {
+      self->poll_helpers(thread_state());
+    } catch (...) {
+      pasta::detail::log_once("aten:poll", "torch::Aten: an operator callback failed");
+    }
     return nullptr;
   }
 
@@ -959,7 +961,7 @@ class Aten {
   // The RecordFunction callbacks: user scopes, operators (on while the
   // capture window is open) and the polls (on while it is closed).
   at::CallbackHandle scopes_handle_ = 0, ops_handle_ = 0, polls_handle_ = 0;
-  std::mutex window_mutex_;        // follow_window()
+  std::mutex window_mutex_;               // follow_window()
   bool ops_on_ = true, polls_on_ = true;  // as added: both enabled
   void (*emit_view_)(void*, const TensorView&) = nullptr;
   void (*emit_fused_)(void*, const FusedKernel&) = nullptr;
