@@ -507,4 +507,10 @@ TEST_CASE("Aten: outside the capture window operators reach no callback but a sa
   CHECK(others == 1 + 200 + 3 + 1 + 200);
   CHECK(outside >= 200);
   CHECK(outside <= 400);
+  // ... which the report says: the thread started inside got its hook at its
+  // first operator, the main thread at start.
+  CHECK(prof.handler().stats().late_hooks.load() == 1);
+  CHECK(prof.handler().partial_reason() ==
+        "the memory hook reached 1 thread that began outside the capture window at a sampled "
+        "operator (one in 16 on average): the allocations of its first operators may be missing");
 }

@@ -74,6 +74,9 @@ class Aten {
     std::atomic<std::uint64_t> threads{0};  // threads the memory hook was installed on
     // ... and installed again on a thread whose state guard had removed it
     std::atomic<std::uint64_t> restores{0};
+    // ... and installed on a thread first reached outside the capture
+    // window, by a sampled operator (on_poll): its first operators' not
+    std::atomic<std::uint64_t> late_hooks{0};
     // PASTA_SELF_TIME: time in the callbacks, on the program's threads.
     pasta::detail::SelfTime op_start, op_end, memory;
     // PASTA_SELF_TIME_PARTS: the same by section (stop() names the sections).
@@ -209,13 +212,21 @@ class Aten {
   const Stats& stats() const { return stats_; }
   std::string partial_reason() const {
     if (!error_.empty()) return error_;
+    std::string out;
     if (const auto restored = stats_.restores.load())
-      return fmt::format(
+      out = fmt::format(
           "the memory hook was found removed {} times (by a thread state guard other than "
           "autograd's) and installed again: the allocations of up to {} operators before each may "
           "be missing",
           restored, poll_every - 1);
-    return {};
+    if (const auto late = stats_.late_hooks.load())
+      out += fmt::format(
+          "{}the memory hook reached {} thread{} that began outside the capture window at a "
+          "sampled operator (one in {} on average): the allocations of {} first operators may be "
+          "missing",
+          out.empty() ? "" : "; ", late, late == 1 ? "" : "s", poll_every,
+          late == 1 ? "its" : "their");
+    return out;
   }
 
  private:
@@ -626,7 +637,10 @@ class Aten {
     Aten* self = current().load(std::memory_order_acquire);
     if (!self) return nullptr;
     try {
-      self->poll_helpers(thread_state());
+      ThreadState& t = thread_state();
+      const bool first = !t.reporter_seen;
+      if (self->poll_helpers(t) && first)
+        self->stats_.late_hooks.fetch_add(1, std::memory_order_relaxed);
     } catch (...) {
       pasta::detail::log_once("aten:poll", "torch::Aten: an operator callback failed");
     }
@@ -634,12 +648,14 @@ class Aten {
   }
 
   // The Python helpers install themselves when Python lets them: asked
-  // every poll_every-th operator of a thread, not at each.
-  [[gnu::noinline]] void poll_helpers(ThreadState& t) {
+  // every poll_every-th operator of a thread, not at each. Returns whether
+  // the memory hook was installed on the thread now.
+  [[gnu::noinline]] bool poll_helpers(ThreadState& t) {
     t.polls_in = poll_every;
-    if (memory_) check_reporter(t, true);
+    const bool installed = memory_ && check_reporter(t, true);
     if (compiled_) detail::InductorBridge::poll();
     if (tracking_) detail::ModuleTracker::poll();
+    return installed;
   }
 
   // autograd's "autograd::engine::evaluate_function: XBackward0" wrapper: a
@@ -929,10 +945,12 @@ class Aten {
   // removed by a thread state guard other than autograd's (at::launch's, a
   // user's): the allocations of the operators since the last check may be
   // missing, counted (Stats::restores) and said (partial_reason()).
-  [[gnu::noinline]] void check_reporter(ThreadState& t, bool at_poll) {
-    if (install_reporter() && t.reporter_seen && at_poll)
+  [[gnu::noinline]] bool check_reporter(ThreadState& t, bool at_poll) {
+    const bool installed = install_reporter();
+    if (installed && t.reporter_seen && at_poll)
       stats_.restores.fetch_add(1, std::memory_order_relaxed);
     t.reporter_seen = true;
+    return installed;
   }
 
   // What the operator and allocator callbacks read, in one cache line: they
