@@ -614,21 +614,18 @@ class Aten {
   static void on_window(void* owner, bool) { static_cast<Aten*>(owner)->follow_window(); }
   void follow_window() {
     std::scoped_lock lock(window_mutex_);
-    const bool open = pasta::detail::capture_window().open();
+    const int open = pasta::detail::capture_window().open();
+    if (open == followed_) return;
+    followed_ = open;
     // The operators' callback first when it opens (an operator may then take
     // both: the polls' records nothing), the polls first when it closes.
     if (open) {
-      enable(ops_handle_, ops_on_, true);
-      enable(polls_handle_, polls_on_, false);
+      at::reenableCallback(ops_handle_);
+      at::disableCallback(polls_handle_);
     } else {
-      enable(polls_handle_, polls_on_, true);
-      enable(ops_handle_, ops_on_, false);
+      at::reenableCallback(polls_handle_);
+      at::disableCallback(ops_handle_);
     }
-  }
-  static void enable(at::CallbackHandle h, bool& on, bool want) {
-    if (on == want) return;
-    want ? at::reenableCallback(h) : at::disableCallback(h);
-    on = want;
   }
   // Outside the capture window, about one operator in poll_every of each
   // thread (sampled by PyTorch): the polls that thread's operators would
@@ -979,8 +976,8 @@ class Aten {
   // The RecordFunction callbacks: user scopes, operators (on while the
   // capture window is open) and the polls (on while it is closed).
   at::CallbackHandle scopes_handle_ = 0, ops_handle_ = 0, polls_handle_ = 0;
-  std::mutex window_mutex_;               // follow_window()
-  bool ops_on_ = true, polls_on_ = true;  // as added: both enabled
+  std::mutex window_mutex_;  // follow_window()
+  int followed_ = -1;        // the window's state the callbacks were set for (-1: none yet)
   void (*emit_view_)(void*, const TensorView&) = nullptr;
   void (*emit_fused_)(void*, const FusedKernel&) = nullptr;
   void (*emit_module_)(void*, const ModuleCall&) = nullptr;
