@@ -16,9 +16,9 @@ extra ns (over its own binary's native) round by round: median and bootstrap 95%
 the tools' capture window (PASTA_CAPTURE_RANGE=cudaProfilerApi): what the operator callbacks
 cost over the path outside a window, where no operator callback runs but one sampled in 16
 (allocator reports are recorded in both), read within one process, where processes differ by
-more (the GPU machine's host: native 4,831..5,547 ns a call across 5 processes). Every run is checked: its event_count must hold the inside
-blocks' operator calls exactly. With --base (a build that has the paired mode too), the change
-of that paired cost round by round.
+more (the GPU machine's host: native 4,831..5,547 ns a call across 5 processes). Every run is
+checked: its event_count must hold the inside blocks' operator calls exactly. With --base (a
+build that has the paired mode too), the change of that paired cost round by round.
 --instructions counts instructions instead of time, exactly, where other processes share the
 CPUs or no hardware counter is readable: each variant runs under valgrind's callgrind with
 --calls and with a third of them, and the difference over the calls between is one call's
@@ -76,9 +76,12 @@ def callgrind(out, options, program, env=None):
     return proc
 
 
+# The tools' capture window follows cudaProfilerStart/Stop, which only the benchmark's paired
+# mode calls: without it the window never opens.
+PROFILER_API_WINDOW = {"PASTA_CAPTURE_RANGE": "cudaProfilerApi"}
 # --instructions' variants beyond VARIANTS: (the benchmark's variant, extra environment).
-CLOSED = {"torch-closed": ("torch", {"PASTA_CAPTURE_RANGE": "cudaProfilerApi"}),
-          "torch-shared-closed": ("torch-shared", {"PASTA_CAPTURE_RANGE": "cudaProfilerApi"})}
+CLOSED = {"torch-closed": ("torch", PROFILER_API_WINDOW),
+          "torch-shared-closed": ("torch-shared", PROFILER_API_WINDOW)}
 
 
 def collected(binary, variant, calls):
@@ -87,8 +90,8 @@ def collected(binary, variant, calls):
     toggles flip collection on entering and leaving each function)."""
     program, env = CLOSED.get(variant, (variant, {}))
     with tempfile.TemporaryDirectory(prefix="pasta-aten-ops-cg-") as out:
-        proc = callgrind(out, ["--toggle-collect=*block_ns*", "--toggle-collect=*launch_like_work*"],
-                         [binary, program, str(calls)], env)
+        toggles = ["--toggle-collect=*block_ns*", "--toggle-collect=*launch_like_work*"]
+        proc = callgrind(out, toggles, [binary, program, str(calls)], env)
     found = re.search(r"Collected : (\d+)", proc.stderr)
     if not found:
         raise RuntimeError(f"{variant} under callgrind: no count\n{proc.stderr[-2000:]}")
@@ -148,14 +151,16 @@ def paired_check(out, calls):
         return f"no event count in {out}: {e}"
     want = PAIRED_INSIDE * (calls // PAIRED_BLOCKS)
     got = counts.get("OpBegin", 0)
-    return None if got == want else f"{got} operator calls recorded, not the {want} inside the window"
+    if got == want:
+        return None
+    return f"{got} operator calls recorded, not the {want} inside the window"
 
 
 def paired_table(args, binaries, runs, samples):
     """--paired: per variant the median over processes of the paired extra ns; with --base, the
     change round by round with a bootstrap 95% interval."""
-    print(f"\ntorch::Aten: what recording an operator adds inside a capture window over the "
-          f"callbacks' path outside it, ns a call, within each process (median over its 20 "
+    print(f"\ntorch::Aten: what the operator callbacks cost inside a capture window over the "
+          f"path outside it, ns a call, within each process (median over its 20 "
           f"inside blocks of each one less the mean of its outside neighbours), on {cpu_name()}; "
           f"median of {args.rounds} processes")
     print(f"  {'variant':21} {'extra ns':>9} {'min..max':>15}")
@@ -241,7 +246,7 @@ def main():
     value = "paired_extra_ns" if args.paired else "ns_per_call"
     with tempfile.TemporaryDirectory(prefix="pasta-aten-ops-") as out:
         env = dict(os.environ, PASTA_PRINT="none", PASTA_OUTPUT_DIR=out,
-                   **({"PASTA_CAPTURE_RANGE": "cudaProfilerApi"} if args.paired else {}))
+                   **(PROFILER_API_WINDOW if args.paired else {}))
         pin = (lambda: os.sched_setaffinity(0, {args.cpu})) if args.cpu is not None else None
         for r in range(args.rounds):
             for b, v in runs:
