@@ -154,6 +154,23 @@ def process_dir(d, entry=None):
     return os.path.normpath(os.path.join(d, entry.get("dir", ".")))
 
 
+# Ranges compiled code opens only while torch.profiler itself is on (it checks
+# torch.autograd.profiler._is_profiler_enabled): Inductor's call of a compiled graph,
+# AOTAutograd's wrapper prologue, Dynamo's pre-graph bytecode, a Triton kernel's launch. No
+# other RecordFunction callback (pasta's) ever sees them.
+PROFILER_ONLY = ("## Call CompiledFxGraph", "AOTDispatcher Runtime Wrapper Prologue",
+                 "Pregraph bytecode", "triton_")
+
+
+def operator_events(events):
+    """The operator calls among a torch.profiler trace's `events` (its traceEvents), as `pasta
+    run --torch` sees them through RecordFunction: cpu_op events (aten operators, autograd's
+    backward functions) and user_annotation ones (record_function ranges, the optimizer's
+    step), less the ranges torch opens only for its own profiler (PROFILER_ONLY)."""
+    return [e for e in events if e.get("cat") in ("cpu_op", "user_annotation")
+            and not e.get("name", "").startswith(PROFILER_ONLY)]
+
+
 def report_problem(d, expect, launcher=True, operators=None, kept=None):
     """None when the reports in `d` are those of a profiled run that finished, whole, with
     `expect` kernel launches (a number, or a (low, high) range with high None for no limit)
@@ -172,11 +189,24 @@ def report_problem(d, expect, launcher=True, operators=None, kept=None):
     if not names:
         return (f"no process entered itself in {reg}: the program ran without pasta "
                 f"(injection failed)")
-    if len(names) != 1:
-        return f"{len(names)} processes in {reg}, expected the workload's one"
-    entry = read_json(os.path.join(reg, names[0]))
-    if entry is None:
-        return f"{reg}/{names[0]} cannot be read"
+    entries = {n: read_json(os.path.join(reg, n)) for n in names}
+    unread = [n for n, e in entries.items() if e is None]
+    if unread:
+        return f"{reg}/{unread[0]} cannot be read"
+    # The workload is one process; a compiled model's also starts Inductor's compile workers,
+    # which launch nothing (their reports say a capture window never opened there): each must
+    # finish with no launch, and is not the workload.
+    if len(names) > 1:
+        launching = [n for n, e in entries.items() if e.get("launches")]
+        if len(launching) != 1:
+            return (f"{len(names)} processes in {reg}, {len(launching)} of them launching "
+                    f"kernels, expected the workload's one")
+        for n, e in entries.items():
+            if n not in launching and e.get("status") not in ("finished", "no GPU work"):
+                return (f"{reg}/{n}, a process besides the workload, ended with status "
+                        f"{e.get('status')!r}")
+        names = launching
+    entry = entries[names[0]]
     # A pipeline with no device handler (expect 0) sees no GPU work, and says so.
     statuses = ("finished", "no GPU work") if expect == 0 else ("finished",)
     if entry.get("status") not in statuses:

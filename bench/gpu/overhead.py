@@ -23,6 +23,7 @@ log).
     overhead.py BUILD_DIR [OUT_DIR] [--quick] [--rounds 5] [--models resnet18,gpt_block,gpt2]
                 [--batches launch,compute] [--variants KEY,...] [--warmup 10] [--steps 100]
                 [--empty 100000] [--together] [--batch N] [--layers N] [--autocast bf16]
+                [--compile default|reduce-overhead]
 
 --quick: 2 rounds of ResNet-18 and GPT-2 at the launch-bound batch, 3 warm-up
 and 10 timed steps, fewer variants, 10k empty kernels. Variant keys (native
@@ -258,6 +259,9 @@ def main():
     p.add_argument("--layers", type=int, metavar="N", help="gpt2's and bert's layers (torch_step.py's 4)")
     p.add_argument("--autocast", choices=["bf16", "fp16"],
                    help="each step's forward pass and loss under torch.autocast to this type")
+    p.add_argument("--compile", choices=["default", "reduce-overhead"],
+                   help="each step's forward pass and loss compiled with torch.compile in this "
+                        "mode (torch_step.py --compile; reduce-overhead: CUDA graphs)")
     p.add_argument("--empty", type=int, help="empty kernels timed (100000; 10000 with --quick; "
                                              "0 leaves them out)")
     args = harness.settle(p.parse_args(), models=(DEFAULT_MODELS, "resnet18,gpt2"),
@@ -272,8 +276,8 @@ def main():
         if unknown:
             p.error(f"unknown {what} {', '.join(unknown)}; known: {', '.join(known)}")
 
-    if args.switch == "modules" and not args.windows:
-        p.error("--switch modules goes with --windows N")
+    if args.switch == "modules" and (not args.windows or args.compile):
+        p.error("--switch modules goes with --windows N and no --compile")
     if args.windows:
         unfit = [k for k in keys if k in NO_LAUNCHES]
         if unfit:
@@ -284,9 +288,11 @@ def main():
           f"warm-up and {args.steps} timed steps a process"
           + (f", every process on CPUs {sorted(args.cpus)}" if args.cpus else ""), flush=True)
     shape = (["--layers", str(args.layers)] if args.layers else []) + \
-        (["--autocast", args.autocast] if args.autocast else [])
+        (["--autocast", args.autocast] if args.autocast else []) + \
+        (["--compile", args.compile] if args.compile else [])
     about = "".join([f", {args.layers} layers" if args.layers else "",
-                     f", {args.autocast} autocast" if args.autocast else ""])
+                     f", {args.autocast} autocast" if args.autocast else "",
+                     f", compiled ({args.compile})" if args.compile else ""])
     for model in models:
         if args.batch:
             sizes, names = [args.batch], [f"{model} step, batch {args.batch}{about}"]

@@ -14,11 +14,15 @@ timed per step (synchronised) after warm-up.
     torch_step.py --model resnet18 --batch 32 [--warmup 10] [--steps 100]
                   [--torch-profiler cpu+cuda|cuda [--profile-memory]] [--count-kernels]
                   [--windows N [--switch modules]] [--layers N] [--autocast bf16|fp16]
+                  [--compile default|reduce-overhead]
 
 Prints one JSON line: model, batch, steps, median and mean step time, the GPU.
 With several batch sizes (--batch 1,128) the model is built and run at each
 in turn, in one process (a benchmark then starts half the processes); the
 line's step times are the first batch's, and "batches" lists every batch's.
+--compile MODE: the forward pass and loss compiled with torch.compile(mode=MODE)
+(reduce-overhead: CUDA graph trees record in the first warm-up steps and replay
+after); the backward pass with it (AOTAutograd), the optimizer eager.
 --torch-profiler profiles the timed steps (device_events_profiled: the
 kernels, copies and memsets it saw; profiler_events_seconds: what its
 events() took after them).
@@ -70,6 +74,8 @@ import tempfile
 import time
 
 import torch
+
+import harness  # beside this script
 
 
 def resnet18(batch, depth=18):
@@ -129,14 +135,15 @@ def counts_in(prof):
     trace: {"kernel_names": kernels by name, "operators": operator calls}. Operators are its
     cpu_op events (aten operators and autograd's backward functions) and user_annotation ones
     (record_function ranges, the optimizer's step among them), as `pasta run --torch` sees
-    them through RecordFunction."""
+    them through RecordFunction: those torch opens only for its own profiler left out
+    (harness.operator_events)."""
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
         prof.export_chrome_trace(f.name)
         with open(f.name) as g:
             events = json.load(g)["traceEvents"]
     return {"kernel_names": collections.Counter(e["name"] for e in events
                                                 if e.get("cat") == "kernel"),
-            "operators": sum(1 for e in events if e.get("cat") in ("cpu_op", "user_annotation"))}
+            "operators": len(harness.operator_events(events))}
 
 
 def add_counts(total, counts):
@@ -170,6 +177,8 @@ def run_batch(args, batch, profile, ProfilerActivity):
     torch.profiler with --torch-profiler); the step times and what the profiler did."""
     extra = {"layers": args.layers} if args.model in LAYERED else {}
     model, opt, loss_of = MODELS[args.model](batch, **extra)
+    if args.compile:
+        loss_of = torch.compile(loss_of, mode=args.compile)
 
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(args.autocast)
 
@@ -183,8 +192,9 @@ def run_batch(args, batch, profile, ProfilerActivity):
     calls = [0]
     for i in range(args.warmup):
         # The module calls of a step, by torch's own count, for a benchmark to check pasta's by.
+        # (Not when compiled: a global hook is a guard, and taking it away a recompile.)
         hook = torch.nn.modules.module.register_module_forward_pre_hook(
-            lambda *_: calls.__setitem__(0, calls[0] + 1)) if i == 0 else None
+            lambda *_: calls.__setitem__(0, calls[0] + 1)) if i == 0 and not args.compile else None
         step()
         if hook:
             hook.remove()
@@ -297,6 +307,8 @@ def main():
     p.add_argument("--layers", type=int, default=4, help="gpt2's and bert's layers (4)")
     p.add_argument("--autocast", choices=["bf16", "fp16"],
                    help="the forward pass and loss under torch.autocast to this type")
+    p.add_argument("--compile", choices=["default", "reduce-overhead"],
+                   help="the forward pass and loss compiled with torch.compile in this mode")
     p.add_argument("--count-kernels", action="store_true",
                    help="count every kernel the workload launches with torch.profiler")
     p.add_argument("--windows", type=int, default=0, metavar="N",
@@ -305,8 +317,9 @@ def main():
     p.add_argument("--switch", choices=["window", "modules"], default="window",
                    help="with --windows: what the blocks switch (see above; window)")
     args = p.parse_args()
-    if args.switch == "modules" and (not args.windows or args.warmup < 1):
-        p.error("--switch modules goes with --windows N and at least one warm-up step")
+    if args.switch == "modules" and (not args.windows or args.warmup < 1 or args.compile):
+        p.error("--switch modules goes with --windows N, at least one warm-up step and no "
+                "--compile")
     if args.windows < 0:
         p.error(f"--windows takes a number of steps, not {args.windows}")
     if args.count_kernels and args.torch_profiler:

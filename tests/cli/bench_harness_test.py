@@ -138,6 +138,22 @@ def reports(d, launches=752, kf=None, status="finished", partial=None, exit_code
     return d
 
 
+def operator_events():
+    """operator_events() counts what RecordFunction's callbacks see: not the ranges compiled
+    code opens only for torch.profiler, not kernels."""
+    events = [{"cat": "cpu_op", "name": "aten::mm"},
+              {"cat": "cpu_op", "name": "## Call CompiledFxGraph fgfqnv ##"},
+              {"cat": "cpu_op", "name": "TorchDynamo Cache Lookup"},
+              {"cat": "cpu_op", "name": "Pregraph bytecode"},
+              {"cat": "cpu_op", "name": "AOTDispatcher Runtime Wrapper Prologue"},
+              {"cat": "user_annotation", "name": "Optimizer.step#AdamW.step"},
+              {"cat": "user_annotation", "name": "triton_poi_fused_add_0"},
+              {"cat": "kernel", "name": "ampere_sgemm"}]
+    checks.expect("operator calls of a compiled step's trace",
+                  [e["name"] for e in harness.operator_events(events)],
+                  ["aten::mm", "TorchDynamo Cache Lookup", "Optimizer.step#AdamW.step"])
+
+
 def report_problems(tmp):
     """report_problem() on hand-made directories, with its exact words."""
     d = os.path.join(tmp, "dirs")
@@ -166,6 +182,28 @@ def report_problems(tmp):
     checks.expect("in a range", harness.report_problem(reports(f"{d}/r9", 9), (7, None)), None)
     checks.expect("below a range", harness.report_problem(reports(f"{d}/r5", 5), (7, None)),
                   f"pasta saw 5 launches, the native run makes 7..inf ({d}/r5/processes/h-7.json)")
+    # A compiled model's Inductor compile workers: processes besides the workload, no launch.
+    def helper(d, name, status, launches=0):
+        with open(os.path.join(d, "processes", name), "w") as f:
+            json.dump({"status": status, "launches": launches, "dir": name[:-5],
+                       "partial": "capture range cudaProfilerApi never opened"}, f)
+        return d
+    checks.expect("a compile worker beside the workload, no launch",
+                  harness.report_problem(helper(reports(f"{d}/w"), "h-8.json", "finished"), 752),
+                  None)
+    checks.expect("the workload's partial reports still count",
+                  harness.report_problem(helper(reports(f"{d}/wp", partial="stopped by SIGTERM"),
+                                                "h-8.json", "finished"), 752),
+                  f"partial reports (stopped by SIGTERM) in {d}/wp/processes/h-7.json")
+    checks.expect("a worker that did not finish",
+                  harness.report_problem(helper(reports(f"{d}/wk"), "h-8.json", "running"), 752),
+                  f"{d}/wk/processes/h-8.json, a process besides the workload, ended with status "
+                  f"'running'")
+    checks.expect("two processes launching",
+                  harness.report_problem(helper(reports(f"{d}/w2"), "h-8.json", "finished", 5),
+                                         752),
+                  f"2 processes in {d}/w2/processes, 2 of them launching kernels, expected the "
+                  f"workload's one")
     checks.expect("not under pasta run: no run.json needed",
                   harness.report_problem(reports(f"{d}/direct", run=False), 752, launcher=False),
                   None)
@@ -646,6 +684,7 @@ def main():
         workload = [sys.executable, script(os.path.join(tmp, "workload.py"), FAKE_WORKLOAD)]
         script(os.path.join(build, "examples", "annotated"), FAKE_ANNOTATED)
         script(os.path.join(build, "examples", "annotated_pasta"), FAKE_ANNOTATED)
+        operator_events()
         report_problems(tmp)
         operators_and_filters(tmp)
         accesses_counted(tmp)
