@@ -14,6 +14,7 @@
 #include <ATen/record_function.h>
 #include <torch/version.h>
 
+#include <array>
 #include <map>
 #include <set>
 #include <string>
@@ -173,6 +174,25 @@ TEST_CASE("Aten: backward operators and user scopes are operators too") {
   // One mm and one sum in the graph: one backward node each.
   CHECK(n.at("MmBackward0") == 1);
   CHECK(n.at("SumBackward0") == 1);
+}
+
+TEST_CASE("Aten: ranges whose names share a pointer keep their own names") {
+  // A record_function name is copied into the RecordFunction: a short one
+  // into the object itself, here at the same stack address every time, a long
+  // one onto the heap, where the last one's freed block comes back. The name
+  // cache, keyed by the pointer, must compare the text.
+  test::TempDir dir;
+  Prof prof(test::quiet(dir));
+  const std::array<std::string, 4> names{"range a", "range b",
+                                         "a range whose name is long enough for the heap: one",
+                                         "a range whose name is long enough for the heap: two"};
+  for (int i = 0; i < 40; ++i) {
+    at::RecordFunction range(at::RecordScope::USER_SCOPE);
+    range.before(names[i % 4]);
+  }
+  prof.stop();
+  const auto n = calls(prof.tool<test::Collect>());
+  for (const auto& name : names) CHECK(n.at(name) == 10);
 }
 
 TEST_CASE("Aten: operators on several threads keep their own nesting") {

@@ -366,10 +366,12 @@ class Aten {
     if (slot.pointer == s && same_text(slot.text, s)) return slot;
     return name_missed(t, slot, s);
   }
+  // strcmp, not a loop of ours: a name is compared at every operator call, and
+  // a byte loop costs 7 instructions a character (callgrind: 66 of the start's
+  // 490 for "aten::add"; autograd's wrapper names run to 60 characters). An
+  // interned name ends in a NUL (NameTable keeps std::strings).
   static bool same_text(std::string_view text, const char* s) {
-    for (const char c : text)
-      if (*s++ != c) return false;
-    return *s == '\0';
+    return text.data() && std::strcmp(s, text.data()) == 0;
   }
   [[gnu::noinline, gnu::cold]] static const ThreadState::Named& name_missed(
       ThreadState& t, ThreadState::Named& slot, const char* s) {
