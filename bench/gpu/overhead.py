@@ -256,7 +256,8 @@ def main():
                         "--torch run checked by its module calls against torch's hook count")
     p.add_argument("--batch", type=int, metavar="N",
                    help="one batch size for every model, instead of --batches")
-    p.add_argument("--layers", type=int, metavar="N", help="gpt2's and bert's layers (torch_step.py's 4)")
+    p.add_argument("--layers", type=int, metavar="N",
+                   help="gpt2's and bert's layers (torch_step.py's 4)")
     p.add_argument("--autocast", choices=["bf16", "fp16"],
                    help="each step's forward pass and loss under torch.autocast to this type")
     p.add_argument("--compile", choices=["default", "reduce-overhead"],

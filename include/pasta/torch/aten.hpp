@@ -75,7 +75,8 @@ class Aten {
     // ... and installed again on a thread whose state guard had removed it
     std::atomic<std::uint64_t> restores{0};
     // ... and installed on a thread first reached outside the capture
-    // window, by a sampled operator (on_poll): its first operators' not
+    // window, by a sampled operator (on_poll): the allocations of its first
+    // operators may be missing (partial_reason())
     std::atomic<std::uint64_t> late_hooks{0};
     // PASTA_SELF_TIME: time in the callbacks, on the program's threads.
     pasta::detail::SelfTime op_start, op_end, memory;
