@@ -1,0 +1,398 @@
+// A probe for the cost of a user-replay pass under CUPTI's Range Profiler,
+// and whether several launches can share one: N kernels (even: 2 MB read and
+// written, odd: 16 MB updated in place), each measured with pasta's metric
+// set (its passes, under user replay) three ways:
+//   launch      as RangeCounters::run_passes does: per launch, its memory
+//               saved, then per pass restored, L2 flushed, profiling started,
+//               the kernel launched, profiling stopped; decoded after each
+//               launch
+//   batch       every launch's memory saved first; then per pass profiling
+//               started once, and for each launch its memory restored, L2
+//               flushed and the kernel launched, auto ranges (the flush
+//               kernel's range passed over)
+//   batch-noflush  batch without the L2 flush (a range a launch)
+//   batch-user  batch with user ranges: one range pushed and popped
+//               around each kernel, the restore and the flush outside (a
+//               fresh range-profiler object)
+// It prints the time of each call and how many ranges each image holds, and
+// every metric's largest difference between `launch` and the other modes, per
+// kernel (`launch-again`, launch run twice, is the floor). Build and run on the GPU machine:
+//   nvcc -std=c++17 -arch=sm_90 -o /tmp/pass_batch bench/gpu/probe/pass_batch.cu \
+//     -I$CUPTI_INC -L$CUPTI_LIB -lcupti -lcuda -Xlinker -rpath=$CUPTI_LIB && /tmp/pass_batch 24
+// Measured on one H200 (2026-11-29, driver 580.159.04, CUDA 13.0's CUPTI; 24 launches, 9
+// passes): `launch` 125-129 ms a launch, its 216 starts 8.7-9.5 ms each and its stops 3.3-3.6
+// ms; `batch` 28.5-29.3 ms a launch, 9 starts of 8.3-8.5 ms and stops of 5.7-6.2 ms, 48 ranges
+// (each flush and each kernel; a copy adds none); `batch-noflush` 18.9 ms, 24 ranges. So a
+// start costs ~9 ms whatever it covers and each range ~1.2 ms more. `batch` against `launch`
+// is within `launch-again`'s spread on every metric but SM throughput: instruction and FFMA
+// counts equal, DRAM bytes read within 0.2% (0.0%), L2 sectors within 1.2-2.8% (1.3-3.5%),
+// warps active within 8.0% (7.2%); SM throughput within 17.2% (7.3%) on these 2 MB kernels of
+// a few microseconds; DRAM bytes written, a few KB here, differ by up to 100% in both.
+// `batch-noflush` differs as the L2 it leaves does (hit counts 41%). `batch-user`:
+// cuptiRangeProfilerPushRange returned CUPTI_ERROR_INVALID_PARAMETER on the object configured
+// for auto ranges before, and the probe crashed with a fresh object: not measured.
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <cupti.h>
+#include <cupti_profiler_host.h>
+#include <cupti_profiler_target.h>
+#include <cupti_range_profiler.h>
+#include <cupti_target.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#define CK(x)                              \
+  do {                                     \
+    CUptiResult r_ = (x);                  \
+    if (r_ != CUPTI_SUCCESS) {             \
+      const char* s;                       \
+      cuptiGetResultString(r_, &s);        \
+      std::printf("FAIL %s: %s\n", #x, s); \
+      std::exit(1);                        \
+    }                                      \
+  } while (0)
+#define CR(x)                                                   \
+  do {                                                          \
+    cudaError_t r_ = (x);                                       \
+    if (r_ != cudaSuccess) {                                    \
+      std::printf("FAIL %s: %s\n", #x, cudaGetErrorString(r_)); \
+      std::exit(1);                                             \
+    }                                                           \
+  } while (0)
+
+// pasta's metric set (include/pasta/core/metrics.hpp, in its order), as user_replay.cu has it.
+static const char* names[] = {"dram__bytes_read.sum",
+                              "dram__bytes_write.sum",
+                              "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+                              "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+                              "l1tex__t_sector_hit_rate.pct",
+                              "lts__t_sectors_lookup_miss.sum",
+                              "lts__t_sectors.sum",
+                              "lts__t_sectors_lookup_hit.sum",
+                              "sm__warps_active.avg.pct_of_peak_sustained_active",
+                              "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
+                              "smsp__inst_executed.sum",
+                              "smsp__sass_thread_inst_executed_op_hadd_pred_on.sum",
+                              "smsp__sass_thread_inst_executed_op_hmul_pred_on.sum",
+                              "smsp__sass_thread_inst_executed_op_hfma_pred_on.sum",
+                              "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
+                              "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum",
+                              "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
+                              "smsp__sass_thread_inst_executed_op_dadd_pred_on.sum",
+                              "smsp__sass_thread_inst_executed_op_dmul_pred_on.sum",
+                              "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum"};
+constexpr int nm = sizeof(names) / sizeof(names[0]);
+
+__global__ void tiny(const float* a, float* c, size_t n) {
+  const size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] * 2.f + 1.f;
+}
+__global__ void inplace(float* c, size_t n) {
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+       i += (size_t)gridDim.x * blockDim.x)
+    c[i] = c[i] * 1.0001f + 1.f;
+}
+__global__ void flush(const int4* buf, size_t n, int* sink) {
+  int x = 0;
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+       i += (size_t)gridDim.x * blockDim.x) {
+    int4 v = buf[i];
+    x ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (x == 0x5a17c0de) *sink = x;
+}
+
+using Clock = std::chrono::steady_clock;
+static double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+template <class P>
+P prm(size_t s) {
+  P p{};
+  p.structSize = s;
+  return p;
+}
+
+struct Times {
+  double start = 0, stop = 0, decode = 0, copy = 0, total = 0;
+  int starts = 0;
+};
+
+int main(int argc, char** argv) {
+  const int n = argc > 1 ? std::atoi(argv[1]) : 24;
+  const size_t small = 512u << 10, large = 4u << 20;  // floats: 2 MB, 16 MB
+  std::vector<float*> in(n), out(n), backup(n);
+  std::vector<size_t> words(n);
+  for (int i = 0; i < n; ++i) {
+    words[i] = i % 2 ? large : small;
+    CR(cudaMalloc(&in[i], words[i] * 4));
+    CR(cudaMalloc(&out[i], words[i] * 4));
+    CR(cudaMalloc(&backup[i], words[i] * 4));
+    CR(cudaMemset(in[i], 0x3c, words[i] * 4));
+    CR(cudaMemset(out[i], 0x3d, words[i] * 4));
+  }
+  int l2 = 0;
+  CR(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+  const size_t fwords = 2ull * l2 / 16;
+  int4* fb;
+  CR(cudaMalloc(&fb, fwords * 16 + 16));
+  CR(cudaMemset(fb, 0, fwords * 16 + 16));
+  int* sink = (int*)(fb + fwords);
+  auto launch = [&](int i) {
+    if (i % 2)
+      inplace<<<1056, 256>>>(out[i], words[i]);
+    else
+      tiny<<<(unsigned)(words[i] / 256), 256>>>(in[i], out[i], words[i]);
+  };
+  auto doflush = [&] { flush<<<1056, 256>>>(fb, fwords, sink); };
+  auto copy = [&](int i, bool save) {
+    CR(cudaMemcpyAsync(save ? backup[i] : out[i], save ? out[i] : backup[i], words[i] * 4,
+                       cudaMemcpyDeviceToDevice));
+  };
+  // warm: module loaded, pages touched
+  for (int i = 0; i < n; ++i) launch(i);
+  doflush();
+  CR(cudaDeviceSynchronize());
+
+  CUcontext ctx;
+  cuCtxGetCurrent(&ctx);
+  auto init = prm<CUpti_Profiler_Initialize_Params>(CUpti_Profiler_Initialize_Params_STRUCT_SIZE);
+  CK(cuptiProfilerInitialize(&init));
+  auto chip = prm<CUpti_Device_GetChipName_Params>(CUpti_Device_GetChipName_Params_STRUCT_SIZE);
+  CK(cuptiDeviceGetChipName(&chip));
+  auto av = prm<CUpti_Profiler_GetCounterAvailability_Params>(
+      CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE);
+  av.ctx = ctx;
+  CK(cuptiProfilerGetCounterAvailability(&av));
+  std::vector<uint8_t> avail(av.counterAvailabilityImageSize);
+  av.pCounterAvailabilityImage = avail.data();
+  CK(cuptiProfilerGetCounterAvailability(&av));
+  auto hi =
+      prm<CUpti_Profiler_Host_Initialize_Params>(CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE);
+  hi.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
+  hi.pChipName = chip.pChipName;
+  hi.pCounterAvailabilityImage = avail.data();
+  CK(cuptiProfilerHostInitialize(&hi));
+  auto add = prm<CUpti_Profiler_Host_ConfigAddMetrics_Params>(
+      CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE);
+  add.pHostObject = hi.pHostObject;
+  add.ppMetricNames = names;
+  add.numMetrics = nm;
+  CK(cuptiProfilerHostConfigAddMetrics(&add));
+  auto cs = prm<CUpti_Profiler_Host_GetConfigImageSize_Params>(
+      CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE);
+  cs.pHostObject = hi.pHostObject;
+  CK(cuptiProfilerHostGetConfigImageSize(&cs));
+  std::vector<uint8_t> config(cs.configImageSize);
+  auto ci = prm<CUpti_Profiler_Host_GetConfigImage_Params>(
+      CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE);
+  ci.pHostObject = hi.pHostObject;
+  ci.pConfigImage = config.data();
+  ci.configImageSize = config.size();
+  CK(cuptiProfilerHostGetConfigImage(&ci));
+  auto np = prm<CUpti_Profiler_Host_GetNumOfPasses_Params>(
+      CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE);
+  np.pConfigImage = config.data();
+  np.configImageSize = config.size();
+  CK(cuptiProfilerHostGetNumOfPasses(&np));
+  std::printf("chip %s, %d metrics in %zu passes, %d launches\n", chip.pChipName, nm,
+              np.numOfPasses, n);
+
+  auto en = prm<CUpti_RangeProfiler_Enable_Params>(CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE);
+  en.ctx = ctx;
+  CK(cuptiRangeProfilerEnable(&en));
+  CUpti_RangeProfiler_Object* obj = en.pRangeProfilerObject;
+  const size_t max_ranges = 2 * size_t(n) + 8;
+  auto ds = prm<CUpti_RangeProfiler_GetCounterDataSize_Params>(
+      CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE);
+  ds.pRangeProfilerObject = obj;
+  ds.pMetricNames = names;
+  ds.numMetrics = nm;
+  ds.maxNumOfRanges = max_ranges;
+  ds.maxNumRangeTreeNodes = max_ranges;
+  CK(cuptiRangeProfilerGetCounterDataSize(&ds));
+  std::vector<uint8_t> data(ds.counterDataSize);
+
+  auto arm = [&](bool user_range) {
+    std::fill(data.begin(), data.end(), 0);
+    auto di = prm<CUpti_RangeProfiler_CounterDataImage_Initialize_Params>(
+        CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE);
+    di.pRangeProfilerObject = obj;
+    di.pCounterData = data.data();
+    di.counterDataSize = data.size();
+    CK(cuptiRangeProfilerCounterDataImageInitialize(&di));
+    auto sc = prm<CUpti_RangeProfiler_SetConfig_Params>(
+        CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE);
+    sc.pRangeProfilerObject = obj;
+    sc.pConfig = config.data();
+    sc.configSize = config.size();
+    sc.pCounterDataImage = data.data();
+    sc.counterDataImageSize = data.size();
+    sc.range = user_range ? CUPTI_UserRange : CUPTI_AutoRange;
+    sc.replayMode = CUPTI_UserReplay;
+    sc.maxRangesPerPass = max_ranges;
+    sc.numNestingLevels = 1;
+    sc.minNestingLevel = 1;
+    sc.passIndex = 0;
+    sc.targetNestingLevel = 1;
+    CK(cuptiRangeProfilerSetConfig(&sc));
+  };
+  Times t;
+  auto start = [&] {
+    auto s = Clock::now();
+    auto st = prm<CUpti_RangeProfiler_Start_Params>(CUpti_RangeProfiler_Start_Params_STRUCT_SIZE);
+    st.pRangeProfilerObject = obj;
+    CK(cuptiRangeProfilerStart(&st));
+    t.start += ms_since(s);
+    ++t.starts;
+  };
+  auto stop = [&] {
+    auto s = Clock::now();
+    auto sp = prm<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
+    sp.pRangeProfilerObject = obj;
+    CK(cuptiRangeProfilerStop(&sp));
+    t.stop += ms_since(s);
+    return sp.isAllPassSubmitted != 0;
+  };
+  auto decode = [&] {
+    auto s = Clock::now();
+    auto dd =
+        prm<CUpti_RangeProfiler_DecodeData_Params>(CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE);
+    dd.pRangeProfilerObject = obj;
+    CK(cuptiRangeProfilerDecodeData(&dd));
+    auto info = prm<CUpti_RangeProfiler_GetCounterDataInfo_Params>(
+        CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE);
+    info.pCounterDataImage = data.data();
+    info.counterDataImageSize = data.size();
+    CK(cuptiRangeProfilerGetCounterDataInfo(&info));
+    t.decode += ms_since(s);
+    return size_t(info.numTotalRanges);
+  };
+  auto values = [&](size_t range) {
+    std::vector<double> v(nm);
+    auto ev = prm<CUpti_Profiler_Host_EvaluateToGpuValues_Params>(
+        CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE);
+    ev.pHostObject = hi.pHostObject;
+    ev.pCounterDataImage = data.data();
+    ev.counterDataImageSize = data.size();
+    ev.ppMetricNames = names;
+    ev.numMetrics = nm;
+    ev.rangeIndex = range;
+    ev.pMetricValues = v.data();
+    CK(cuptiProfilerHostEvaluateToGpuValues(&ev));
+    return v;
+  };
+  auto timed_copy = [&](int i, bool save) {
+    auto s = Clock::now();
+    copy(i, save);
+    t.copy += ms_since(s);
+  };
+  std::vector<std::vector<std::vector<double>>> results;  // [mode][launch][metric]
+  const char* modes[] = {"launch", "launch-again", "batch", "batch-noflush", "batch-user"};
+  // Each metric: the largest relative difference from `launch` over the launches.
+  auto compare = [&](int mode) {
+    std::printf("%s against launch, largest relative difference per metric (launch, value):\n",
+                modes[mode]);
+    for (int m = 0; m < nm; ++m) {
+      double worst = 0;
+      int at = 0;
+      for (int i = 0; i < n; ++i) {
+        const double a = results[0][i][m], b = results[mode][i][m];
+        const double d = std::fabs(a - b) / std::max({std::fabs(a), std::fabs(b), 1e-9});
+        if (d > worst) worst = d, at = i;
+      }
+      std::printf("  %-66s %6.1f%%  (%d: %.4g vs %.4g)\n", names[m], 100 * worst, at,
+                  results[0][at][m], results[mode][at][m]);
+    }
+    std::fflush(stdout);
+  };
+  for (int mode = 0; mode < 5; ++mode) {
+    if (mode == 4) {  // a fresh object for user ranges
+      auto off = prm<CUpti_RangeProfiler_Disable_Params>(
+          CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE);
+      off.pRangeProfilerObject = obj;
+      CK(cuptiRangeProfilerDisable(&off));
+      auto on =
+          prm<CUpti_RangeProfiler_Enable_Params>(CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE);
+      on.ctx = ctx;
+      CK(cuptiRangeProfilerEnable(&on));
+      obj = on.pRangeProfilerObject;
+    }
+    t = Times{};
+    std::vector<std::vector<double>> got;
+    const auto t0 = Clock::now();
+    size_t ranges = 0, passes = 0;
+    if (mode < 2) {
+      arm(false);  // one image across the launches, decoded after each, as pasta does
+      for (int i = 0; i < n; ++i) {
+        timed_copy(i, true);
+        for (size_t pass = 0;; ++pass) {
+          if (pass) timed_copy(i, false);
+          doflush();
+          CR(cudaDeviceSynchronize());
+          start();
+          launch(i);
+          const bool last = stop();
+          passes = pass + 1;
+          if (last) break;
+        }
+        timed_copy(i, false);
+        CR(cudaDeviceSynchronize());
+        ranges = decode();
+        got.push_back(values(ranges - 1));
+      }
+    } else {
+      const bool user_range = mode == 4, flushing = mode != 3;
+      arm(user_range);
+      for (int i = 0; i < n; ++i) timed_copy(i, true);
+      for (size_t pass = 0;; ++pass) {
+        CR(cudaDeviceSynchronize());
+        start();
+        for (int i = 0; i < n; ++i) {
+          if (pass) timed_copy(i, false);
+          if (flushing) doflush();
+          if (user_range) {
+            auto pr = prm<CUpti_RangeProfiler_PushRange_Params>(
+                CUpti_RangeProfiler_PushRange_Params_STRUCT_SIZE);
+            pr.pRangeProfilerObject = obj;
+            const std::string name = std::to_string(i);
+            pr.pRangeName = name.c_str();
+            CK(cuptiRangeProfilerPushRange(&pr));
+          }
+          launch(i);
+          if (user_range) {
+            auto pp = prm<CUpti_RangeProfiler_PopRange_Params>(
+                CUpti_RangeProfiler_PopRange_Params_STRUCT_SIZE);
+            pp.pRangeProfilerObject = obj;
+            CK(cuptiRangeProfilerPopRange(&pp));
+          }
+        }
+        const bool last = stop();
+        passes = pass + 1;
+        if (last) break;
+      }
+      for (int i = 0; i < n; ++i) timed_copy(i, false);
+      CR(cudaDeviceSynchronize());
+      ranges = decode();
+      // auto ranges: flush, kernel per launch (a copy adds none, or the count says so)
+      for (int i = 0; i < n; ++i)
+        got.push_back(values(ranges == 2 * size_t(n) ? 2 * size_t(i) + 1 : size_t(i)));
+    }
+    t.total = ms_since(t0);
+    std::printf(
+        "%-10s %zu passes, %zu ranges in the last image; total %.1f ms = %.2f ms a launch; "
+        "%d starts %.2f ms each, stops %.2f ms each, decode %.1f ms, copies enqueued %.1f ms\n",
+        modes[mode], passes, ranges, t.total, t.total / n, t.starts, t.start / t.starts,
+        t.stop / t.starts, t.decode, t.copy);
+    std::fflush(stdout);
+    results.push_back(got);
+    if (mode) compare(mode);
+  }
+  return 0;
+}
