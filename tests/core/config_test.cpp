@@ -267,6 +267,24 @@ TEST_CASE("PASTA_COUNTER_LAUNCHES: a whole number, 0 measuring every launch") {
   CHECK(cfg.counter_launches == 0);
 }
 
+TEST_CASE("PASTA_COUNTER_BATCH: 1 to 24 launches replayed together, 16 unless set") {
+  ConfigWithAll cfg;
+  CHECK(cfg.counter_batch == 16);
+  CHECK(apply_env(cfg, FakeEnv{{{"PASTA_COUNTER_BATCH", "1"}}}).empty());
+  CHECK(cfg.counter_batch == 1);
+  CHECK(apply_env(cfg, FakeEnv{{{"PASTA_COUNTER_BATCH", "24"}}}).empty());
+  CHECK(cfg.counter_batch == 24);
+  for (const char* bad : {"0", "25", "eight"}) {
+    const auto errors = apply_env(cfg, FakeEnv{{{"PASTA_COUNTER_BATCH", bad}}});
+    REQUIRE(errors.size() == 1);
+    CHECK(errors[0] == fmt::format("PASTA_COUNTER_BATCH=\"{}\" is not accepted: expected a whole "
+                                   "number from 1 to 24 (1 = each launch replayed at its own); "
+                                   "using 24",
+                                   bad));
+    CHECK(cfg.counter_batch == 24);
+  }
+}
+
 TEST_CASE("PASTA_COUNTER_CACHE: all (the default, like ncu) or none") {
   ConfigWithAll cfg;
   CHECK(cfg.counter_cache_flush);

@@ -92,3 +92,18 @@ TEST_CASE("an image takes room ranges, the rest kept for ranges no launch explai
   l.fresh_image();
   CHECK_FALSE(l.image_full());
 }
+
+TEST_CASE("a batch's ranges fit in the image's room with those pending and decoded") {
+  RangeLedger l;
+  CHECK(l.fits(RangeLedger::room));  // a batch of 24 launches, a flush range before each
+  CHECK_FALSE(l.fits(RangeLedger::room + 1));
+  l.add_flush();
+  l.add_measured(1, 1);
+  CHECK(l.fits(RangeLedger::room - 2));
+  CHECK_FALSE(l.fits(RangeLedger::room - 1));
+  l.decoded(10);  // ten ranges decoded, none pending
+  CHECK(l.fits(RangeLedger::room - 10));
+  CHECK_FALSE(l.fits(RangeLedger::room - 9));
+  l.fresh_image();
+  CHECK(l.fits(RangeLedger::room));
+}

@@ -29,6 +29,13 @@ struct CounterTally {
   // saved or because no driver launch call came; the bytes saved for the
   // launches measured.
   std::uint64_t unsaved = 0, unreplayed = 0, replayed_bytes = 0;
+  // User replay: batches of launches replayed together (more than one
+  // launch), those replayed before they were full (the program freed
+  // memory or unloaded a module), and launches kept for a batch and then
+  // dropped (no room to save the memory of the moment, or of a later
+  // launch of the batch): measured again at their signatures' next launch.
+  // And launches replayed alone because they could not be kept.
+  std::uint64_t batches = 0, early_batches = 0, dropped = 0, alone = 0;
 };
 
 struct CounterTiming {

@@ -8,8 +8,10 @@
 #include <cstdint>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <pasta/core/config.hpp>
@@ -22,13 +24,13 @@
 #include <pasta/core/pipeline.hpp>
 #include <pasta/nv/counters/counter_plan.hpp>
 #include <pasta/nv/counters/counter_stats.hpp>
-#include <pasta/nv/detail/cupti_api.hpp>
-#include <pasta/nv/detail/driver.hpp>
 #include <pasta/nv/counters/l2_flush.hpp>
 #include <pasta/nv/counters/range_ledger.hpp>
 #include <pasta/nv/counters/range_profiler.hpp>
 #include <pasta/nv/counters/replay_memory.hpp>
 #include <pasta/nv/counters/user_replay.hpp>
+#include <pasta/nv/detail/cupti_api.hpp>
+#include <pasta/nv/detail/driver.hpp>
 
 namespace pasta::nv::detail {
 
@@ -54,7 +56,14 @@ class RangeCounters {
   void set_verbose(bool on) { verbose_ = on; }
   // pasta replays kernels itself (true, the default) or CUPTI does (false).
   void set_user_replay(bool on) { user_replay_ = on; }
+  // Under user replay, measured launches replayed together (1: each at its
+  // own launch). At most as many as an image's ranges allow, a range for each
+  // launch and one for the L2 flush before it.
+  void set_batch(std::uint64_t n) {
+    batch_ = std::clamp<std::uint64_t>(n, 1, RangeLedger::room / 2);
+  }
   bool user_replay() const { return user_replay_; }
+  std::uint64_t batch() const { return batch_; }
   // Whether a launch before() chose waits for replay() (on the thread that launched it).
   bool owes() const { return owed_.due; }
 
@@ -97,7 +106,7 @@ class RangeCounters {
       if (user_replay_) {
         // Replayed at the driver's launch call (replay()); the image keeps
         // taking ranges across launches.
-        owed_ = {true, stream, correlation, signature};
+        owed_ = {true, correlation, signature};
         launch_ = {&spent_.full, Clock::now()};
         note('R');
         return true;
@@ -131,12 +140,17 @@ class RangeCounters {
     mutex_.unlock();
   }
   // At the driver's launch call of the launch before() chose, before the
-  // call runs (user replay): the passes, then the counters decoded. On the
-  // launching thread, inside before() and after(). Under user replay every
-  // range-profiler call runs on one thread of pasta's (ReplayWorker) while the
-  // caller waits: launches made inside CUPTI's callbacks are not reported.
-  // Memory that could not be saved (no room for the backup) leaves the
-  // launch unmeasured; a failure after the save restores the memory first.
+  // call runs (user replay): the program's memory saved for it, and the
+  // launch kept to be replayed with the next ones (set_batch); once the batch
+  // is full, or when the launch cannot be kept (its arguments cannot be
+  // copied), the batch's passes and their counters decoded. On the
+  // launching thread, inside before() and after(). Every range-profiler call
+  // runs on one thread of pasta's (ReplayWorker) while the caller waits:
+  // launches made inside CUPTI's callbacks are not reported. Memory that
+  // could not be saved (no room for the backup) leaves the launch unmeasured;
+  // for a launch after the first of a batch, the batch is dropped instead
+  // (measured again at its signatures' next launches) and the launch starts
+  // a new one. A failure after a save restores the memory first.
   template <class Emit>
   void replay(const Launch& launch, Emit&& emit) {
     if (!owed_.due) return;
@@ -144,16 +158,55 @@ class RangeCounters {
     if (failed_) return;
     try {
       worker_.run([&] {
-        // CUPTI's kernel records off while replaying: with them on, the
-        // SASS-instruction counts (the flop count) of a user replay read 0
-        // (measured on the H100, bench/gpu/probe). The program's work is
-        // waited for first, so no record of it is lost.
-        KernelRecordsOff off(kernel_records_, driver_);
-        if (profiler_.configured() != &full_ || ledger_.image_full()) arm(full_);
-        if (!run_passes(launch)) return;
-        ledger_.add_measured(owed_.correlation, owed_.signature);
-        decode(emit);
+        std::optional<KeptLaunch> kept;
+        if (batch_ > 1) {
+          std::string why;
+          kept = KeptLaunch::keep(driver_, launch, why);
+          if (!kept) {
+            ++tally_.alone;
+            pasta::detail::log_once(
+                "counters:alone",
+                fmt::format("hardware counters: a launch is replayed at its own launch, not kept "
+                            "for a batch ({}); such launches cost a start of the range profiler "
+                            "each pass",
+                            why));
+          }
+        }
+        if (!kept) replay_batch(emit);  // the others first: this one is replayed now
+        std::size_t slot = batch_members_.size();
+        if (!save(slot)) {
+          if (slot == 0) return;
+          log_dropped(memory_.why());
+          if (!save(slot = 0)) return;
+        }
+        batch_members_.push_back({kept ? std::move(*kept) : KeptLaunch::borrow(launch),
+                                  owed_.correlation, owed_.signature, memory_.saved_bytes(slot)});
+        // Replayed now when the batch is full, or when the memory of one more
+        // moment (the next launch, or the moment the batch is replayed
+        // before a copy or a free) could not be kept.
+        if (!kept || batch_members_.size() >= batch_ || !reserve(slot + 1)) run_batch(slot, emit);
       });
+    } catch (const std::exception& e) {
+      fail(e.what());
+    }
+  }
+  // The launches kept for a batch, before the program frees or unmaps
+  // memory: replayed now, while their memory exists. Before a module unloads
+  // or the context ends: dropped (counted and logged), since replaying then
+  // is not safe (measured at their signatures' next launch, if there is
+  // one); synchronisations, copies and memsets replay them before that
+  // (interrupt()). Not on a thread inside before() and after().
+  template <class Emit>
+  void releasing(Emit&& emit, bool replayable) {
+    std::lock_guard lock(mutex_);
+    if (failed_ || batch_members_.empty()) return;
+    if (!replayable) {
+      log_dropped("a module was unloaded or the context ended first");
+      return;
+    }
+    try {
+      ++tally_.early_batches;
+      worker_.run([&] { replay_batch(emit); });
     } catch (const std::exception& e) {
       fail(e.what());
     }
@@ -164,12 +217,21 @@ class RangeCounters {
   // Before GPU work that is not a kernel launch before() sees (a copy, a
   // memset, a graph): profiling stops, so the work is no range of its own.
   // Not on a thread inside before() and after().
+  // `kind` 's', a synchronisation, replays the launches kept for a batch
+  // and does not stop profiling; every other kind does both.
   template <class Emit>
   void interrupt(Emit&& emit, char kind) {
     std::lock_guard lock(mutex_);
-    if (failed_ || !profiler_.running()) return;
-    note(kind);
+    if (failed_) return;
     try {
+      if (!batch_members_.empty()) {
+        // The program is about to wait for or read its results: the batch
+        // is replayed while all it needs exists.
+        ++tally_.early_batches;
+        worker_.run([&] { replay_batch(emit); });
+      }
+      if (kind == 's' || !profiler_.running()) return;
+      note(kind);
       ++tally_.interrupts;
       pause(emit);
     } catch (const std::exception& e) {
@@ -181,6 +243,7 @@ class RangeCounters {
   void finish(Emit&& emit) {
     std::lock_guard lock(mutex_);
     try {
+      if (!failed_ && !batch_members_.empty()) log_dropped("the program ended first");
       if (!failed_ && profiler_.running()) pause(emit);
     } catch (const std::exception& e) {
       fail(e.what());
@@ -335,9 +398,56 @@ class RangeCounters {
     profiler_.start();
   }
 
-  // replay()'s work, on its own thread with the measured context current:
-  // whether the launch was measured.
-  bool run_passes(const Launch& launch);
+  // A launch kept to be replayed in a batch, and the bytes of its memory.
+  struct Member {
+    KeptLaunch launch;
+    std::uint64_t correlation, signature, bytes;
+  };
+  // replay()'s parts, on the replay thread with the measured context
+  // current. The program's memory saved in `slot`: false when there is no
+  // room for it (for slot 0, counted and logged once: the launch is not
+  // measured).
+  bool save(std::size_t slot);
+  // The batch's passes with the memory as it was at each launch, the counters
+  // decoded, then the memory as saved in slot `now` (the program's at this
+  // moment); the batch emptied.
+  template <class Emit>
+  void run_batch(std::size_t now, Emit& emit);
+  // run_batch()'s passes, the memory as saved in slot `now` after them.
+  void run_passes(const std::vector<Member>& members, std::size_t now);
+  // The batch replayed at a moment no launch of it is at: the memory as it
+  // is now saved first (or, with no room for it, the batch dropped).
+  template <class Emit>
+  void replay_batch(Emit& emit) {
+    if (batch_members_.empty()) return;
+    const std::size_t now = batch_members_.size();
+    if (save(now))
+      run_batch(now, emit);
+    else
+      log_dropped(memory_.why());
+  }
+  // Room for slot `slot`'s save of the memory as large as it is now.
+  bool reserve(std::size_t slot) {
+    pasta::detail::DispatchScope own;  // an allocation of pasta's
+    return memory_.reserve(slot);
+  }
+  // The batch dropped, and why (the first time in the log; every time in
+  // the summary's count).
+  void log_dropped(std::string_view why) {
+    pasta::detail::log_once(
+        "counters:dropped",
+        fmt::format("hardware counters: {} launches kept for a batch were not replayed ({}); "
+                    "they are measured at a later launch of their signature, if there is one "
+                    "(PASTA_COUNTER_BATCH=1 keeps none)",
+                    batch_members_.size(), why));
+    drop_batch();
+  }
+  // The batch forgotten: its signatures measured again at their next launch.
+  void drop_batch() {
+    for (const Member& m : batch_members_) plan_.lost(m.signature, index(&full_));
+    tally_.dropped += batch_members_.size();
+    batch_members_.clear();
+  }
   // A user-replay pass ended: whether it was the last one.
   bool stop_pass();
 
@@ -458,9 +568,12 @@ class RangeCounters {
   // The launch before() chose for a user replay, until replay() runs.
   struct {
     bool due = false;
-    CUstream stream = nullptr;
     std::uint64_t correlation = 0, signature = 0;
   } owed_;
+  // The launches kept to be replayed together (user replay), in launch
+  // order, each with its memory in the slot of its index.
+  std::vector<Member> batch_members_;
+  std::uint64_t batch_ = 1;
   std::string flush_error_;
   std::uint64_t per_signature_ = 1;
   CounterPlan plan_;
@@ -486,51 +599,94 @@ inline void RangeCounters::enable(CUcontext ctx) {
   plan_.configure(per_signature_, full_.passes > 1 ? cache_.size() : 0);
 }
 
-inline bool RangeCounters::run_passes(const Launch& launch) {
-  pasta::detail::DispatchScope own;  // copies, flushes and relaunches are pasta's work
-  // The launching thread's own default stream is not this thread's: the
-  // legacy one instead (all work is waited for before and after anyway).
-  const CUstream stream = owed_.stream == CU_STREAM_PER_THREAD ? nullptr : owed_.stream;
+inline bool RangeCounters::save(std::size_t slot) {
   bool saved = false;
   {
+    pasta::detail::DispatchScope own;  // the copies are pasta's work
     Timer t(spent_.copy);
-    saved = memory_.save(stream);
+    saved = memory_.save(nullptr, slot);
   }
-  if (!saved) {
-    ++tally_.unsaved;
-    pasta::detail::log_once(
-        "counters:unsaved",
-        fmt::format("hardware counters: {}; launches are not measured while it is so "
-                    "(PASTA_COUNTER_REPLAY=cupti lets CUPTI save only what a kernel writes)",
-                    memory_.why()));
-    return false;
-  }
+  if (saved || slot) return saved;  // a later slot's failure drops the batch (the caller's)
+  ++tally_.unsaved;
+  pasta::detail::log_once(
+      "counters:unsaved",
+      fmt::format("hardware counters: {}; launches are not measured while it is so "
+                  "(PASTA_COUNTER_REPLAY=cupti lets CUPTI save only what a kernel writes)",
+                  memory_.why()));
+  return false;
+}
+
+template <class Emit>
+void RangeCounters::run_batch(std::size_t now, Emit& emit) {
+  std::vector<Member> members = std::move(batch_members_);
+  batch_members_.clear();
+  // CUPTI's kernel records off while replaying: with them on, the
+  // SASS-instruction counts (the flop count) of a user replay read 0
+  // (measured on the H100, bench/gpu/probe). The program's work is waited
+  // for first, so no record of it is lost.
+  KernelRecordsOff off(kernel_records_, driver_);
+  // Each launch's pass takes a range for its L2 flush too, when profiling
+  // runs over several launches (the flush is then inside it).
+  const bool inside = members.size() > 1;
+  if (profiler_.configured() != &full_ || !ledger_.fits(members.size() * (inside ? 2 : 1)))
+    arm(full_);
+  run_passes(members, now);
+  for (const Member& m : members) tally_.replayed_bytes += m.bytes;
+  if (inside) ++tally_.batches;
+  decode(emit);
+}
+
+inline void RangeCounters::run_passes(const std::vector<Member>& members, std::size_t now) {
+  pasta::detail::DispatchScope own;  // copies, flushes and relaunches are pasta's work
+  // All work is waited for before and after, so the legacy stream serves:
+  // the launches' own streams may be gone.
+  const CUstream stream = nullptr;
+  constexpr std::size_t dirty = ~std::size_t{0};
+  std::size_t at = now;  // the slot the memory holds (dirty: none)
+  auto restore = [&](std::size_t slot) {
+    if (at == slot) return;
+    Timer t(spent_.copy);
+    memory_.restore(stream, slot);
+    at = slot;
+  };
   try {
     const bool flush = flush_cache_ && with_l2([&] {
                          l2_.prepare(ctx_);
                          return true;
                        });
+    auto flush_l2 = [&] {
+      if (!flush || !flush_cache_ || !with_l2([&] { return l2_.flush(ctx_, stream); }))
+        return false;
+      ++tally_.flushes;
+      return true;
+    };
+    const bool inside = members.size() > 1;
     for (std::uint32_t pass = 0;; ++pass) {
-      if (pass) {
-        Timer t(spent_.copy);
-        memory_.restore(stream);
+      if (!inside) {
+        restore(0);
+        flush_l2();
       }
-      if (flush && flush_cache_ && with_l2([&] { return l2_.flush(ctx_, stream); }))
-        ++tally_.flushes;
       start();
-      const CUresult launched = relaunch(driver_, launch, stream);
-      const bool last = stop_pass();
-      driver_.call(launched, "launching the kernel for a replay pass");
-      if (last) break;
+      for (std::size_t k = 0; k < members.size(); ++k) {
+        if (inside) {
+          restore(k);
+          if (flush_l2() && pass == 0) ledger_.add_flush();
+        }
+        const CUresult launched = members[k].launch.launch(driver_, stream);
+        at = dirty;
+        driver_.call(launched, "launching the kernel for a replay pass");
+        if (pass == 0) ledger_.add_measured(members[k].correlation, members[k].signature);
+      }
+      if (stop_pass()) break;
       if (pass > 256) throw std::runtime_error("the range profiler never took its last pass");
     }
-    Timer t(spent_.copy);
-    memory_.restore(stream);
+    restore(now);
     driver_.call(driver_.stream_synchronize(stream), "restoring device memory");
   } catch (const std::exception&) {
     try {
       if (profiler_.running()) (void)profiler_.stop();
-      memory_.restore(stream);
+      at = dirty;
+      restore(now);
       driver_.call(driver_.stream_synchronize(stream), "restoring device memory");
     } catch (const std::exception& f) {
       pasta::detail::log(fmt::format(
@@ -540,8 +696,6 @@ inline bool RangeCounters::run_passes(const Launch& launch) {
     }
     throw;
   }
-  tally_.replayed_bytes += memory_.saved_bytes();
-  return true;
 }
 
 inline bool RangeCounters::stop_pass() {

@@ -39,6 +39,8 @@ class RangeLedger {
   void fresh_image() { decoded_ = 0; }
   // The image took its room's worth: decoded, a fresh one is armed.
   bool image_full() const { return decoded_ >= room; }
+  // Whether `n` more ranges fit in the image's room.
+  bool fits(std::size_t n) const { return decoded_ + pending_.size() + n <= room; }
   // With the launches pending, the image is full: time to decode.
   bool nearly_full() const { return decoded_ + pending_.size() >= room; }
 

@@ -1,7 +1,7 @@
 // The program's device memory, saved before a launch pasta replays itself
-// and restored before every pass after the first and once more at the end,
-// so each pass starts from what the program had and the program's own launch
-// then runs on it unchanged.
+// and restored before every pass and once more at the end, so each pass
+// starts from what the program had at that launch and the program's own
+// work then runs on what it had.
 //
 // Which memory a kernel writes is not known, so every allocation is saved:
 // the handler reports each one from the driver's allocation calls
@@ -88,9 +88,10 @@ class Allocations {
   std::uint64_t total_ = 0;
 };
 
-// Saving and restoring the allocations Allocations holds. Calls run inside a
-// DispatchScope (the copies are pasta's work), on the replayed launch's
-// stream, in its context (current).
+// Saving and restoring the allocations Allocations holds, in numbered slots:
+// a batch of launches replayed together keeps each launch's memory in a slot
+// of its own (RangeCounters). Calls run inside a DispatchScope (the copies
+// are pasta's work), in the measured context (current).
 class ReplayMemory {
  public:
   explicit ReplayMemory(Driver& driver) : api_(driver) {}
@@ -100,77 +101,108 @@ class ReplayMemory {
   Allocations& allocations() { return allocations_; }
   const Allocations& allocations() const { return allocations_; }
 
-  // Copies every allocation to the backup, after all work queued before
-  // (on any stream) finished. Returns false, saving nothing, when the backup
-  // cannot be as large as the allocations (why() says so); throws
-  // std::runtime_error when the driver refuses a copy.
-  bool save(CUstream stream) {
-    saved_ = allocations_.ranges();
+  // Copies every allocation to `slot`'s backup, after all work queued
+  // before (on any stream) finished; the slot's earlier save is gone.
+  // Returns false, saving nothing, when the backup cannot be as large as the
+  // allocations (why() says so); throws std::runtime_error when the driver
+  // refuses a copy. Slot 0 may take all the free memory; every other slot
+  // at most half of it, so a batch leaves the program room to grow.
+  bool save(CUstream stream, std::size_t slot = 0) {
+    if (slot >= slots_.size()) slots_.resize(slot + 1);
+    Slot& s = slots_[slot];
+    std::vector<Allocations::Range> ranges = allocations_.ranges();
     std::uint64_t need = 0;
-    for (const auto& r : saved_) need += r.bytes;
+    for (const auto& r : ranges) need += r.bytes;
     api_.call(api_.ctx_synchronize(), "waiting for the program's work before saving its memory");
-    if (!reserve(need)) return false;
+    if (!reserve(s, need, slot == 0)) return false;
+    s.ranges = std::move(ranges);
     std::uint64_t at = 0;
-    for (const auto& r : saved_) {
-      api_.call(api_.copy(backup_ + at, r.base, r.bytes, stream), "saving device memory");
+    for (const auto& r : s.ranges) {
+      api_.call(api_.copy(s.backup + at, r.base, r.bytes, stream), "saving device memory");
       at += r.bytes;
     }
-    bytes_ = need;
+    s.bytes = need;
     return true;
   }
-  // Copies the backup back over the allocations saved.
-  void restore(CUstream stream) {
+  // Whether `slot` has room for a save of the allocations as they are now
+  // (made if it can be, on save()'s terms); saves nothing.
+  bool reserve(std::size_t slot) {
+    if (slot >= slots_.size()) slots_.resize(slot + 1);
+    return reserve(slots_[slot], allocations_.bytes(), slot == 0);
+  }
+  // Copies `slot`'s backup back over the allocations it saved.
+  void restore(CUstream stream, std::size_t slot = 0) {
+    const Slot& s = slots_.at(slot);
     std::uint64_t at = 0;
-    for (const auto& r : saved_) {
-      api_.call(api_.copy(r.base, backup_ + at, r.bytes, stream), "restoring device memory");
+    for (const auto& r : s.ranges) {
+      api_.call(api_.copy(r.base, s.backup + at, r.bytes, stream), "restoring device memory");
       at += r.bytes;
     }
   }
-  // Bytes the last save() copied, and in how many allocations.
-  std::uint64_t saved_bytes() const { return bytes_; }
-  std::size_t saved_allocations() const { return saved_.size(); }
+  // Bytes `slot`'s last save copied, and in how many allocations.
+  std::uint64_t saved_bytes(std::size_t slot = 0) const {
+    return slot < slots_.size() ? slots_[slot].bytes : 0;
+  }
+  std::size_t saved_allocations(std::size_t slot = 0) const {
+    return slot < slots_.size() ? slots_[slot].ranges.size() : 0;
+  }
   const std::string& why() const { return why_; }
 
-  // Frees the backup, in `ctx`, if it still exists. Not from a callback.
+  // Frees the backups, in `ctx`, if they still exist. Not from a callback.
   void release(CUcontext ctx) {
-    if (!backup_ || !ctx) return;
-    api_.in_context(ctx, [&] { api_.mem_free(backup_); });
-    backup_ = 0;
-    capacity_ = 0;
+    if (!ctx) return;
+    for (Slot& s : slots_) {
+      if (!s.backup) continue;
+      api_.in_context(ctx, [&] { api_.mem_free(s.backup); });
+      s.backup = 0;
+      s.capacity = 0;
+    }
   }
 
  private:
-  // A backup of at least `need` bytes, with room to grow by a quarter.
-  bool reserve(std::uint64_t need) {
-    if (need <= capacity_) return true;
-    if (backup_) {
-      api_.mem_free(backup_);
-      backup_ = 0;
-      capacity_ = 0;
+  struct Slot {
+    std::vector<Allocations::Range> ranges;  // what the last save copied, in order
+    CUdeviceptr backup = 0;
+    std::uint64_t capacity = 0, bytes = 0;
+  };
+
+  // A backup of at least `need` bytes for `s`; the first slot's with room to
+  // grow by a quarter.
+  bool reserve(Slot& s, std::uint64_t need, bool first) {
+    if (need <= s.capacity) return true;
+    if (s.backup) {
+      api_.mem_free(s.backup);
+      s.backup = 0;
+      s.capacity = 0;
     }
     std::size_t free = 0, total = 0;
     api_.call(api_.mem_info(&free, &total), "reading free device memory");
+    const std::uint64_t room = first ? free : free / 2;
     const std::uint64_t want = need + need / 4;
-    for (std::uint64_t bytes : {want, need}) {
-      if (bytes > free) continue;
-      if (api_.mem_alloc(&backup_, bytes) == CUDA_SUCCESS) {
-        capacity_ = bytes;
+    for (std::uint64_t bytes : first ? std::vector{want, need} : std::vector{need}) {
+      if (bytes > room) continue;
+      if (api_.mem_alloc(&s.backup, bytes) == CUDA_SUCCESS) {
+        s.capacity = bytes;
         return true;
       }
-      backup_ = 0;
+      s.backup = 0;
     }
-    why_ = fmt::format(
-        "saving the program's device memory for a replay needs {:.2f} GiB and {:.2f} GiB are "
-        "free",
-        static_cast<double>(need) / (1ull << 30), static_cast<double>(free) / (1ull << 30));
+    why_ = first ? fmt::format(
+                       "saving the program's device memory for a replay needs {:.2f} GiB and "
+                       "{:.2f} GiB are free",
+                       static_cast<double>(need) / (1ull << 30),
+                       static_cast<double>(free) / (1ull << 30))
+                 : fmt::format(
+                       "keeping one more launch's device memory to replay it with others needs "
+                       "{:.2f} GiB, more than half of the {:.2f} GiB free",
+                       static_cast<double>(need) / (1ull << 30),
+                       static_cast<double>(free) / (1ull << 30));
     return false;
   }
 
   Driver& api_;
   Allocations allocations_;
-  std::vector<Allocations::Range> saved_;
-  CUdeviceptr backup_ = 0;
-  std::uint64_t capacity_ = 0, bytes_ = 0;
+  std::vector<Slot> slots_;
   std::string why_;
 };
 

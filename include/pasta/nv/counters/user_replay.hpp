@@ -5,16 +5,24 @@
 
 #include <cupti_activity.h>
 
+#include <algorithm>
 #include <condition_variable>
+#include <cstddef>
+#include <cstring>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
+#include <pasta/core/detail/fmt.hpp>
+#include <pasta/nv/counters/range_profiler.hpp>
 #include <pasta/nv/detail/cupti_api.hpp>
 #include <pasta/nv/detail/driver.hpp>
-#include <pasta/nv/counters/range_profiler.hpp>
 
 namespace pasta::nv::detail {
 
@@ -55,6 +63,162 @@ inline CUresult relaunch(Driver& driver, const DriverLaunch& l, CUstream stream)
   }
   return CUDA_ERROR_INVALID_VALUE;
 }
+
+// A launch kept to be launched again after its driver call returned (a
+// batch of launches is replayed together, later): the kernel, its shape and
+// launch attributes, and a copy of its argument bytes, since the call's own
+// parameters point into the caller's frame. The arguments' sizes come from
+// the driver (cuFuncGetParamInfo), or from the `extra` buffer a launch
+// passes instead. A borrowed launch (borrow()) uses the call's parameters:
+// only until the call returns.
+class KeptLaunch {
+ public:
+  // The launch kept, or nullopt when its arguments cannot be copied (`why`
+  // then says why): a driver without cuFuncGetParamInfo, a function it
+  // refuses, an `extra` array of entries other than a buffer and its size.
+  static std::optional<KeptLaunch> keep(const Driver& driver, const DriverLaunch& l,
+                                        std::string& why) {
+    KeptLaunch k;
+    k.d_->call = l.call;
+    void** args = nullptr;
+    void** extra = nullptr;
+    if (l.call == LaunchCall::kernel_ex) {
+      const auto& p = *static_cast<const DriverLaunchExParams*>(l.params);
+      k.d_->config = *p.config;
+      if (p.config->attrs && p.config->numAttrs)
+        k.d_->attrs.assign(p.config->attrs, p.config->attrs + p.config->numAttrs);
+      k.d_->ex = {&k.d_->config, p.f, nullptr, nullptr};
+      args = p.kernelParams;
+      extra = p.extra;
+    } else {
+      k.d_->plain = *static_cast<const DriverLaunchParams*>(l.params);
+      k.d_->plain.kernelParams = nullptr;
+      k.d_->plain.extra = nullptr;
+      args = static_cast<const DriverLaunchParams*>(l.params)->kernelParams;
+      extra = static_cast<const DriverLaunchParams*>(l.params)->extra;
+    }
+    const bool copied = args ? k.copy_args(driver, args, why) : !extra || k.copy_extra(extra, why);
+    if (!copied) return std::nullopt;
+    return k;
+  }
+  // The call's own launch, to launch again before the call returns.
+  static KeptLaunch borrow(const DriverLaunch& l) {
+    KeptLaunch k;
+    k.borrowed_ = l;
+    return k;
+  }
+
+  // The kernel launched again on `stream`.
+  CUresult launch(Driver& driver, CUstream stream) const {
+    if (borrowed_) return relaunch(driver, *borrowed_, stream);
+    Data& d = *d_;
+    void** args = d.args.empty() ? nullptr : d.args.data();
+    void** extra = d.extra_size ? d.extra : nullptr;
+    if (d.call == LaunchCall::kernel_ex) {
+      d.config.attrs = d.attrs.empty() ? nullptr : d.attrs.data();
+      d.ex.kernelParams = args;
+      d.ex.extra = extra;
+      return relaunch(driver, {d.call, &d.ex}, stream);
+    }
+    d.plain.kernelParams = args;
+    d.plain.extra = extra;
+    return relaunch(driver, {d.call, &d.plain}, stream);
+  }
+
+ private:
+  KeptLaunch() : d_(std::make_unique<Data>()) {}
+
+  bool copy_args(const Driver& driver, void** args, std::string& why) {
+    if (!driver.param_info || !driver.kernel_param_info || !driver.function_load) {
+      why = "the driver has no cuFuncGetParamInfo (CUDA 12.4 and later)";
+      return false;
+    }
+    const CUfunction f = d_->call == LaunchCall::kernel_ex ? d_->ex.f : d_->plain.f;
+    // A function is loaded first (a lazily loaded one is not, before its
+    // first launch runs); a handle cuFuncLoad does not know is a CUkernel.
+    const CUresult loaded = driver.function_load(f);
+    const bool kernel = loaded == CUDA_ERROR_INVALID_HANDLE;
+    if (loaded != CUDA_SUCCESS && !kernel) {
+      why = "cuFuncLoad: " + driver.name(loaded);
+      return false;
+    }
+    std::vector<std::pair<std::size_t, std::size_t>> at;  // offset, size
+    std::size_t end = 0;
+    for (std::size_t i = 0;; ++i) {
+      std::size_t offset = 0, size = 0;
+      const CUresult r =
+          kernel ? driver.kernel_param_info(reinterpret_cast<CUkernel>(f), i, &offset, &size)
+                 : driver.param_info(f, i, &offset, &size);
+      if (r == CUDA_ERROR_INVALID_VALUE) break;  // past the last parameter
+      if (r != CUDA_SUCCESS || i > 4096) {
+        why = fmt::format("{}: {}", kernel ? "cuKernelGetParamInfo" : "cuFuncGetParamInfo",
+                          driver.name(r));
+        return false;
+      }
+      at.emplace_back(offset, size);
+      end = std::max(end, offset + size);
+    }
+    d_->bytes.resize((end + sizeof(Chunk) - 1) / sizeof(Chunk));
+    auto* base = reinterpret_cast<unsigned char*>(d_->bytes.data());
+    for (std::size_t i = 0; i < at.size(); ++i) {
+      std::memcpy(base + at[i].first, args[i], at[i].second);
+      d_->args.push_back(base + at[i].first);
+    }
+    return true;
+  }
+  bool copy_extra(void** extra, std::string& why) {
+    const void* buffer = nullptr;
+    std::size_t size = 0;
+    bool sized = false;
+    for (std::size_t i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+      if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) {
+        buffer = extra[i + 1];
+      } else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE) {
+        size = *static_cast<const std::size_t*>(extra[i + 1]);
+        sized = true;
+      } else {
+        why = "a launch's `extra` array holds more than a parameter buffer and its size";
+        return false;
+      }
+      if (i > 64) {
+        why = "a launch's `extra` array has no end";
+        return false;
+      }
+    }
+    if (!buffer || !sized) {
+      why = "a launch's `extra` array lacks the parameter buffer or its size";
+      return false;
+    }
+    d_->bytes.resize((size + sizeof(Chunk) - 1) / sizeof(Chunk));
+    std::memcpy(d_->bytes.data(), buffer, size);
+    d_->extra_size = size;
+    d_->extra[0] = CU_LAUNCH_PARAM_BUFFER_POINTER;
+    d_->extra[1] = d_->bytes.data();
+    d_->extra[2] = CU_LAUNCH_PARAM_BUFFER_SIZE;
+    d_->extra[3] = &d_->extra_size;
+    d_->extra[4] = CU_LAUNCH_PARAM_END;
+    return true;
+  }
+
+  // Argument storage aligned for any parameter type.
+  struct alignas(16) Chunk {
+    unsigned char b[16];
+  };
+  // On the heap: args and extra point into it, so a KeptLaunch moves freely.
+  struct Data {
+    LaunchCall call = LaunchCall::kernel;
+    DriverLaunchParams plain{};
+    CUlaunchConfig config{};
+    std::vector<CUlaunchAttribute> attrs;
+    DriverLaunchExParams ex{};
+    std::vector<Chunk> bytes;
+    std::vector<void*> args;
+    std::size_t extra_size = 0;
+    void* extra[5] = {};
+  };
+  std::unique_ptr<Data> d_;
+  std::optional<DriverLaunch> borrowed_;
+};
 
 // CUPTI's kernel activity records off for a scope (if the handler has them on).
 struct KernelRecordsOff {

@@ -13,9 +13,9 @@
 namespace pasta::nv {
 
 struct CuptiSettings {
-  bool launch_callbacks = false;       // PASTA_LAUNCH_CALLBACKS: host-side launch events
-  std::uint64_t flush_ms = 1000;       // PASTA_FLUSH_MS: device-record flush period (0 = none)
-  bool flush_on_sync = true;           // PASTA_FLUSH_ON_SYNC: also flush after a device sync
+  bool launch_callbacks = false;  // PASTA_LAUNCH_CALLBACKS: host-side launch events
+  std::uint64_t flush_ms = 1000;  // PASTA_FLUSH_MS: device-record flush period (0 = none)
+  bool flush_on_sync = true;      // PASTA_FLUSH_ON_SYNC: also flush after a device sync
   // PASTA_CUPTI_BUFFER_POOL: activity buffers reused, zeroed by pasta's
   // worker (off: a new one for each request, zeroed by CUPTI on the thread
   // that launches; for measuring).
@@ -45,6 +45,11 @@ struct CuptiSettings {
   // like ncu; cupti = CUPTI's kernel replay (it saves only what the kernel
   // may write, and L2 holds that restore when the kernel runs).
   bool counter_user_replay = true;
+  // PASTA_COUNTER_BATCH: under user replay, measured launches whose passes
+  // are replayed together, each pass profiling started once for all of them
+  // (starting costs ~9 ms on an H200, a kernel's range ~1 ms); 1 = each
+  // launch's passes at its own launch.
+  std::uint64_t counter_batch = 16;
   unsigned pc_sampling_period = 0;  // PASTA_PC_SAMPLING_PERIOD: 2^N cycles, 5-31 (0 = CUPTI's)
   // PASTA_CUPTI_SKIP: record kinds left out even when a tool wants them
   // (detail::CuptiSkip bits, detail/skip.hpp).
@@ -84,6 +89,14 @@ inline constexpr pasta::detail::Variable<CuptiSettings> cupti_variables[] = {
         "PASTA_COUNTER_REPLAY",
         "pasta (pasta replays kernels, saving and restoring device memory) or cupti (CUPTI's "
         "kernel replay)"),
+    {"PASTA_COUNTER_BATCH", "a whole number from 1 to 24 (1 = each launch replayed at its own)",
+     [](S& s, std::string_view v, std::string&) {
+       const auto n = pasta::detail::parse_uint(v);
+       if (!n || *n < 1 || *n > 24) return false;
+       s.counter_batch = *n;
+       return true;
+     },
+     [](const S& s) { return std::to_string(s.counter_batch); }},
     {"PASTA_PC_SAMPLING_PERIOD",
      "a whole number from 5 to 31 (a sample every 2^N cycles per SM; 0 = CUPTI's choice)",
      [](S& s, std::string_view v, std::string&) {

@@ -37,6 +37,15 @@ struct Driver {
   CUresult (*pop)(CUcontext*) = nullptr;
   CUresult (*error_name)(CUresult, const char**) = nullptr;
   CUresult (*error_string)(CUresult, const char**) = nullptr;
+  // A kernel parameter's offset and size, and the function loaded first (a
+  // lazily loaded one is not, before its first launch runs): CUDA 12.4 and
+  // later; nullptr in an older driver, where launches cannot be kept to
+  // replay later.
+  // A launch's handle may be a CUkernel (the runtime's launches pass one):
+  // its parameters then come from cuKernelGetParamInfo.
+  CUresult (*param_info)(CUfunction, std::size_t, std::size_t*, std::size_t*) = nullptr;
+  CUresult (*kernel_param_info)(CUkernel, std::size_t, std::size_t*, std::size_t*) = nullptr;
+  CUresult (*function_load)(CUfunction) = nullptr;
 
   bool bound() const { return error_name != nullptr; }
 
@@ -67,6 +76,10 @@ struct Driver {
       get(lib, pop, "cuCtxPopCurrent_v2");
       get(lib, error_name, "cuGetErrorName");
       get(lib, error_string, "cuGetErrorString");
+      param_info = reinterpret_cast<decltype(param_info)>(dlsym(lib, "cuFuncGetParamInfo"));
+      kernel_param_info =
+          reinterpret_cast<decltype(kernel_param_info)>(dlsym(lib, "cuKernelGetParamInfo"));
+      function_load = reinterpret_cast<decltype(function_load)>(dlsym(lib, "cuFuncLoad"));
     } catch (...) {
       dlclose(lib);
       error_name = nullptr;
@@ -75,12 +88,16 @@ struct Driver {
     dlclose(lib);  // RTLD_NOLOAD took a reference; the program's own stays
   }
 
+  // The error's name, as the driver gives it.
+  std::string name(CUresult r) const {
+    const char* text = nullptr;
+    if (error_name) error_name(r, &text);
+    return text ? text : std::to_string(static_cast<int>(r));
+  }
   // Throws std::runtime_error naming `what` and the driver's error.
   void call(CUresult r, const char* what) const {
     if (r == CUDA_SUCCESS) return;
-    const char* name = nullptr;
-    if (error_name) error_name(r, &name);
-    throw std::runtime_error(fmt::format("{}: {}", what, name ? name : std::to_string(r)));
+    throw std::runtime_error(fmt::format("{}: {}", what, name(r)));
   }
 
   // Runs f() with `ctx` current, if the driver still has that context.

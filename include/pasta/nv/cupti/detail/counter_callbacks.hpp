@@ -15,11 +15,11 @@
 #include <pasta/core/events.hpp>
 #include <pasta/core/log.hpp>
 #include <pasta/core/pipeline.hpp>
-#include <pasta/nv/cupti/settings.hpp>
-#include <pasta/nv/cupti/detail/activity_worker.hpp>
-#include <pasta/nv/detail/cupti_api.hpp>
-#include <pasta/nv/cupti/detail/launch_callbacks.hpp>
 #include <pasta/nv/counters/range_counters.hpp>
+#include <pasta/nv/cupti/detail/activity_worker.hpp>
+#include <pasta/nv/cupti/detail/launch_callbacks.hpp>
+#include <pasta/nv/cupti/settings.hpp>
+#include <pasta/nv/detail/cupti_api.hpp>
 
 namespace pasta::nv::detail {
 
@@ -29,6 +29,7 @@ class CounterCallbacks {
     counters_.set_per_signature(own.counter_launches);
     counters_.set_flush_cache(own.counter_cache_flush);
     counters_.set_user_replay(own.counter_user_replay);
+    counters_.set_batch(own.counter_batch);
     counters_.set_verbose(cfg.verbose);
   }
 
@@ -47,7 +48,12 @@ class CounterCallbacks {
   void enable_callbacks(CUpti_SubscriberHandle subscriber, bool launches_on) {
     if (!launches_on) enable_launch_callbacks(subscriber);
     enable_interrupt_callbacks(subscriber);
-    if (counters_.user_replay()) enable_memory_callbacks(subscriber);
+    if (!counters_.user_replay()) return;
+    enable_memory_callbacks(subscriber);
+    for (CUpti_CallbackId id :
+         {CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING})
+      cupti_ok(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, id),
+               "a resource callback");
   }
 
   // Every callback, pasta's own included, first: true when it is a replay's
@@ -80,20 +86,34 @@ class CounterCallbacks {
   template <class Sink>
   bool on_callback(Sink& sink, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                    const void* data) {
+    if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+      // A module unloading or a context ending: the launches kept for a
+      // batch can no longer be replayed safely.
+      if ((cbid == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING ||
+           cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) &&
+          !counting())
+        counters_.releasing([&](const KernelCounters& c) { sink.emit(c); }, false);
+      return false;
+    }
     if (const auto call = memory_calls_(domain, cbid); call != MemoryCall::none) {
-      // The program's allocations, for user replay to save.
+      // The program's allocations, for user replay to save; the launches
+      // kept for a batch replayed before memory or kernels go.
       const auto& cb = *static_cast<const CUpti_CallbackData*>(data);
+      if (cb.callbackSite == CUPTI_API_ENTER &&
+          (call == MemoryCall::free || call == MemoryCall::unmap) && !counting())
+        counters_.releasing([&](const KernelCounters& c) { sink.emit(c); }, true);
       if (cb.callbackSite == CUPTI_API_EXIT && cb.functionReturnValue &&
           *static_cast<const int*>(cb.functionReturnValue) == 0)
         if (const auto change = memory_change(call, cb.functionParams)) track(*change);
       return true;
     }
     if (const char kind = interrupts_(domain, cbid)) {
-      // Only counters asked for these callbacks.
       if (static_cast<const CUpti_CallbackData*>(data)->callbackSite == CUPTI_API_ENTER &&
           !counting())
         counters_.interrupt([&](const KernelCounters& c) { sink.emit(c); }, kind);
-      return true;
+      // Only counters asked for these callbacks, but for synchronisations,
+      // which the handler may report too.
+      return kind != 's';
     }
     const auto& cb = *static_cast<const CUpti_CallbackData*>(data);
     // The outermost launch call: a runtime launch, or a driver launch outside
@@ -137,23 +157,19 @@ class CounterCallbacks {
   }
   // GPU work that is not a launch before() sees (copies, memsets, graphs,
   // old-style launches): while counters are measured, profiling stops before
-  // it, so that it is no range of its own. Found by name among CUPTI's
-  // runtime and driver callbacks.
+  // it, so that it is no range of its own; and, with them, synchronisations:
+  // the launches kept for a batch are replayed before each. Found by name
+  // among CUPTI's runtime and driver callbacks.
   void enable_interrupt_callbacks(CUpti_SubscriberHandle subscriber) {
     // A capture's begin too: profiling must stop before it (stopping
     // synchronises, which would end the capture in error).
-    static constexpr std::array<std::string_view, 11> prefixes{
-        "cudaMemcpy",
-        "cudaMemset",
-        "cudaGraphLaunch",
-        "cudaStreamBeginCapture",
-        "cuStreamBeginCapture",
-        "cudaLaunchCooperativeKernelMultiDevice",
-        "cuMemcpy",
-        "cuMemset",
-        "cuGraphLaunch",
-        "cuLaunchGrid",
-        "cuLaunchCooperativeKernelMultiDevice"};
+    static constexpr std::array<std::string_view, 17> prefixes{
+        "cudaMemcpy", "cudaMemset", "cudaGraphLaunch", "cudaStreamBeginCapture",
+        "cuStreamBeginCapture", "cudaLaunchCooperativeKernelMultiDevice", "cuMemcpy", "cuMemset",
+        "cuGraphLaunch", "cuLaunchGrid", "cuLaunchCooperativeKernelMultiDevice",
+        // Synchronisations: only the launches kept for a batch replayed.
+        "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
+        "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize"};
     for (auto [domain, size] :
          {std::pair{CUPTI_CB_DOMAIN_RUNTIME_API, std::uint32_t{CUPTI_RUNTIME_TRACE_CBID_SIZE}},
           std::pair{CUPTI_CB_DOMAIN_DRIVER_API, std::uint32_t{CUPTI_DRIVER_TRACE_CBID_SIZE}}}) {
@@ -165,9 +181,10 @@ class CounterCallbacks {
           continue;
         if (cuptiEnableCallback(1, subscriber, domain, id) == CUPTI_SUCCESS)
           interrupts_.set(domain, id,
-                          n.find("Memset") != n.npos   ? 'x'
-                          : n.find("Memcpy") != n.npos ? 'y'
-                                                       : 'g');
+                          n.find("Memset") != n.npos        ? 'x'
+                          : n.find("Memcpy") != n.npos      ? 'y'
+                          : n.find("Synchronize") != n.npos ? 's'
+                                                            : 'g');
       }
     }
   }
@@ -218,18 +235,23 @@ class CounterCallbacks {
 
 inline void CounterCallbacks::log_summary(bool verbose) const {
   const CounterTally& t = counters_.tally();
-  const bool unmeasured = t.unsaved || t.unreplayed;
+  const bool unmeasured = t.unsaved || t.unreplayed || t.dropped;
   if (counters_.user_replay() && (verbose || unmeasured))
     pasta::detail::log(fmt::format(
         "cupti handler: hardware counters by user replay: {} launches replayed by pasta, "
         "{:.2f} GiB of device memory saved per launch on average ({} allocations known at the "
-        "end), L2 flushed before {} passes; not measured: {} (no room to save memory), {} "
-        "(no driver launch call seen)",
+        "end), L2 flushed before {} passes; {} batches of launches replayed together (up to {}), "
+        "{} of them early (at a synchronisation, copy, memset or free), {} launches replayed alone "
+        "(not "
+        "kept); not measured: {} (no room to "
+        "save memory), {} (no driver launch call seen), {} kept for a batch and dropped "
+        "(measured at a later launch of their signature where there was one)",
         t.measured,
         t.measured
             ? static_cast<double>(t.replayed_bytes) / static_cast<double>(t.measured) / (1ull << 30)
             : 0.0,
-        counters_.allocations(), t.flushes, t.unsaved, t.unreplayed));
+        counters_.allocations(), t.flushes, t.batches, counters_.batch(), t.early_batches, t.alone,
+        t.unsaved, t.unreplayed, t.dropped));
   if (t.outside && verbose)
     pasta::detail::log(fmt::format(
         "cupti handler: hardware counters: {} launches outside the capture window were not "

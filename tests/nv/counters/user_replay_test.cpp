@@ -1,0 +1,292 @@
+// What a batch of user replays keeps: a launch's argument bytes copied
+// (nv::detail::KeptLaunch), so it launches again after the caller's frame is
+// gone, and the program's memory in numbered slots (nv::detail::ReplayMemory),
+// against a driver whose entry points are this file's fakes.
+#include <doctest/doctest.h>
+
+#include <pasta/nv/counters/replay_memory.hpp>
+#include <pasta/nv/counters/user_replay.hpp>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+using pasta::nv::detail::Driver;
+using pasta::nv::detail::DriverLaunch;
+using pasta::nv::detail::DriverLaunchExParams;
+using pasta::nv::detail::DriverLaunchParams;
+using pasta::nv::detail::KeptLaunch;
+using pasta::nv::detail::LaunchCall;
+using pasta::nv::detail::ReplayMemory;
+
+namespace {
+
+// The fake driver's state: a kernel's parameter layout, what the last
+// launch passed, the device's memory as host bytes.
+struct Fake {
+  std::vector<std::pair<std::size_t, std::size_t>> layout;  // offset, size per parameter
+  bool kernel_handle = false;  // the launch's handle is a CUkernel (cuFuncLoad refuses it)
+  std::vector<unsigned char> launched;  // the argument bytes the last launch passed, by layout
+  std::vector<unsigned char> buffer;    // the `extra` buffer the last launch passed
+  CUfunction function{};
+  unsigned grid = 0;
+  std::vector<CUlaunchAttribute> attrs;  // the last cuLaunchKernelEx's
+  // Memory: allocations are offsets into `device`.
+  std::vector<unsigned char> device;
+  std::size_t free = 0, allocated = 0;
+  std::vector<std::pair<CUdeviceptr, std::size_t>> allocs;
+};
+Fake fake;
+
+CUresult info(std::size_t i, std::size_t* offset, std::size_t* size) {
+  if (i >= fake.layout.size()) return CUDA_ERROR_INVALID_VALUE;
+  *offset = fake.layout[i].first;
+  *size = fake.layout[i].second;
+  return CUDA_SUCCESS;
+}
+CUresult param_info(CUfunction, std::size_t i, std::size_t* offset, std::size_t* size) {
+  return fake.kernel_handle ? CUDA_ERROR_INVALID_HANDLE : info(i, offset, size);
+}
+CUresult kernel_param_info(CUkernel, std::size_t i, std::size_t* offset, std::size_t* size) {
+  return fake.kernel_handle ? info(i, offset, size) : CUDA_ERROR_INVALID_HANDLE;
+}
+CUresult function_load(CUfunction) {
+  return fake.kernel_handle ? CUDA_ERROR_INVALID_HANDLE : CUDA_SUCCESS;
+}
+void record(CUfunction f, unsigned grid, void** args, void** extra) {
+  fake.function = f;
+  fake.grid = grid;
+  fake.launched.clear();
+  fake.buffer.clear();
+  if (args) {
+    std::size_t end = 0;
+    for (auto [offset, size] : fake.layout) end = std::max(end, offset + size);
+    fake.launched.assign(end, 0);
+    for (std::size_t i = 0; i < fake.layout.size(); ++i)
+      std::memcpy(fake.launched.data() + fake.layout[i].first, args[i], fake.layout[i].second);
+  }
+  if (extra) {
+    CHECK(extra[0] == CU_LAUNCH_PARAM_BUFFER_POINTER);
+    CHECK(extra[2] == CU_LAUNCH_PARAM_BUFFER_SIZE);
+    CHECK(extra[4] == CU_LAUNCH_PARAM_END);
+    const auto* p = static_cast<const unsigned char*>(extra[1]);
+    fake.buffer.assign(p, p + *static_cast<const std::size_t*>(extra[3]));
+  }
+}
+CUresult launch(CUfunction f, unsigned gx, unsigned, unsigned, unsigned, unsigned, unsigned,
+                unsigned, CUstream, void** args, void** extra) {
+  record(f, gx, args, extra);
+  return CUDA_SUCCESS;
+}
+CUresult launch_ex(const CUlaunchConfig* config, CUfunction f, void** args, void** extra) {
+  record(f, config->gridDimX, args, extra);
+  fake.attrs.assign(config->attrs, config->attrs + config->numAttrs);
+  return CUDA_SUCCESS;
+}
+CUresult error_name(CUresult r, const char** name) {
+  *name = r == CUDA_ERROR_INVALID_HANDLE ? "CUDA_ERROR_INVALID_HANDLE" : "another error";
+  return CUDA_SUCCESS;
+}
+// Memory: the backups are allocations of the fake device too.
+CUresult ctx_synchronize() { return CUDA_SUCCESS; }
+CUresult mem_info(std::size_t* free, std::size_t* total) {
+  *free = fake.free - fake.allocated;
+  *total = fake.free;
+  return CUDA_SUCCESS;
+}
+CUresult mem_alloc(CUdeviceptr* p, std::size_t bytes) {
+  if (fake.allocated + bytes > fake.free) return CUDA_ERROR_OUT_OF_MEMORY;
+  *p = fake.device.size();
+  fake.device.resize(fake.device.size() + bytes);
+  fake.allocated += bytes;
+  fake.allocs.emplace_back(*p, bytes);
+  return CUDA_SUCCESS;
+}
+CUresult mem_free(CUdeviceptr p) {
+  for (auto it = fake.allocs.begin(); it != fake.allocs.end(); ++it)
+    if (it->first == p) {
+      fake.allocated -= it->second;
+      fake.allocs.erase(it);
+      return CUDA_SUCCESS;
+    }
+  return CUDA_ERROR_INVALID_VALUE;
+}
+CUresult copy(CUdeviceptr to, CUdeviceptr from, std::size_t bytes, CUstream) {
+  std::memmove(fake.device.data() + to, fake.device.data() + from, bytes);
+  return CUDA_SUCCESS;
+}
+
+Driver fake_driver() {
+  fake = Fake{};
+  Driver d;
+  d.param_info = param_info;
+  d.kernel_param_info = kernel_param_info;
+  d.function_load = function_load;
+  d.launch = launch;
+  d.launch_ex = launch_ex;
+  d.error_name = error_name;
+  d.ctx_synchronize = ctx_synchronize;
+  d.mem_info = mem_info;
+  d.mem_alloc = mem_alloc;
+  d.mem_free = mem_free;
+  d.copy = copy;
+  return d;
+}
+
+// A kernel's arguments as a caller's frame holds them: a pointer, an int, a
+// 24-byte struct aligned to 8.
+struct Args {
+  std::uint64_t pointer = 0x7f0000001000;
+  int n = 1000;
+  struct {
+    double a, b, c;
+  } s{1.5, 2.5, 3.5};
+};
+const std::vector<std::pair<std::size_t, std::size_t>> args_layout{{0, 8}, {8, 4}, {16, 24}};
+std::vector<unsigned char> bytes_of(const Args& a) {
+  std::vector<unsigned char> b(40, 0);
+  std::memcpy(b.data(), &a.pointer, 8);
+  std::memcpy(b.data() + 8, &a.n, 4);
+  std::memcpy(b.data() + 16, &a.s, 24);
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("KeptLaunch: the arguments copied, launched again after the caller's frame changed") {
+  for (const bool kernel_handle : {false, true}) {
+    CAPTURE(kernel_handle);
+    Driver driver = fake_driver();
+    fake.layout = args_layout;
+    fake.kernel_handle = kernel_handle;  // the runtime's launches pass a CUkernel
+    Args a;
+    void* args[] = {&a.pointer, &a.n, &a.s};
+    DriverLaunchParams p{};
+    p.f = reinterpret_cast<CUfunction>(0x1234);
+    p.gridDimX = 7;
+    p.kernelParams = args;
+    std::string why;
+    auto kept = KeptLaunch::keep(driver, {LaunchCall::kernel, &p}, why);
+    REQUIRE(kept.has_value());
+    CHECK(why.empty());
+    const std::vector<unsigned char> expected = bytes_of(a);
+    // The caller's frame reused: other values where the arguments were.
+    a = Args{0xdead, -1, {0, 0, 0}};
+    p.gridDimX = 1;
+    p.kernelParams = nullptr;
+    // Moved, as a batch's vector moves its members.
+    KeptLaunch moved = std::move(*kept);
+    CHECK(moved.launch(driver, nullptr) == CUDA_SUCCESS);
+    CHECK(fake.launched == expected);
+    CHECK(fake.function == reinterpret_cast<CUfunction>(0x1234));
+    CHECK(fake.grid == 7);
+  }
+}
+
+TEST_CASE("KeptLaunch: cuLaunchKernelEx's configuration and attributes, and `extra` buffers") {
+  Driver driver = fake_driver();
+  fake.layout = {{0, 8}};
+  std::uint64_t pointer = 0x42;
+  void* args[] = {&pointer};
+  CUlaunchAttribute attr{};
+  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attr.value.clusterDim.x = 2;
+  CUlaunchConfig config{};
+  config.gridDimX = 64;
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  DriverLaunchExParams ex{&config, reinterpret_cast<CUfunction>(0x99), args, nullptr};
+  std::string why;
+  auto kept = KeptLaunch::keep(driver, {LaunchCall::kernel_ex, &ex}, why);
+  REQUIRE(kept.has_value());
+  pointer = 0;
+  attr.value.clusterDim.x = 8;
+  config.gridDimX = 1;
+  CHECK(kept->launch(driver, nullptr) == CUDA_SUCCESS);
+  CHECK(fake.grid == 64);
+  REQUIRE(fake.attrs.size() == 1);
+  CHECK(fake.attrs[0].value.clusterDim.x == 2);
+  CHECK(fake.launched == std::vector<unsigned char>{0x42, 0, 0, 0, 0, 0, 0, 0});
+
+  // Arguments packed in one buffer (`extra`), not a pointer per argument.
+  unsigned char buffer[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  std::size_t size = sizeof buffer;
+  void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, buffer, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
+                   CU_LAUNCH_PARAM_END};
+  DriverLaunchParams p{};
+  p.extra = extra;
+  auto packed = KeptLaunch::keep(driver, {LaunchCall::kernel, &p}, why);
+  REQUIRE(packed.has_value());
+  std::memset(buffer, 0, sizeof buffer);
+  CHECK(packed->launch(driver, nullptr) == CUDA_SUCCESS);
+  CHECK(fake.buffer == std::vector<unsigned char>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+  CHECK(fake.launched.empty());
+}
+
+TEST_CASE("KeptLaunch: what cannot be kept says why") {
+  Driver driver = fake_driver();
+  std::uint64_t pointer = 0;
+  void* args[] = {&pointer};
+  DriverLaunchParams p{};
+  p.kernelParams = args;
+  std::string why;
+
+  Driver old = driver;  // a driver before CUDA 12.4
+  old.param_info = nullptr;
+  CHECK_FALSE(KeptLaunch::keep(old, {LaunchCall::kernel, &p}, why).has_value());
+  CHECK(why == "the driver has no cuFuncGetParamInfo (CUDA 12.4 and later)");
+
+  // A handle neither a function nor a kernel the driver knows.
+  Driver refusing = driver;
+  refusing.kernel_param_info = [](CUkernel, std::size_t, std::size_t*, std::size_t*) {
+    return CUDA_ERROR_INVALID_HANDLE;
+  };
+  fake.kernel_handle = true;
+  CHECK_FALSE(KeptLaunch::keep(refusing, {LaunchCall::kernel, &p}, why).has_value());
+  CHECK(why == "cuKernelGetParamInfo: CUDA_ERROR_INVALID_HANDLE");
+
+  int unknown = 0;
+  void* extra[] = {&unknown, nullptr, CU_LAUNCH_PARAM_END};
+  p.kernelParams = nullptr;
+  p.extra = extra;
+  CHECK_FALSE(KeptLaunch::keep(driver, {LaunchCall::kernel, &p}, why).has_value());
+  CHECK(why == "a launch's `extra` array holds more than a parameter buffer and its size");
+}
+
+TEST_CASE("ReplayMemory: each slot restores its own moment; slots after the first take half") {
+  Driver driver = fake_driver();
+  fake.free = 1000;
+  fake.device.assign(100, 0);  // the program's memory: [0, 100)
+  fake.allocated = 100;
+  ReplayMemory memory(driver);
+  memory.allocations().add(0, 60);
+  memory.allocations().add(60, 40);
+  auto fill = [](unsigned char v) { std::fill(fake.device.begin(), fake.device.begin() + 100, v); };
+
+  fill(1);
+  REQUIRE(memory.save(nullptr, 0));  // 100 bytes, with a quarter to grow: 125 of the 900 free
+  CHECK(memory.saved_bytes(0) == 100);
+  CHECK(memory.saved_allocations(0) == 2);
+  fill(2);
+  REQUIRE(memory.save(nullptr, 1));  // 100 of the 775 free: at most half
+  fill(3);
+  memory.restore(nullptr, 0);
+  CHECK(fake.device[0] == 1);
+  CHECK(fake.device[99] == 1);
+  memory.restore(nullptr, 1);
+  CHECK(fake.device[0] == 2);
+  CHECK(fake.device[99] == 2);
+
+  // A slot after the first needs the memory's size within half of what is free.
+  fake.free = fake.allocated + 190;  // 190 free: 95 for a later slot, under the 100 needed
+  CHECK_FALSE(memory.reserve(2));
+  CHECK(memory.why() ==
+        "keeping one more launch's device memory to replay it with others needs 0.00 GiB, more "
+        "than half of the 0.00 GiB free");
+  CHECK(memory.reserve(1));  // slot 1 already has room
+  fake.free = fake.allocated + 200;  // 100 of 200: half
+  CHECK(memory.reserve(2));
+  CHECK(memory.save(nullptr, 2));
+}
