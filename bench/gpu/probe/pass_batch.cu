@@ -31,14 +31,6 @@
 // `batch-noflush` differs as the L2 it leaves does (hit counts 41%). `batch-user`:
 // cuptiRangeProfilerPushRange returned CUPTI_ERROR_INVALID_PARAMETER on the object configured
 // for auto ranges before, and the probe crashed with a fresh object: not measured.
-#include <cuda.h>
-#include <cuda_runtime.h>
-#include <cupti.h>
-#include <cupti_profiler_host.h>
-#include <cupti_profiler_target.h>
-#include <cupti_range_profiler.h>
-#include <cupti_target.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -47,47 +39,11 @@
 #include <string>
 #include <vector>
 
-#define CK(x)                              \
-  do {                                     \
-    CUptiResult r_ = (x);                  \
-    if (r_ != CUPTI_SUCCESS) {             \
-      const char* s;                       \
-      cuptiGetResultString(r_, &s);        \
-      std::printf("FAIL %s: %s\n", #x, s); \
-      std::exit(1);                        \
-    }                                      \
-  } while (0)
-#define CR(x)                                                   \
-  do {                                                          \
-    cudaError_t r_ = (x);                                       \
-    if (r_ != cudaSuccess) {                                    \
-      std::printf("FAIL %s: %s\n", #x, cudaGetErrorString(r_)); \
-      std::exit(1);                                             \
-    }                                                           \
-  } while (0)
+#include "range_setup.hpp"
 
-// pasta's metric set (include/pasta/core/metrics.hpp, in its order), as user_replay.cu has it.
-static const char* names[] = {"dram__bytes_read.sum",
-                              "dram__bytes_write.sum",
-                              "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
-                              "sm__throughput.avg.pct_of_peak_sustained_elapsed",
-                              "l1tex__t_sector_hit_rate.pct",
-                              "lts__t_sectors_lookup_miss.sum",
-                              "lts__t_sectors.sum",
-                              "lts__t_sectors_lookup_hit.sum",
-                              "sm__warps_active.avg.pct_of_peak_sustained_active",
-                              "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
-                              "smsp__inst_executed.sum",
-                              "smsp__sass_thread_inst_executed_op_hadd_pred_on.sum",
-                              "smsp__sass_thread_inst_executed_op_hmul_pred_on.sum",
-                              "smsp__sass_thread_inst_executed_op_hfma_pred_on.sum",
-                              "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
-                              "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum",
-                              "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
-                              "smsp__sass_thread_inst_executed_op_dadd_pred_on.sum",
-                              "smsp__sass_thread_inst_executed_op_dmul_pred_on.sum",
-                              "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum"};
-constexpr int nm = sizeof(names) / sizeof(names[0]);
+// pasta's metric set.
+static const char** const names = default_names;
+constexpr int nm = sizeof(default_names) / sizeof(default_names[0]);
 
 __global__ void tiny(const float* a, float* c, size_t n) {
   const size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
@@ -112,13 +68,6 @@ using Clock = std::chrono::steady_clock;
 static double ms_since(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
-template <class P>
-P prm(size_t s) {
-  P p{};
-  p.structSize = s;
-  return p;
-}
-
 struct Times {
   double start = 0, stop = 0, decode = 0, copy = 0, total = 0;
   int starts = 0;
@@ -162,47 +111,9 @@ int main(int argc, char** argv) {
 
   CUcontext ctx;
   cuCtxGetCurrent(&ctx);
-  auto init = prm<CUpti_Profiler_Initialize_Params>(CUpti_Profiler_Initialize_Params_STRUCT_SIZE);
-  CK(cuptiProfilerInitialize(&init));
-  auto chip = prm<CUpti_Device_GetChipName_Params>(CUpti_Device_GetChipName_Params_STRUCT_SIZE);
-  CK(cuptiDeviceGetChipName(&chip));
-  auto av = prm<CUpti_Profiler_GetCounterAvailability_Params>(
-      CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE);
-  av.ctx = ctx;
-  CK(cuptiProfilerGetCounterAvailability(&av));
-  std::vector<uint8_t> avail(av.counterAvailabilityImageSize);
-  av.pCounterAvailabilityImage = avail.data();
-  CK(cuptiProfilerGetCounterAvailability(&av));
-  auto hi =
-      prm<CUpti_Profiler_Host_Initialize_Params>(CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE);
-  hi.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
-  hi.pChipName = chip.pChipName;
-  hi.pCounterAvailabilityImage = avail.data();
-  CK(cuptiProfilerHostInitialize(&hi));
-  auto add = prm<CUpti_Profiler_Host_ConfigAddMetrics_Params>(
-      CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE);
-  add.pHostObject = hi.pHostObject;
-  add.ppMetricNames = names;
-  add.numMetrics = nm;
-  CK(cuptiProfilerHostConfigAddMetrics(&add));
-  auto cs = prm<CUpti_Profiler_Host_GetConfigImageSize_Params>(
-      CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE);
-  cs.pHostObject = hi.pHostObject;
-  CK(cuptiProfilerHostGetConfigImageSize(&cs));
-  std::vector<uint8_t> config(cs.configImageSize);
-  auto ci = prm<CUpti_Profiler_Host_GetConfigImage_Params>(
-      CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE);
-  ci.pHostObject = hi.pHostObject;
-  ci.pConfigImage = config.data();
-  ci.configImageSize = config.size();
-  CK(cuptiProfilerHostGetConfigImage(&ci));
-  auto np = prm<CUpti_Profiler_Host_GetNumOfPasses_Params>(
-      CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE);
-  np.pConfigImage = config.data();
-  np.configImageSize = config.size();
-  CK(cuptiProfilerHostGetNumOfPasses(&np));
-  std::printf("chip %s, %d metrics in %zu passes, %d launches\n", chip.pChipName, nm,
-              np.numOfPasses, n);
+  const HostConfig hc = host_config(ctx, names, nm);
+  std::printf("chip %s, %d metrics in %zu passes, %d launches\n", hc.chip.c_str(), nm, hc.passes,
+              n);
 
   auto en = prm<CUpti_RangeProfiler_Enable_Params>(CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE);
   en.ctx = ctx;
@@ -227,11 +138,11 @@ int main(int argc, char** argv) {
     di.pCounterData = data.data();
     di.counterDataSize = data.size();
     CK(cuptiRangeProfilerCounterDataImageInitialize(&di));
-    auto sc = prm<CUpti_RangeProfiler_SetConfig_Params>(
-        CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE);
+    auto sc =
+        prm<CUpti_RangeProfiler_SetConfig_Params>(CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE);
     sc.pRangeProfilerObject = obj;
-    sc.pConfig = config.data();
-    sc.configSize = config.size();
+    sc.pConfig = hc.config.data();
+    sc.configSize = hc.config.size();
     sc.pCounterDataImage = data.data();
     sc.counterDataImageSize = data.size();
     sc.range = user_range ? CUPTI_UserRange : CUPTI_AutoRange;
@@ -262,8 +173,8 @@ int main(int argc, char** argv) {
   };
   auto decode = [&] {
     auto s = Clock::now();
-    auto dd =
-        prm<CUpti_RangeProfiler_DecodeData_Params>(CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE);
+    auto dd = prm<CUpti_RangeProfiler_DecodeData_Params>(
+        CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE);
     dd.pRangeProfilerObject = obj;
     CK(cuptiRangeProfilerDecodeData(&dd));
     auto info = prm<CUpti_RangeProfiler_GetCounterDataInfo_Params>(
@@ -278,7 +189,7 @@ int main(int argc, char** argv) {
     std::vector<double> v(nm);
     auto ev = prm<CUpti_Profiler_Host_EvaluateToGpuValues_Params>(
         CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE);
-    ev.pHostObject = hi.pHostObject;
+    ev.pHostObject = hc.host;
     ev.pCounterDataImage = data.data();
     ev.counterDataImageSize = data.size();
     ev.ppMetricNames = names;
@@ -314,8 +225,8 @@ int main(int argc, char** argv) {
   };
   for (int mode = 0; mode < 5; ++mode) {
     if (mode == 4) {  // a fresh object for user ranges
-      auto off = prm<CUpti_RangeProfiler_Disable_Params>(
-          CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE);
+      auto off =
+          prm<CUpti_RangeProfiler_Disable_Params>(CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE);
       off.pRangeProfilerObject = obj;
       CK(cuptiRangeProfilerDisable(&off));
       auto on =

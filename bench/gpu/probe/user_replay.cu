@@ -75,13 +75,7 @@
 // pages' translations after the flush (user-tlb) or 2 ms of quiet (user-gap) change nothing:
 // 5152-5280 ns after the first launch in every mode. The SM clock was 1.93-1.98 GHz in all.
 #include <cublas_v2.h>
-#include <cuda.h>
-#include <cuda_runtime.h>
-#include <cupti.h>
-#include <cupti_profiler_host.h>
-#include <cupti_profiler_target.h>
-#include <cupti_range_profiler.h>
-#include <cupti_target.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -91,24 +85,7 @@
 #include <thread>
 #include <vector>
 
-#define CK(x)                              \
-  do {                                     \
-    CUptiResult r_ = (x);                  \
-    if (r_ != CUPTI_SUCCESS) {             \
-      const char* s;                       \
-      cuptiGetResultString(r_, &s);        \
-      std::printf("FAIL %s: %s\n", #x, s); \
-      std::exit(1);                        \
-    }                                      \
-  } while (0)
-#define CR(x)                                                   \
-  do {                                                          \
-    cudaError_t r_ = (x);                                       \
-    if (r_ != cudaSuccess) {                                    \
-      std::printf("FAIL %s: %s\n", #x, cudaGetErrorString(r_)); \
-      std::exit(1);                                             \
-    }                                                           \
-  } while (0)
+#include "range_setup.hpp"
 
 static void CUPTIAPI buf_req(uint8_t** b, size_t* size, size_t* maxn) {
   *size = 1 << 20;
@@ -116,32 +93,6 @@ static void CUPTIAPI buf_req(uint8_t** b, size_t* size, size_t* maxn) {
   *maxn = 0;
 }
 static void CUPTIAPI buf_done(CUcontext, uint32_t, uint8_t* b, size_t, size_t) { free(b); }
-// pasta's metric set, metrics::counters in include/pasta/core/metrics.hpp, in its order
-// (the order decides how CUPTI packs the passes); a CPU test keeps the two equal. The
-// findings above were measured with the set before the fourth session, which asked for
-// lts__t_sector_hit_rate.pct where this asks for L2's three raw counts.
-static const char* default_names[] = {
-    "dram__bytes_read.sum",
-    "dram__bytes_write.sum",
-    "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
-    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
-    "l1tex__t_sector_hit_rate.pct",
-    "lts__t_sectors_lookup_miss.sum",
-    "lts__t_sectors.sum",
-    "lts__t_sectors_lookup_hit.sum",
-    "sm__warps_active.avg.pct_of_peak_sustained_active",
-    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
-    "smsp__inst_executed.sum",
-    "smsp__sass_thread_inst_executed_op_hadd_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_hmul_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_hfma_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_dadd_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_dmul_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum"};
-
 // One block reading 64 KB (like a reduction's last step): L2 hit rate of a tiny kernel.
 __global__ void one(const float* a, float* e) {
   float x = 0;
@@ -225,12 +176,6 @@ __global__ void flush(const int4* buf, size_t n, int* sink) {
 using Clock = std::chrono::steady_clock;
 static double ms(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
-template <class P>
-P prm(size_t s) {
-  P p{};
-  p.structSize = s;
-  return p;
 }
 
 static std::function<void(const cuLaunchKernel_params*)>* g_hook = nullptr;
@@ -387,46 +332,8 @@ int main(int argc, char** argv) {
   }
   CUcontext ctx;
   cuCtxGetCurrent(&ctx);
-  auto init = prm<CUpti_Profiler_Initialize_Params>(CUpti_Profiler_Initialize_Params_STRUCT_SIZE);
-  CK(cuptiProfilerInitialize(&init));
-  auto chip = prm<CUpti_Device_GetChipName_Params>(CUpti_Device_GetChipName_Params_STRUCT_SIZE);
-  CK(cuptiDeviceGetChipName(&chip));
-  auto av = prm<CUpti_Profiler_GetCounterAvailability_Params>(
-      CUpti_Profiler_GetCounterAvailability_Params_STRUCT_SIZE);
-  av.ctx = ctx;
-  CK(cuptiProfilerGetCounterAvailability(&av));
-  std::vector<uint8_t> avail(av.counterAvailabilityImageSize);
-  av.pCounterAvailabilityImage = avail.data();
-  CK(cuptiProfilerGetCounterAvailability(&av));
-  auto hi =
-      prm<CUpti_Profiler_Host_Initialize_Params>(CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE);
-  hi.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
-  hi.pChipName = chip.pChipName;
-  hi.pCounterAvailabilityImage = avail.data();
-  CK(cuptiProfilerHostInitialize(&hi));
-  auto add = prm<CUpti_Profiler_Host_ConfigAddMetrics_Params>(
-      CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE);
-  add.pHostObject = hi.pHostObject;
-  add.ppMetricNames = names;
-  add.numMetrics = nm;
-  CK(cuptiProfilerHostConfigAddMetrics(&add));
-  auto cs = prm<CUpti_Profiler_Host_GetConfigImageSize_Params>(
-      CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE);
-  cs.pHostObject = hi.pHostObject;
-  CK(cuptiProfilerHostGetConfigImageSize(&cs));
-  std::vector<uint8_t> config(cs.configImageSize);
-  auto ci = prm<CUpti_Profiler_Host_GetConfigImage_Params>(
-      CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE);
-  ci.pHostObject = hi.pHostObject;
-  ci.pConfigImage = config.data();
-  ci.configImageSize = config.size();
-  CK(cuptiProfilerHostGetConfigImage(&ci));
-  auto np = prm<CUpti_Profiler_Host_GetNumOfPasses_Params>(
-      CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE);
-  np.pConfigImage = config.data();
-  np.configImageSize = config.size();
-  CK(cuptiProfilerHostGetNumOfPasses(&np));
-  std::printf("chip %s passes %zu mode %s\n", chip.pChipName, np.numOfPasses, mode.c_str());
+  const HostConfig hc = host_config(ctx, names, nm);
+  std::printf("chip %s passes %zu mode %s\n", hc.chip.c_str(), hc.passes, mode.c_str());
   auto t0 = Clock::now();
   auto en = prm<CUpti_RangeProfiler_Enable_Params>(CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE);
   en.ctx = ctx;
@@ -495,8 +402,8 @@ int main(int argc, char** argv) {
         auto sc_ = prm<CUpti_RangeProfiler_SetConfig_Params>(
             CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE);
         sc_.pRangeProfilerObject = obj;
-        sc_.pConfig = config.data();
-        sc_.configSize = config.size();
+        sc_.pConfig = hc.config.data();
+        sc_.configSize = hc.config.size();
         sc_.pCounterDataImage = data.data();
         sc_.counterDataImageSize = data.size();
         sc_.range = CUPTI_AutoRange;
@@ -628,7 +535,7 @@ int main(int argc, char** argv) {
       std::vector<double> v(nm);
       auto ev = prm<CUpti_Profiler_Host_EvaluateToGpuValues_Params>(
           CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE);
-      ev.pHostObject = hi.pHostObject;
+      ev.pHostObject = hc.host;
       ev.pCounterDataImage = data.data();
       ev.counterDataImageSize = data.size();
       ev.ppMetricNames = names;
