@@ -54,20 +54,7 @@ __global__ void inplace(float* c, size_t n) {
        i += (size_t)gridDim.x * blockDim.x)
     c[i] = c[i] * 1.0001f + 1.f;
 }
-__global__ void flush(const int4* buf, size_t n, int* sink) {
-  int x = 0;
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-       i += (size_t)gridDim.x * blockDim.x) {
-    int4 v = buf[i];
-    x ^= v.x ^ v.y ^ v.z ^ v.w;
-  }
-  if (x == 0x5a17c0de) *sink = x;
-}
 
-using Clock = std::chrono::steady_clock;
-static double ms_since(Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
 struct Times {
   double start = 0, stop = 0, decode = 0, copy = 0, total = 0;
   int starts = 0;
@@ -130,29 +117,9 @@ int main(int argc, char** argv) {
   CK(cuptiRangeProfilerGetCounterDataSize(&ds));
   std::vector<uint8_t> data(ds.counterDataSize);
 
-  auto arm = [&](bool user_range) {
-    std::fill(data.begin(), data.end(), 0);
-    auto di = prm<CUpti_RangeProfiler_CounterDataImage_Initialize_Params>(
-        CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE);
-    di.pRangeProfilerObject = obj;
-    di.pCounterData = data.data();
-    di.counterDataSize = data.size();
-    CK(cuptiRangeProfilerCounterDataImageInitialize(&di));
-    auto sc =
-        prm<CUpti_RangeProfiler_SetConfig_Params>(CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE);
-    sc.pRangeProfilerObject = obj;
-    sc.pConfig = hc.config.data();
-    sc.configSize = hc.config.size();
-    sc.pCounterDataImage = data.data();
-    sc.counterDataImageSize = data.size();
-    sc.range = user_range ? CUPTI_UserRange : CUPTI_AutoRange;
-    sc.replayMode = CUPTI_UserReplay;
-    sc.maxRangesPerPass = max_ranges;
-    sc.numNestingLevels = 1;
-    sc.minNestingLevel = 1;
-    sc.passIndex = 0;
-    sc.targetNestingLevel = 1;
-    CK(cuptiRangeProfilerSetConfig(&sc));
+  auto arm_image = [&](bool user_range) {
+    arm(obj, hc, data, user_range ? CUPTI_UserRange : CUPTI_AutoRange, CUPTI_UserReplay,
+        max_ranges);
   };
   Times t;
   auto start = [&] {
@@ -171,34 +138,13 @@ int main(int argc, char** argv) {
     t.stop += ms_since(s);
     return sp.isAllPassSubmitted != 0;
   };
-  auto decode = [&] {
+  auto decoded = [&] {
     auto s = Clock::now();
-    auto dd = prm<CUpti_RangeProfiler_DecodeData_Params>(
-        CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE);
-    dd.pRangeProfilerObject = obj;
-    CK(cuptiRangeProfilerDecodeData(&dd));
-    auto info = prm<CUpti_RangeProfiler_GetCounterDataInfo_Params>(
-        CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE);
-    info.pCounterDataImage = data.data();
-    info.counterDataImageSize = data.size();
-    CK(cuptiRangeProfilerGetCounterDataInfo(&info));
+    const size_t ranges = decode(obj, data).ranges;
     t.decode += ms_since(s);
-    return size_t(info.numTotalRanges);
+    return ranges;
   };
-  auto values = [&](size_t range) {
-    std::vector<double> v(nm);
-    auto ev = prm<CUpti_Profiler_Host_EvaluateToGpuValues_Params>(
-        CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE);
-    ev.pHostObject = hc.host;
-    ev.pCounterDataImage = data.data();
-    ev.counterDataImageSize = data.size();
-    ev.ppMetricNames = names;
-    ev.numMetrics = nm;
-    ev.rangeIndex = range;
-    ev.pMetricValues = v.data();
-    CK(cuptiProfilerHostEvaluateToGpuValues(&ev));
-    return v;
-  };
+  auto values = [&](size_t range) { return evaluate(hc, data, names, nm, range); };
   auto timed_copy = [&](int i, bool save) {
     auto s = Clock::now();
     copy(i, save);
@@ -240,7 +186,7 @@ int main(int argc, char** argv) {
     const auto t0 = Clock::now();
     size_t ranges = 0, passes = 0;
     if (mode < 2) {
-      arm(false);  // one image across the launches, decoded after each, as pasta does
+      arm_image(false);  // one image across the launches, decoded after each, as pasta does
       for (int i = 0; i < n; ++i) {
         timed_copy(i, true);
         for (size_t pass = 0;; ++pass) {
@@ -255,12 +201,12 @@ int main(int argc, char** argv) {
         }
         timed_copy(i, false);
         CR(cudaDeviceSynchronize());
-        ranges = decode();
+        ranges = decoded();
         got.push_back(values(ranges - 1));
       }
     } else {
       const bool user_range = mode == 4, flushing = mode != 3;
-      arm(user_range);
+      arm_image(user_range);
       for (int i = 0; i < n; ++i) timed_copy(i, true);
       for (size_t pass = 0;; ++pass) {
         CR(cudaDeviceSynchronize());
@@ -290,7 +236,7 @@ int main(int argc, char** argv) {
       }
       for (int i = 0; i < n; ++i) timed_copy(i, false);
       CR(cudaDeviceSynchronize());
-      ranges = decode();
+      ranges = decoded();
       // auto ranges: flush, kernel per launch (a copy adds none, or the count says so)
       for (int i = 0; i < n; ++i)
         got.push_back(values(ranges == 2 * size_t(n) ? 2 * size_t(i) + 1 : size_t(i)));

@@ -163,20 +163,6 @@ __global__ void discard(const int4* buf, size_t lines) {
        i += (size_t)gridDim.x * blockDim.x)
     asm volatile("discard.global.L2 [%0], 128;" ::"l"(buf + 8 * i) : "memory");
 }
-__global__ void flush(const int4* buf, size_t n, int* sink) {
-  int x = 0;
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-       i += (size_t)gridDim.x * blockDim.x) {
-    int4 v = buf[i];
-    x ^= v.x ^ v.y ^ v.z ^ v.w;
-  }
-  if (x == 0x5a17c0de) *sink = x;
-}
-
-using Clock = std::chrono::steady_clock;
-static double ms(Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
 
 static std::function<void(const cuLaunchKernel_params*)>* g_hook = nullptr;
 static thread_local bool g_in = false;
@@ -348,7 +334,7 @@ int main(int argc, char** argv) {
   ds.maxNumRangeTreeNodes = 64;
   CK(cuptiRangeProfilerGetCounterDataSize(&ds));
   std::vector<uint8_t> data(ds.counterDataSize);
-  std::printf("enable %.1f ms\n", ms(t0));
+  std::printf("enable %.1f ms\n", ms_since(t0));
   const bool user = mode.rfind("user", 0) == 0;  // every user-replay mode's name starts so
   // The configuration kept across launches; the other user modes set it up for each launch.
   const bool keep = mode == "user-discard" || mode == "user-keep" || mode == "user-act" ||
@@ -392,48 +378,27 @@ int main(int argc, char** argv) {
     for (int k : kernels) {
       auto tl = Clock::now();
       if (!keep || launchNo == 0) {
-        std::fill(data.begin(), data.end(), 0);
-        auto di = prm<CUpti_RangeProfiler_CounterDataImage_Initialize_Params>(
-            CUpti_RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE);
-        di.pRangeProfilerObject = obj;
-        di.pCounterData = data.data();
-        di.counterDataSize = data.size();
-        CK(cuptiRangeProfilerCounterDataImageInitialize(&di));
-        auto sc_ = prm<CUpti_RangeProfiler_SetConfig_Params>(
-            CUpti_RangeProfiler_SetConfig_Params_STRUCT_SIZE);
-        sc_.pRangeProfilerObject = obj;
-        sc_.pConfig = hc.config.data();
-        sc_.configSize = hc.config.size();
-        sc_.pCounterDataImage = data.data();
-        sc_.counterDataImageSize = data.size();
-        sc_.range = CUPTI_AutoRange;
-        sc_.replayMode = user ? CUPTI_UserReplay : CUPTI_KernelReplay;
-        sc_.maxRangesPerPass = 64;
-        sc_.numNestingLevels = 1;
-        sc_.minNestingLevel = 1;
-        sc_.passIndex = 0;
-        sc_.targetNestingLevel = 1;
-        CK(cuptiRangeProfilerSetConfig(&sc_));
+        arm(obj, hc, data, CUPTI_AutoRange, user ? CUPTI_UserReplay : CUPTI_KernelReplay, 64);
       }
-      double t_cfg = ms(tl), t_start = 0, t_stop = 0, t_save = 0;
+      double t_cfg = ms_since(tl), t_start = 0, t_stop = 0, t_save = 0;
       int passes = 0;
       if (!user) {
         doflush();
         CR(cudaDeviceSynchronize());
         auto ts = Clock::now();
         start_range();
-        t_start = ms(ts);
+        t_start = ms_since(ts);
         launch(k);
         ts = Clock::now();
         stop_range();
-        t_stop = ms(ts);
+        t_stop = ms_since(ts);
         passes = 1;
       } else {
         auto body = [&](const cuLaunchKernel_params* pp) {
           auto ts = Clock::now();
           const bool copies = mode != "user-norestore";
           if (copies) copy_all(true);
-          t_save += ms(ts);
+          t_save += ms_since(ts);
           for (;;) {
             ts = Clock::now();
             if (mode == "user-ncu") {  // flush, then restore what the kernel writes
@@ -460,10 +425,10 @@ int main(int argc, char** argv) {
               CR(cudaDeviceSynchronize());
               std::this_thread::sleep_for(std::chrono::milliseconds(2));
             }
-            t_save += ms(ts);
+            t_save += ms_since(ts);
             ts = Clock::now();
             start_range();
-            t_start += ms(ts);
+            t_start += ms_since(ts);
             if (pp) {
               check_launch(cuLaunchKernel(
                   pp->f, pp->gridDimX, pp->gridDimY, pp->gridDimZ, pp->blockDimX, pp->blockDimY,
@@ -482,7 +447,7 @@ int main(int argc, char** argv) {
               launch(k);
             ts = Clock::now();
             const bool last = stop_range();
-            t_stop += ms(ts);
+            t_stop += ms_since(ts);
             ++passes;
             if (last) break;
             if (passes > 64) {
@@ -523,33 +488,15 @@ int main(int argc, char** argv) {
         }
       }
       auto ts = Clock::now();
-      auto dd = prm<CUpti_RangeProfiler_DecodeData_Params>(
-          CUpti_RangeProfiler_DecodeData_Params_STRUCT_SIZE);
-      dd.pRangeProfilerObject = obj;
-      CK(cuptiRangeProfilerDecodeData(&dd));
-      auto info = prm<CUpti_RangeProfiler_GetCounterDataInfo_Params>(
-          CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE);
-      info.pCounterDataImage = data.data();
-      info.counterDataImageSize = data.size();
-      CK(cuptiRangeProfilerGetCounterDataInfo(&info));
-      std::vector<double> v(nm);
-      auto ev = prm<CUpti_Profiler_Host_EvaluateToGpuValues_Params>(
-          CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE);
-      ev.pHostObject = hc.host;
-      ev.pCounterDataImage = data.data();
-      ev.counterDataImageSize = data.size();
-      ev.ppMetricNames = names;
-      ev.numMetrics = nm;
-      ev.rangeIndex = keep ? launchNo : 0;
-      ev.pMetricValues = v.data();
-      CK(cuptiProfilerHostEvaluateToGpuValues(&ev));
-      double t_dec = ms(ts);
+      const Decoded decoded = decode(obj, data);
+      const std::vector<double> v = evaluate(hc, data, names, nm, keep ? launchNo : 0);
+      double t_dec = ms_since(ts);
       ++launchNo;
       std::printf(
           "%s k=%d r=%d ranges=%zu dropped=%zu passes=%d | cfg %.1f start %.1f stop %.1f "
           "save/flush %.1f decode %.1f total %.1f ms\n",
-          mode.c_str(), k, r, info.numTotalRanges, dd.numOfRangeDropped, passes, t_cfg, t_start,
-          t_stop, t_save, t_dec, ms(tl));
+          mode.c_str(), k, r, decoded.ranges, decoded.dropped, passes, t_cfg, t_start, t_stop,
+          t_save, t_dec, ms_since(tl));
       for (int i = 0; i < nm; ++i) std::printf("  %-64s %.6g\n", names[i], v[i]);
     }
   results(mode.c_str());
