@@ -163,13 +163,30 @@ class CounterCallbacks {
   void enable_interrupt_callbacks(CUpti_SubscriberHandle subscriber) {
     // A capture's begin too: profiling must stop before it (stopping
     // synchronises, which would end the capture in error).
-    static constexpr std::array<std::string_view, 17> prefixes{
-        "cudaMemcpy", "cudaMemset", "cudaGraphLaunch", "cudaStreamBeginCapture",
-        "cuStreamBeginCapture", "cudaLaunchCooperativeKernelMultiDevice", "cuMemcpy", "cuMemset",
-        "cuGraphLaunch", "cuLaunchGrid", "cuLaunchCooperativeKernelMultiDevice",
-        // Synchronisations: only the launches kept for a batch replayed.
+    static constexpr std::array<std::string_view, 11> work{
+        "cudaMemcpy",
+        "cudaMemset",
+        "cudaGraphLaunch",
+        "cudaStreamBeginCapture",
+        "cuStreamBeginCapture",
+        "cudaLaunchCooperativeKernelMultiDevice",
+        "cuMemcpy",
+        "cuMemset",
+        "cuGraphLaunch",
+        "cuLaunchGrid",
+        "cuLaunchCooperativeKernelMultiDevice",
+    };
+    // Synchronisations, where launches are kept for batches: only those
+    // replayed.
+    static constexpr std::array<std::string_view, 6> syncs{
         "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
-        "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize"};
+        "cuCtxSynchronize",      "cuStreamSynchronize",   "cuEventSynchronize",
+    };
+    const bool batches = counters_.user_replay() && counters_.batch() > 1;
+    auto wanted = [&](std::string_view n) {
+      auto starts = [&](std::string_view p) { return n.starts_with(p); };
+      return std::ranges::any_of(work, starts) || (batches && std::ranges::any_of(syncs, starts));
+    };
     for (auto [domain, size] :
          {std::pair{CUPTI_CB_DOMAIN_RUNTIME_API, std::uint32_t{CUPTI_RUNTIME_TRACE_CBID_SIZE}},
           std::pair{CUPTI_CB_DOMAIN_DRIVER_API, std::uint32_t{CUPTI_DRIVER_TRACE_CBID_SIZE}}}) {
@@ -177,8 +194,7 @@ class CounterCallbacks {
         const char* name = nullptr;
         if (cuptiGetCallbackName(domain, id, &name) != CUPTI_SUCCESS || !name) continue;
         const std::string_view n(name);
-        if (std::ranges::none_of(prefixes, [&](std::string_view p) { return n.starts_with(p); }))
-          continue;
+        if (!wanted(n)) continue;
         if (cuptiEnableCallback(1, subscriber, domain, id) == CUPTI_SUCCESS)
           interrupts_.set(domain, id,
                           n.find("Memset") != n.npos        ? 'x'
