@@ -582,6 +582,18 @@ def arguments(argv=None):
     return args
 
 
+def tool_cost(t_native, t_pasta, t_ncu, ncu_killed=False):
+    """What each tool adds to the script's own wall time, and their ratio: the wall-time ratio
+    is bounded by ncu's time over the native run's, which moves with the machine (13.7-29 s on
+    the same step across sessions); the added time is the tools' own."""
+    pasta_adds, ncu_adds = t_pasta - t_native, t_ncu - t_native
+    at_least = "at least " if ncu_killed else ""
+    than = (f"{at_least}{ncu_adds / pasta_adds:.1f}x less" if pasta_adds > 0
+            else "no slower than the native run")
+    return (f"over the native run: ncu adds {ncu_adds:.1f} s, pasta {pasta_adds:.1f} s ({than}); "
+            f"with this native time ncu / pasta in wall time is at most {t_ncu / t_native:.1f}x")
+
+
 def main():
     args = arguments()
     if args.compare:
@@ -646,11 +658,12 @@ def main():
     print(f"ncu / pasta: {'>= ' if ncu is None else ''}{t_ncu / t_pasta:.1f}x; pasta measured "
           f"{measured} of {launches} launches ({len(entries)} signatures), operators: "
           f"{len(profile['operators'])}")
+    print(tool_cost(t_native, t_pasta, t_ncu, ncu is None))
     print("results: native", native.stdout.strip().splitlines()[-1])
     print("results: pasta ", pasta.stdout.strip().splitlines()[-1])
     for line in pasta.stderr.splitlines():  # what pasta said: skipped or mismatched launches
         if line.startswith("pasta: ") and ("hardware counters" in line or "skipped" in line):
-            print("  " + line[:400])
+            print("  " + line[:800])
     print("warnings:", profile["warnings"])
     if ncu is None:
         print(f"FAILED: ncu killed at its timeout ({args.ncu_timeout:.0f} s): nothing compared "

@@ -6,7 +6,7 @@ name another kernel; three ways with ncu's application replay; DRAM values judge
 either of ncu's measurements (every metric, the DRAM metrics alone); which side the values off
 lie on (a sign test); the agreement goal, all
 values and each metric, and the exit status it gives; and --model, the command of each model's
-training step. No GPU, no torch."""
+training step; what each tool adds to the native run's time. No GPU, no torch."""
 import contextlib
 import io
 import json
@@ -296,3 +296,15 @@ with contextlib.redirect_stderr(io.StringIO()):
     else:
         raise AssertionError("counters_models.py took --layers for resnet18")
 print("--model: the command of each model exact")
+
+# What each tool adds to the script's time (call 6 of 2026-11-29's figures).
+assert op_counters.tool_cost(22.6, 26.9, 82.6) == (
+    "over the native run: ncu adds 60.0 s, pasta 4.3 s (14.0x less); with this native time "
+    "ncu / pasta in wall time is at most 3.7x"), op_counters.tool_cost(22.6, 26.9, 82.6)
+assert op_counters.tool_cost(20.0, 19.5, 60.0) == (
+    "over the native run: ncu adds 40.0 s, pasta -0.5 s (no slower than the native run); with "
+    "this native time ncu / pasta in wall time is at most 3.0x")
+assert op_counters.tool_cost(10.0, 12.0, 70.0, ncu_killed=True) == (
+    "over the native run: ncu adds 60.0 s, pasta 2.0 s (at least 30.0x less); with this native "
+    "time ncu / pasta in wall time is at most 7.0x")
+print("tool_cost: what each tool adds to the native run, exact")
