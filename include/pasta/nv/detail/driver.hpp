@@ -37,12 +37,10 @@ struct Driver {
   CUresult (*pop)(CUcontext*) = nullptr;
   CUresult (*error_name)(CUresult, const char**) = nullptr;
   CUresult (*error_string)(CUresult, const char**) = nullptr;
-  // A kernel parameter's offset and size, and the function loaded first (a
-  // lazily loaded one is not, before its first launch runs): CUDA 12.4 and
-  // later; nullptr in an older driver, where launches cannot be kept to
-  // replay later.
-  // A launch's handle may be a CUkernel (the runtime's launches pass one):
-  // its parameters then come from cuKernelGetParamInfo.
+  // A kernel parameter's offset and size, of a function (loaded first: a
+  // lazily loaded one is not before its first launch runs) or of a CUkernel
+  // (the handle the runtime's launches pass): CUDA 12.4 and later; nullptr
+  // in an older driver, where launches cannot be kept to replay later.
   CUresult (*param_info)(CUfunction, std::size_t, std::size_t*, std::size_t*) = nullptr;
   CUresult (*kernel_param_info)(CUkernel, std::size_t, std::size_t*, std::size_t*) = nullptr;
   CUresult (*function_load)(CUfunction) = nullptr;
