@@ -180,7 +180,7 @@ class RangeCounters {
           if (!save(slot = 0)) return;
         }
         batch_members_.push_back({kept ? std::move(*kept) : KeptLaunch::borrow(launch),
-                                  owed_.correlation, owed_.signature, memory_.saved_bytes(slot)});
+                                  owed_.correlation, owed_.signature});
         // Replayed now when the batch is full, or when the memory of one more
         // moment (the next launch, or the moment the batch is replayed
         // before a copy or a free) could not be kept.
@@ -205,8 +205,7 @@ class RangeCounters {
       return;
     }
     try {
-      ++tally_.early_batches;
-      worker_.run([&] { replay_batch(emit); });
+      replay_early(emit);
     } catch (const std::exception& e) {
       fail(e.what());
     }
@@ -224,12 +223,9 @@ class RangeCounters {
     std::lock_guard lock(mutex_);
     if (failed_) return;
     try {
-      if (!batch_members_.empty()) {
-        // The program is about to wait for or read its results: the batch
-        // is replayed while all it needs exists.
-        ++tally_.early_batches;
-        worker_.run([&] { replay_batch(emit); });
-      }
+      // The program is about to wait for or read its results: the batch is
+      // replayed while all it needs exists.
+      replay_early(emit);
       if (kind == 's' || !profiler_.running()) return;
       note(kind);
       ++tally_.interrupts;
@@ -398,10 +394,11 @@ class RangeCounters {
     profiler_.start();
   }
 
-  // A launch kept to be replayed in a batch, and the bytes of its memory.
+  // A launch kept to be replayed in a batch (its memory in the slot of its
+  // index).
   struct Member {
     KeptLaunch launch;
-    std::uint64_t correlation, signature, bytes;
+    std::uint64_t correlation, signature;
   };
   // replay()'s parts, on the replay thread with the measured context
   // current. The program's memory saved in `slot`: false when there is no
@@ -425,6 +422,13 @@ class RangeCounters {
       run_batch(now, emit);
     else
       log_dropped(memory_.why());
+  }
+  // The launches kept, if any, replayed before their batch is full.
+  template <class Emit>
+  void replay_early(Emit& emit) {
+    if (batch_members_.empty()) return;
+    ++tally_.early_batches;
+    worker_.run([&] { replay_batch(emit); });
   }
   // Room for slot `slot`'s save of the memory as large as it is now.
   bool reserve(std::size_t slot) {
@@ -631,7 +635,7 @@ void RangeCounters::run_batch(std::size_t now, Emit& emit) {
   if (profiler_.configured() != &full_ || !ledger_.fits(members.size() * (inside ? 2 : 1)))
     arm(full_);
   run_passes(members, now);
-  for (const Member& m : members) tally_.replayed_bytes += m.bytes;
+  for (std::size_t k = 0; k < members.size(); ++k) tally_.replayed_bytes += memory_.saved_bytes(k);
   if (inside) ++tally_.batches;
   decode(emit);
 }

@@ -108,8 +108,7 @@ class ReplayMemory {
   // refuses a copy. Slot 0 may take all the free memory; every other slot
   // at most half of it, so a batch leaves the program room to grow.
   bool save(CUstream stream, std::size_t slot = 0) {
-    if (slot >= slots_.size()) slots_.resize(slot + 1);
-    Slot& s = slots_[slot];
+    Slot& s = slot_at(slot);
     std::vector<Allocations::Range> ranges = allocations_.ranges();
     std::uint64_t need = 0;
     for (const auto& r : ranges) need += r.bytes;
@@ -126,10 +125,7 @@ class ReplayMemory {
   }
   // Whether `slot` has room for a save of the allocations as they are now
   // (made if it can be, on save()'s terms); saves nothing.
-  bool reserve(std::size_t slot) {
-    if (slot >= slots_.size()) slots_.resize(slot + 1);
-    return reserve(slots_[slot], allocations_.bytes(), slot == 0);
-  }
+  bool reserve(std::size_t slot) { return reserve(slot_at(slot), allocations_.bytes(), slot == 0); }
   // Copies `slot`'s backup back over the allocations it saved.
   void restore(CUstream stream, std::size_t slot = 0) {
     const Slot& s = slots_.at(slot);
@@ -166,6 +162,10 @@ class ReplayMemory {
     std::uint64_t capacity = 0, bytes = 0;
   };
 
+  Slot& slot_at(std::size_t slot) {
+    if (slot >= slots_.size()) slots_.resize(slot + 1);
+    return slots_[slot];
+  }
   // A backup of at least `need` bytes for `s`; the first slot's with room to
   // grow by a quarter.
   bool reserve(Slot& s, std::uint64_t need, bool first) {

@@ -79,6 +79,7 @@ class KeptLaunch {
   static std::optional<KeptLaunch> keep(const Driver& driver, const DriverLaunch& l,
                                         std::string& why) {
     KeptLaunch k;
+    k.d_ = std::make_unique<Data>();
     k.d_->call = l.call;
     void** args = nullptr;
     void** extra = nullptr;
@@ -92,13 +93,18 @@ class KeptLaunch {
       extra = p.extra;
     } else {
       k.d_->plain = *static_cast<const DriverLaunchParams*>(l.params);
-      k.d_->plain.kernelParams = nullptr;
-      k.d_->plain.extra = nullptr;
       args = static_cast<const DriverLaunchParams*>(l.params)->kernelParams;
       extra = static_cast<const DriverLaunchParams*>(l.params)->extra;
     }
     const bool copied = args ? k.copy_args(driver, args, why) : !extra || k.copy_extra(extra, why);
     if (!copied) return std::nullopt;
+    // The call's parameters, pointing into the copies (on the heap, where they stay).
+    Data& d = *k.d_;
+    void** kept_args = d.args.empty() ? nullptr : d.args.data();
+    void** kept_extra = d.extra_size ? d.extra : nullptr;
+    d.config.attrs = d.attrs.empty() ? nullptr : d.attrs.data();
+    d.ex.kernelParams = d.plain.kernelParams = kept_args;
+    d.ex.extra = d.plain.extra = kept_extra;
     return k;
   }
   // The call's own launch, to launch again before the call returns.
@@ -111,22 +117,13 @@ class KeptLaunch {
   // The kernel launched again on `stream`.
   CUresult launch(Driver& driver, CUstream stream) const {
     if (borrowed_) return relaunch(driver, *borrowed_, stream);
-    Data& d = *d_;
-    void** args = d.args.empty() ? nullptr : d.args.data();
-    void** extra = d.extra_size ? d.extra : nullptr;
-    if (d.call == LaunchCall::kernel_ex) {
-      d.config.attrs = d.attrs.empty() ? nullptr : d.attrs.data();
-      d.ex.kernelParams = args;
-      d.ex.extra = extra;
-      return relaunch(driver, {d.call, &d.ex}, stream);
-    }
-    d.plain.kernelParams = args;
-    d.plain.extra = extra;
-    return relaunch(driver, {d.call, &d.plain}, stream);
+    const void* params =
+        d_->call == LaunchCall::kernel_ex ? static_cast<const void*>(&d_->ex) : &d_->plain;
+    return relaunch(driver, {d_->call, params}, stream);
   }
 
  private:
-  KeptLaunch() : d_(std::make_unique<Data>()) {}
+  KeptLaunch() = default;
 
   bool copy_args(const Driver& driver, void** args, std::string& why) {
     if (!driver.param_info || !driver.kernel_param_info || !driver.function_load) {
@@ -204,7 +201,8 @@ class KeptLaunch {
   struct alignas(16) Chunk {
     unsigned char b[16];
   };
-  // On the heap: args and extra point into it, so a KeptLaunch moves freely.
+  // On the heap: args and extra point into it, so a KeptLaunch moves freely
+  // (none for a borrowed launch).
   struct Data {
     LaunchCall call = LaunchCall::kernel;
     DriverLaunchParams plain{};

@@ -89,14 +89,8 @@ inline constexpr pasta::detail::Variable<CuptiSettings> cupti_variables[] = {
         "PASTA_COUNTER_REPLAY",
         "pasta (pasta replays kernels, saving and restoring device memory) or cupti (CUPTI's "
         "kernel replay)"),
-    {"PASTA_COUNTER_BATCH", "a whole number from 1 to 24 (1 = each launch replayed at its own)",
-     [](S& s, std::string_view v, std::string&) {
-       const auto n = pasta::detail::parse_uint(v);
-       if (!n || *n < 1 || *n > 24) return false;
-       s.counter_batch = *n;
-       return true;
-     },
-     [](const S& s) { return std::to_string(s.counter_batch); }},
+    var::whole<&S::counter_batch, 1, 24>(
+        "PASTA_COUNTER_BATCH", "a whole number from 1 to 24 (1 = each launch replayed at its own)"),
     {"PASTA_PC_SAMPLING_PERIOD",
      "a whole number from 5 to 31 (a sample every 2^N cycles per SM; 0 = CUPTI's choice)",
      [](S& s, std::string_view v, std::string&) {
