@@ -1,10 +1,12 @@
 // What a batch of user replays keeps: a launch's argument bytes copied
 // (nv::detail::KeptLaunch), so it launches again after the caller's frame is
 // gone, and the program's memory in numbered slots (nv::detail::ReplayMemory),
-// against a driver whose entry points are this file's fakes.
+// against a driver whose entry points are this file's fakes; and at which
+// calls of the program a batch is replayed before its time.
 #include <doctest/doctest.h>
 
 #include <pasta/nv/counters/replay_memory.hpp>
+#include <pasta/nv/cupti/detail/counter_callbacks.hpp>
 #include <pasta/nv/counters/user_replay.hpp>
 
 #include <cstdint>
@@ -289,4 +291,38 @@ TEST_CASE("ReplayMemory: each slot restores its own moment; slots after the firs
   fake.free = fake.allocated + 200;  // 100 of 200: half
   CHECK(memory.reserve(2));
   CHECK(memory.save(nullptr, 2));
+}
+
+TEST_CASE("interrupt_kind: the host's waits replay a batch, asynchronous copies and memsets do not") {
+  using pasta::nv::detail::interrupt_kind;
+  // CUPTI's own names for the calls, from its callback table (no GPU needed).
+  auto name = [](CUpti_CallbackDomain domain, CUpti_CallbackId id) {
+    const char* n = nullptr;
+    REQUIRE(cuptiGetCallbackName(domain, id, &n) == CUPTI_SUCCESS);
+    return std::string(n);
+  };
+  const auto rt = CUPTI_CB_DOMAIN_RUNTIME_API;
+  const auto drv = CUPTI_CB_DOMAIN_DRIVER_API;
+  const std::string sync_copy = name(rt, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020);
+  const std::string async_copy = name(rt, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020);
+  CHECK(sync_copy == "cudaMemcpy_v3020");
+  CHECK(interrupt_kind(sync_copy, true) == 'c');
+  CHECK(interrupt_kind(async_copy, true) == 'y');
+  CHECK(interrupt_kind(name(drv, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2), true) == 'c');
+  CHECK(interrupt_kind(name(drv, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2), true) == 'y');
+  CHECK(interrupt_kind(name(rt, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbol_v3020), true) == 'c');
+  CHECK(interrupt_kind(name(rt, CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020), true) == 'x');
+  CHECK(interrupt_kind(name(rt, CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020), true) == 'x');
+  CHECK(interrupt_kind(name(rt, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000), true) == 'g');
+  CHECK(interrupt_kind(name(drv, CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2), true) == 'g');
+  // Synchronisations only where launches are kept for batches.
+  const std::string stream_sync =
+      name(rt, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000);
+  CHECK(interrupt_kind(stream_sync, true) == 's');
+  CHECK(interrupt_kind(stream_sync, false) == 0);
+  CHECK(interrupt_kind(name(drv, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize), true) == 's');
+  // Neither work nor a wait.
+  CHECK(interrupt_kind(name(rt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000), true) == 0);
+  CHECK(interrupt_kind(name(rt, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020), true) == 0);
+  CHECK(interrupt_kind(name(rt, CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_v3020), true) == 0);
 }

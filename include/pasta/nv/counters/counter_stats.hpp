@@ -30,13 +30,13 @@ struct CounterTally {
   // launches measured.
   std::uint64_t unsaved = 0, unreplayed = 0, replayed_bytes = 0;
   // User replay: batches of launches replayed together (more than one
-  // launch); replays of kept launches before their batch was full (at a
-  // synchronisation, a copy, a memset or a free); launches kept for a batch
-  // and then dropped (no room to save the memory of a later moment, or a
-  // module unloaded, the context or the program ended first), measured again
-  // at their signatures' next launch; launches replayed alone because their
-  // arguments could not be copied.
-  std::uint64_t batches = 0, early_batches = 0, dropped = 0, alone = 0;
+  // launch); replays of kept launches before their batch was full (where
+  // the host waits for the GPU, or at a free: early_at_free of them);
+  // launches kept for a batch and then dropped (no room to save the memory
+  // of a later moment, or a module unloaded, the context or the program
+  // ended first), measured again at their signatures' next launch; launches
+  // replayed alone because their arguments could not be copied.
+  std::uint64_t batches = 0, early_batches = 0, early_at_free = 0, dropped = 0, alone = 0;
 };
 
 struct CounterTiming {

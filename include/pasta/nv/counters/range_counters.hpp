@@ -194,8 +194,8 @@ class RangeCounters {
   // memory: replayed now, while their memory exists. Before a module unloads
   // or the context ends: dropped (counted and logged), since replaying then
   // is not safe (measured at their signatures' next launch, if there is
-  // one); synchronisations, copies and memsets replay them before that
-  // (interrupt()). Not on a thread inside before() and after().
+  // one); the host's waits replay them before that (interrupt()). Not on a
+  // thread inside before() and after().
   template <class Emit>
   void releasing(Emit&& emit, bool replayable) {
     std::lock_guard lock(mutex_);
@@ -205,6 +205,7 @@ class RangeCounters {
       return;
     }
     try {
+      ++tally_.early_at_free;
       replay_early(emit);
     } catch (const std::exception& e) {
       fail(e.what());
@@ -213,21 +214,23 @@ class RangeCounters {
   // Inside a replay's own thread: its API calls and their records are pasta's.
   static bool& replaying() { return detail::replaying(); }
 
-  // Before GPU work that is not a kernel launch before() sees (a copy, a
-  // memset, a graph): profiling stops, so the work is no range of its own.
-  // Not on a thread inside before() and after().
-  // `kind` 's', a synchronisation, replays the launches kept for a batch
-  // and does not stop profiling; every other kind does both.
+  // Before GPU work that is not a kernel launch before() sees, `kind` as
+  // interrupt_kind() names it (x a memset, y or c a copy, g other):
+  // profiling stops, so the work is no range of its own. Where the host
+  // waits for the GPU (s a synchronisation, c a synchronous copy), the
+  // launches kept for a batch are replayed first: the program may read
+  // their results or end next. Asynchronous copies and memsets do not
+  // replay them: a kept launch's memory is in its own slot, and the replay
+  // saves and restores the program's memory of its own moment. Not on a
+  // thread inside before() and after().
   template <class Emit>
   void interrupt(Emit&& emit, char kind) {
     std::lock_guard lock(mutex_);
     if (failed_) return;
     try {
-      // The program is about to wait for or read its results: the batch is
-      // replayed while all it needs exists.
-      replay_early(emit);
+      if (kind == 's' || kind == 'c') replay_early(emit);
       if (kind == 's' || !profiler_.running()) return;
-      note(kind);
+      note(kind == 'c' ? 'y' : kind);
       ++tally_.interrupts;
       pause(emit);
     } catch (const std::exception& e) {

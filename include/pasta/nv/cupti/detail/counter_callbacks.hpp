@@ -23,6 +23,43 @@
 
 namespace pasta::nv::detail {
 
+// What a runtime or driver call named `name` (CUPTI's callback name) is to
+// the counters, 0 for none of these: GPU work that is not a launch before()
+// sees, 'x' a memset, 'y' an asynchronous copy, 'c' a copy the host waits
+// for, 'g' other (a graph, a capture's begin, old-style launches); while
+// counters are measured, profiling stops before it, so that it is no range
+// of its own (before a capture's begin, since stopping synchronises, which
+// would end the capture in error). With `batches` (launches kept to be
+// replayed together), 's' a synchronisation too: the host waits for the GPU
+// there and at 'c', and the kept launches are replayed before it.
+inline char interrupt_kind(std::string_view name, bool batches) {
+  static constexpr std::array<std::string_view, 11> work{
+      "cudaMemcpy",
+      "cudaMemset",
+      "cudaGraphLaunch",
+      "cudaStreamBeginCapture",
+      "cudaLaunchCooperativeKernelMultiDevice",
+      "cuMemcpy",
+      "cuMemset",
+      "cuGraphLaunch",
+      "cuStreamBeginCapture",
+      "cuLaunchGrid",
+      "cuLaunchCooperativeKernelMultiDevice",
+  };
+  static constexpr std::array<std::string_view, 6> syncs{
+      "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
+      "cuCtxSynchronize",      "cuStreamSynchronize",   "cuEventSynchronize",
+  };
+  auto starts = [&](std::string_view p) { return name.starts_with(p); };
+  auto has = [&](std::string_view part) { return name.find(part) != name.npos; };
+  if (std::ranges::any_of(work, starts)) {
+    if (has("Memset")) return 'x';
+    if (has("Memcpy")) return has("Async") ? 'y' : 'c';
+    return 'g';
+  }
+  return batches && std::ranges::any_of(syncs, starts) ? 's' : 0;
+}
+
 class CounterCallbacks {
  public:
   CounterCallbacks(const Config& cfg, const CuptiSettings& own) {
@@ -155,52 +192,19 @@ class CounterCallbacks {
     thread_local bool on = false;
     return on;
   }
-  // GPU work that is not a launch before() sees (copies, memsets, graphs,
-  // old-style launches): while counters are measured, profiling stops before
-  // it, so that it is no range of its own; and, with them, synchronisations:
-  // the launches kept for a batch are replayed before each. Found by name
-  // among CUPTI's runtime and driver callbacks.
+  // The interrupt callbacks (interrupt_kind()), found by name among CUPTI's
+  // runtime and driver callbacks.
   void enable_interrupt_callbacks(CUpti_SubscriberHandle subscriber) {
-    // A capture's begin too: profiling must stop before it (stopping
-    // synchronises, which would end the capture in error).
-    static constexpr std::array<std::string_view, 11> work{
-        "cudaMemcpy",
-        "cudaMemset",
-        "cudaGraphLaunch",
-        "cudaStreamBeginCapture",
-        "cuStreamBeginCapture",
-        "cudaLaunchCooperativeKernelMultiDevice",
-        "cuMemcpy",
-        "cuMemset",
-        "cuGraphLaunch",
-        "cuLaunchGrid",
-        "cuLaunchCooperativeKernelMultiDevice",
-    };
-    // Synchronisations, where launches are kept for batches: only those
-    // replayed.
-    static constexpr std::array<std::string_view, 6> syncs{
-        "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
-        "cuCtxSynchronize",      "cuStreamSynchronize",   "cuEventSynchronize",
-    };
     const bool batches = counters_.user_replay() && counters_.batch() > 1;
-    auto wanted = [&](std::string_view n) {
-      auto starts = [&](std::string_view p) { return n.starts_with(p); };
-      return std::ranges::any_of(work, starts) || (batches && std::ranges::any_of(syncs, starts));
-    };
     for (auto [domain, size] :
          {std::pair{CUPTI_CB_DOMAIN_RUNTIME_API, std::uint32_t{CUPTI_RUNTIME_TRACE_CBID_SIZE}},
           std::pair{CUPTI_CB_DOMAIN_DRIVER_API, std::uint32_t{CUPTI_DRIVER_TRACE_CBID_SIZE}}}) {
       for (CUpti_CallbackId id = 1; id < size; ++id) {
         const char* name = nullptr;
         if (cuptiGetCallbackName(domain, id, &name) != CUPTI_SUCCESS || !name) continue;
-        const std::string_view n(name);
-        if (!wanted(n)) continue;
-        if (cuptiEnableCallback(1, subscriber, domain, id) == CUPTI_SUCCESS)
-          interrupts_.set(domain, id,
-                          n.find("Memset") != n.npos        ? 'x'
-                          : n.find("Memcpy") != n.npos      ? 'y'
-                          : n.find("Synchronize") != n.npos ? 's'
-                                                            : 'g');
+        if (const char kind = interrupt_kind(name, batches))
+          if (cuptiEnableCallback(1, subscriber, domain, id) == CUPTI_SUCCESS)
+            interrupts_.set(domain, id, kind);
       }
     }
   }
@@ -242,8 +246,7 @@ class CounterCallbacks {
   }
 
   RangeCounters counters_;
-  // What GPU work a callback is (enable_interrupt_callbacks): 0 none of
-  // these, 'x' a memset, 'y' a copy, 'g' other.
+  // What GPU work a callback is: interrupt_kind() of its name.
   ByCallback<char> interrupts_;
   ByCallback<MemoryCall> memory_calls_;  // enable_memory_callbacks
   bool own_records_ = false;             // kernel or copy records on: own calls are kept
@@ -257,16 +260,16 @@ inline void CounterCallbacks::log_summary(bool verbose) const {
         "cupti handler: hardware counters by user replay: {} launches replayed by pasta, "
         "{:.2f} GiB of device memory saved per launch on average ({} allocations known at the "
         "end), L2 flushed before {} passes; {} batches of launches replayed together (up to {}), "
-        "{} of them early (at a synchronisation, copy, memset or free), {} launches replayed alone "
-        "(not "
-        "kept); not measured: {} (no room to "
-        "save memory), {} (no driver launch call seen), {} kept for a batch and dropped "
-        "(measured at a later launch of their signature where there was one)",
+        "{} of them early ({} where the host waited for the GPU, {} at a free), {} launches "
+        "replayed alone (not kept); not measured: {} (no room to save memory), {} (no driver "
+        "launch call seen), {} kept for a batch and dropped (measured at a later launch of their "
+        "signature where there was one)",
         t.measured,
         t.measured
             ? static_cast<double>(t.replayed_bytes) / static_cast<double>(t.measured) / (1ull << 30)
             : 0.0,
-        counters_.allocations(), t.flushes, t.batches, counters_.batch(), t.early_batches, t.alone,
+        counters_.allocations(), t.flushes, t.batches, counters_.batch(), t.early_batches,
+        t.early_batches - t.early_at_free, t.early_at_free, t.alone,
         t.unsaved, t.unreplayed, t.dropped));
   if (t.outside && verbose)
     pasta::detail::log(fmt::format(
