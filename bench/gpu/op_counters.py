@@ -562,6 +562,9 @@ def arguments(argv=None):
     p.add_argument("--pasta-timeout", type=float, default=300, help="seconds (300)")
     p.add_argument("--ncu-cache", choices=["all", "none"], default="all")
     p.add_argument("--replay", choices=["pasta", "cupti"], default="pasta")
+    p.add_argument("--no-dram-alone", action="store_true",
+                   help="leave out ncu's second run of the DRAM metrics alone (a speed run whose "
+                   "ncu takes most of the time left: values are judged against its first run)")
     p.add_argument("--ncu-dram-alone", metavar="CSV",
                    help="with --compare: ncu's CSV of DRAM_ALONE's metrics (ncu_dram_alone.csv)")
     p.add_argument("--app-metrics", choices=["all"],
@@ -639,7 +642,7 @@ def main():
     keys = ncu_metrics.metric_map(build)
     ncu, t_ncu = kernel_replay(keys, args)
     # DRAM_ALONE's metrics alone (not part of ncu's time): DRAM bytes its restores do not inflate.
-    dram_alone, t_one = (None, 0.0) if ncu is None else kernel_replay(
+    dram_alone, t_one = (None, 0.0) if ncu is None or args.no_dram_alone else kernel_replay(
         {k: keys[k] for k in DRAM_ALONE}, args, own_l2=False)
 
     with open(os.path.join(out, "pasta", "op_counters.profile.json")) as f:
@@ -653,8 +656,11 @@ def main():
     for name, t in [("native", t_native), ("pasta", t_pasta), ("ncu", t_ncu)]:
         more = " (killed at the timeout: a lower bound)" if name == "ncu" and ncu is None else ""
         print(f"{name:<8} {t:>8.1f} {t / t_native:>9.1f}{more}")
-    print(f"ncu, {', '.join(DRAM_ALONE)} alone (compared below, not timed against pasta): "
-          f"{t_one:.1f} s")
+    if args.no_dram_alone:
+        print(f"ncu, {', '.join(DRAM_ALONE)} alone: not run (--no-dram-alone)")
+    else:
+        print(f"ncu, {', '.join(DRAM_ALONE)} alone (compared below, not timed against pasta): "
+              f"{t_one:.1f} s")
     print(f"ncu / pasta: {'>= ' if ncu is None else ''}{t_ncu / t_pasta:.1f}x; pasta measured "
           f"{measured} of {launches} launches ({len(entries)} signatures), operators: "
           f"{len(profile['operators'])}")
