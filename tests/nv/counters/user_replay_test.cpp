@@ -272,7 +272,8 @@ TEST_CASE("ReplayMemory: each slot restores its own moment; slots after the firs
   CHECK(memory.saved_bytes(0) == 100);
   CHECK(memory.saved_allocations(0) == 2);
   fill(2);
-  REQUIRE(memory.save(nullptr, 1));  // 100 of the 775 free: at most half
+  REQUIRE(memory.save(nullptr, 1));  // 100 and a quarter of the 775 free: at most half
+  CHECK(fake.allocs.back().second == 125);
   fill(3);
   memory.restore(nullptr, 0);
   CHECK(fake.device[0] == 1);
@@ -287,10 +288,23 @@ TEST_CASE("ReplayMemory: each slot restores its own moment; slots after the firs
   CHECK(memory.why() ==
         "keeping one more launch's device memory to replay it with others needs 0.00 GiB, more "
         "than half of the 0.00 GiB free");
-  CHECK(memory.reserve(1));  // slot 1 already has room
-  fake.free = fake.allocated + 200;  // 100 of 200: half
+  CHECK(memory.reserve(1));          // slot 1 already has room
+  fake.free = fake.allocated + 200;  // 100 of 200: half, with no room for the quarter
   CHECK(memory.reserve(2));
+  CHECK(fake.allocs.back().second == 100);
   CHECK(memory.save(nullptr, 2));
+
+  // The program's memory grows within the quarter: the slots keep their backups.
+  CUdeviceptr grown = 0;
+  fake.free = fake.allocated + 1020;
+  REQUIRE(mem_alloc(&grown, 20) == CUDA_SUCCESS);  // the program's: 120 bytes in all
+  memory.allocations().add(grown, 20);
+  const std::size_t backups = fake.allocs.size();
+  CHECK(memory.reserve(0));
+  CHECK(memory.reserve(1));
+  CHECK(fake.allocs.size() == backups);
+  CHECK(memory.reserve(2));  // 120 over its 100: made again, with its quarter
+  CHECK(fake.allocs.back().second == 150);
 }
 
 TEST_CASE("interrupt_kind: the host's waits replay a batch, asynchronous copies and memsets do not") {

@@ -431,11 +431,13 @@ class RangeCounters {
   void replay_early(Emit& emit) {
     if (batch_members_.empty()) return;
     ++tally_.early_batches;
+    Timer t(spent_.early);
     worker_.run([&] { replay_batch(emit); });
   }
   // Room for slot `slot`'s save of the memory as large as it is now.
   bool reserve(std::size_t slot) {
     pasta::detail::DispatchScope own;  // an allocation of pasta's
+    Timer t(spent_.reserve);
     return memory_.reserve(slot);
   }
   // The batch dropped, and why (the first time in the log; every time in
@@ -706,6 +708,7 @@ inline void RangeCounters::run_passes(const std::vector<Member>& members, std::s
 }
 
 inline bool RangeCounters::stop_pass() {
+  Timer t(spent_.stop);
   bool last = false;
   RangeProfiler::check(profiler_.stop(&last), "stopping the range profiler after a pass");
   return last;

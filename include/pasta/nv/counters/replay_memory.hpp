@@ -166,8 +166,10 @@ class ReplayMemory {
     if (slot >= slots_.size()) slots_.resize(slot + 1);
     return slots_[slot];
   }
-  // A backup of at least `need` bytes for `s`; the first slot's with room to
-  // grow by a quarter.
+  // A backup of at least `need` bytes for `s`, with room to grow by a
+  // quarter where that fits (the program's allocations grow through its
+  // first steps: without the room a slot is freed and made again at each
+  // growth, and cuMemFree waits for the device).
   bool reserve(Slot& s, std::uint64_t need, bool first) {
     if (need <= s.capacity) return true;
     if (s.backup) {
@@ -179,7 +181,7 @@ class ReplayMemory {
     api_.call(api_.mem_info(&free, &total), "reading free device memory");
     const std::uint64_t room = first ? free : free / 2;
     const std::uint64_t want = need + need / 4;
-    for (std::uint64_t bytes : first ? std::vector{want, need} : std::vector{need}) {
+    for (std::uint64_t bytes : {want, need}) {
       if (bytes > room) continue;
       if (api_.mem_alloc(&s.backup, bytes) == CUDA_SUCCESS) {
         s.capacity = bytes;
