@@ -35,6 +35,7 @@ struct Fake {
   CUfunction function{};
   unsigned grid = 0;
   std::vector<CUlaunchAttribute> attrs;  // the last cuLaunchKernelEx's
+  std::vector<const void*> arg_pointers;  // where the last launch's arguments were read from
   // Memory: allocations are offsets into `device`.
   std::vector<unsigned char> device;
   std::size_t free = 0, allocated = 0;
@@ -62,7 +63,9 @@ void record(CUfunction f, unsigned grid, void** args, void** extra) {
   fake.grid = grid;
   fake.launched.clear();
   fake.buffer.clear();
+  fake.arg_pointers.clear();
   if (args) {
+    fake.arg_pointers.assign(args, args + fake.layout.size());
     std::size_t end = 0;
     for (auto [offset, size] : fake.layout) end = std::max(end, offset + size);
     fake.launched.assign(end, 0);
@@ -185,6 +188,53 @@ TEST_CASE("KeptLaunch: the arguments copied, launched again after the caller's f
     CHECK(fake.function == reinterpret_cast<CUfunction>(0x1234));
     CHECK(fake.grid == 7);
   }
+}
+
+TEST_CASE("KeptLaunch: each copied argument as aligned as its offset, up to a TMA descriptor's") {
+  Driver driver = fake_driver();
+  // A pointer, a 128-byte CUtensorMap at offset 128 (alignas(64); 128 in CUDA 13), an int.
+  fake.layout = {{0, 8}, {128, 128}, {256, 4}};
+  alignas(128) unsigned char frame[512] = {};
+  for (std::size_t i = 0; i < sizeof frame; ++i) frame[i] = static_cast<unsigned char>(i);
+  void* args[] = {frame, frame + 128, frame + 256};
+  DriverLaunchParams p{};
+  p.kernelParams = args;
+  std::string why;
+  auto kept = KeptLaunch::keep(driver, {LaunchCall::kernel, &p}, why);
+  REQUIRE(kept.has_value());
+  REQUIRE(kept->launch(driver, nullptr) == CUDA_SUCCESS);
+  REQUIRE(fake.arg_pointers.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    CAPTURE(i);
+    CHECK(reinterpret_cast<std::uintptr_t>(fake.arg_pointers[i]) % 128 ==
+          fake.layout[i].first % 128);
+  }
+  CHECK(fake.launched[128] == 128);
+  CHECK(fake.launched[255] == 255);
+}
+
+TEST_CASE("KeptLaunch: describe() names the kernel, the call and what was copied") {
+  Driver driver = fake_driver();
+  driver.function_name = [](const char** name, CUfunction) {
+    *name = "sm90_xmma_fprop_implicit_gemm";
+    return CUDA_SUCCESS;
+  };
+  fake.layout = args_layout;
+  Args a;
+  void* args[] = {&a.pointer, &a.n, &a.s};
+  DriverLaunchParams p{};
+  p.kernelParams = args;
+  std::string why;
+  auto kept = KeptLaunch::keep(driver, {LaunchCall::kernel, &p}, why);
+  REQUIRE(kept.has_value());
+  CHECK(kept->describe(driver) ==
+        "sm90_xmma_fprop_implicit_gemm (cuLaunchKernel, 0 launch attributes, 3 parameters, 128 "
+        "bytes)");
+  driver.function_name = nullptr;  // a driver before CUDA 12.3
+  CHECK(kept->describe(driver) ==
+        "a kernel (cuLaunchKernel, 0 launch attributes, 3 parameters, 128 bytes)");
+  CHECK(KeptLaunch::borrow({LaunchCall::kernel, &p}).describe(driver) ==
+        "a launch replayed from its own call");
 }
 
 TEST_CASE("KeptLaunch: cuLaunchKernelEx's configuration and attributes, and `extra` buffers") {

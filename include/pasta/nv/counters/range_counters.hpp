@@ -159,7 +159,7 @@ class RangeCounters {
     try {
       worker_.run([&] {
         std::optional<KeptLaunch> kept;
-        if (batch_ > 1) {
+        if (batch_ > 1 && std::ranges::find(unkeepable_, owed_.signature) == unkeepable_.end()) {
           std::string why;
           kept = KeptLaunch::keep(driver_, launch, why);
           if (!kept) {
@@ -402,6 +402,13 @@ class RangeCounters {
   struct Member {
     KeptLaunch launch;
     std::uint64_t correlation, signature;
+    bool left_out = false;  // its launch again failed: not in the batch's passes
+  };
+  // A kept launch the driver refused to launch again, in a batch's first
+  // pass: the batch is run again without it.
+  struct RelaunchFailed : std::runtime_error {
+    RelaunchFailed(std::size_t k, const std::string& what) : std::runtime_error(what), member(k) {}
+    std::size_t member;
   };
   // replay()'s parts, on the replay thread with the measured context
   // current. The program's memory saved in `slot`: false when there is no
@@ -582,6 +589,9 @@ class RangeCounters {
   // The launches kept to be replayed together (user replay), in launch
   // order, each with its memory in the slot of its index.
   std::vector<Member> batch_members_;
+  // Signatures whose kept launch the driver refused to launch again: replayed
+  // at their own launch from then on.
+  std::vector<std::uint64_t> unkeepable_;
   std::uint64_t batch_ = 1;
   std::string flush_error_;
   std::uint64_t per_signature_ = 1;
@@ -639,8 +649,30 @@ void RangeCounters::run_batch(std::size_t now, Emit& emit) {
   const bool inside = members.size() > 1;
   if (profiler_.configured() != &full_ || !ledger_.fits(members.size() * (inside ? 2 : 1)))
     arm(full_);
-  run_passes(members, now);
-  for (std::size_t k = 0; k < members.size(); ++k) tally_.replayed_bytes += memory_.saved_bytes(k);
+  for (;;) {
+    try {
+      run_passes(members, now);
+      break;
+    } catch (const RelaunchFailed& e) {
+      // Its signature is measured at its next launch, replayed from its own
+      // call; the others again, in a fresh image (the failed pass's ranges
+      // are not theirs alone).
+      Member& m = members[e.member];
+      m.left_out = true;
+      unkeepable_.push_back(m.signature);
+      plan_.lost(m.signature, index(&full_));
+      ++tally_.unrelaunched;
+      pasta::detail::log_once(
+          "counters:relaunch",
+          fmt::format("hardware counters: {}; measured at its next launch, not kept for a batch",
+                      e.what()));
+      ledger_.drop();
+      arm(full_);
+      if (std::ranges::all_of(members, &Member::left_out)) return;
+    }
+  }
+  for (std::size_t k = 0; k < members.size(); ++k)
+    if (!members[k].left_out) tally_.replayed_bytes += memory_.saved_bytes(k);
   if (inside) ++tally_.batches;
   decode(emit);
 }
@@ -677,14 +709,20 @@ inline void RangeCounters::run_passes(const std::vector<Member>& members, std::s
       }
       start();
       for (std::size_t k = 0; k < members.size(); ++k) {
+        const Member& m = members[k];
+        if (m.left_out) continue;
         if (inside) {
           restore(k);
           if (flush_l2() && pass == 0) ledger_.add_flush();
         }
-        const CUresult launched = members[k].launch.launch(driver_, stream);
+        const CUresult launched = m.launch.launch(driver_, stream);
         at = dirty;
+        if (launched != CUDA_SUCCESS && pass == 0 && !m.launch.borrowed())
+          throw RelaunchFailed(k, fmt::format("the driver refused to launch {} again from its "
+                                              "kept arguments: {}",
+                                              m.launch.describe(driver_), driver_.name(launched)));
         driver_.call(launched, "launching the kernel for a replay pass");
-        if (pass == 0) ledger_.add_measured(members[k].correlation, members[k].signature);
+        if (pass == 0) ledger_.add_measured(m.correlation, m.signature);
       }
       if (stop_pass()) break;
       if (pass > 256) throw std::runtime_error("the range profiler never took its last pass");

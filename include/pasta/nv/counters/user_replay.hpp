@@ -121,20 +121,45 @@ class KeptLaunch {
         d_->call == LaunchCall::kernel_ex ? static_cast<const void*>(&d_->ex) : &d_->plain;
     return relaunch(driver, {d_->call, params}, stream);
   }
+  bool borrowed() const { return borrowed_.has_value(); }
+
+  // What was kept, for a log line: the kernel's name (where the driver
+  // gives it), the call, and the arguments copied.
+  std::string describe(const Driver& driver) const {
+    if (borrowed_) return "a launch replayed from its own call";
+    const char* name = nullptr;
+    const CUfunction f = function();
+    if (d_->kernel_handle && driver.kernel_name)
+      driver.kernel_name(&name, reinterpret_cast<CUkernel>(f));
+    else if (!d_->kernel_handle && driver.function_name)
+      driver.function_name(&name, f);
+    const char* call = d_->call == LaunchCall::kernel_ex     ? "cuLaunchKernelEx"
+                       : d_->call == LaunchCall::cooperative ? "cuLaunchCooperativeKernel"
+                                                             : "cuLaunchKernel";
+    return fmt::format("{} ({}, {} launch attributes, {}, {} bytes)", name ? name : "a kernel", call,
+                       d_->attrs.size(),
+                       d_->extra_size ? std::string("an `extra` buffer")
+                                      : fmt::format("{} parameters", d_->args.size()),
+                       d_->bytes.size() * sizeof(Chunk));
+  }
 
  private:
   KeptLaunch() = default;
+
+  CUfunction function() const {
+    return d_->call == LaunchCall::kernel_ex ? d_->ex.f : d_->plain.f;
+  }
 
   bool copy_args(const Driver& driver, void** args, std::string& why) {
     if (!driver.param_info || !driver.kernel_param_info || !driver.function_load) {
       why = "the driver has no cuFuncGetParamInfo (CUDA 12.4 and later)";
       return false;
     }
-    const CUfunction f = d_->call == LaunchCall::kernel_ex ? d_->ex.f : d_->plain.f;
+    const CUfunction f = function();
     // A function is loaded first (a lazily loaded one is not, before its
     // first launch runs); a handle cuFuncLoad does not know is a CUkernel.
     const CUresult loaded = driver.function_load(f);
-    const bool kernel = loaded == CUDA_ERROR_INVALID_HANDLE;
+    const bool kernel = d_->kernel_handle = loaded == CUDA_ERROR_INVALID_HANDLE;
     if (loaded != CUDA_SUCCESS && !kernel) {
       why = "cuFuncLoad: " + driver.name(loaded);
       return false;
@@ -197,9 +222,12 @@ class KeptLaunch {
     return true;
   }
 
-  // Argument storage aligned for any parameter type.
-  struct alignas(16) Chunk {
-    unsigned char b[16];
+  // Argument storage aligned for any parameter type: a CUtensorMap (a TMA
+  // descriptor passed by value, as Hopper GEMM and convolution kernels take
+  // them) is alignas(64), alignas(128) in CUDA 13, and each parameter lies
+  // at its own offset from the storage's start.
+  struct alignas(128) Chunk {
+    unsigned char b[128];
   };
   // On the heap: args and extra point into it, so a KeptLaunch moves freely
   // (none for a borrowed launch).
@@ -213,6 +241,7 @@ class KeptLaunch {
     std::vector<void*> args;
     std::size_t extra_size = 0;
     void* extra[5] = {};
+    bool kernel_handle = false;  // the launch's handle is a CUkernel (cuFuncLoad refused it)
   };
   std::unique_ptr<Data> d_;
   std::optional<DriverLaunch> borrowed_;

@@ -44,6 +44,9 @@ struct Driver {
   CUresult (*param_info)(CUfunction, std::size_t, std::size_t*, std::size_t*) = nullptr;
   CUresult (*kernel_param_info)(CUkernel, std::size_t, std::size_t*, std::size_t*) = nullptr;
   CUresult (*function_load)(CUfunction) = nullptr;
+  // A function's or a CUkernel's name (CUDA 12.3 and later; nullptr before).
+  CUresult (*function_name)(const char**, CUfunction) = nullptr;
+  CUresult (*kernel_name)(const char**, CUkernel) = nullptr;
 
   bool bound() const { return error_name != nullptr; }
 
@@ -78,6 +81,8 @@ struct Driver {
       kernel_param_info =
           reinterpret_cast<decltype(kernel_param_info)>(dlsym(lib, "cuKernelGetParamInfo"));
       function_load = reinterpret_cast<decltype(function_load)>(dlsym(lib, "cuFuncLoad"));
+      function_name = reinterpret_cast<decltype(function_name)>(dlsym(lib, "cuFuncGetName"));
+      kernel_name = reinterpret_cast<decltype(kernel_name)>(dlsym(lib, "cuKernelGetName"));
     } catch (...) {
       dlclose(lib);
       error_name = nullptr;

@@ -254,7 +254,7 @@ class CounterCallbacks {
 
 inline void CounterCallbacks::log_summary(bool verbose) const {
   const CounterTally& t = counters_.tally();
-  const bool unmeasured = t.unsaved || t.unreplayed || t.dropped;
+  const bool unmeasured = t.unsaved || t.unreplayed || t.dropped || t.unrelaunched;
   if (counters_.user_replay() && (verbose || unmeasured))
     pasta::detail::log(fmt::format(
         "cupti handler: hardware counters by user replay: {} launches replayed by pasta, "
@@ -262,7 +262,8 @@ inline void CounterCallbacks::log_summary(bool verbose) const {
         "end), L2 flushed before {} passes; {} batches of launches replayed together (up to {}), "
         "{} of them early ({} where the host waited for the GPU, {} at a free), {} launches "
         "replayed alone (not kept); not measured: {} (no room to save memory), {} (no driver "
-        "launch call seen), {} kept for a batch and dropped (measured at a later launch of their "
+        "launch call seen), {} kept for a batch and dropped, {} left out of their batch (the "
+        "driver refused to launch them again) (both measured at a later launch of their "
         "signature where there was one)",
         t.measured,
         t.measured
@@ -270,7 +271,7 @@ inline void CounterCallbacks::log_summary(bool verbose) const {
             : 0.0,
         counters_.allocations(), t.flushes, t.batches, counters_.batch(), t.early_batches,
         t.early_batches - t.early_at_free, t.early_at_free, t.alone,
-        t.unsaved, t.unreplayed, t.dropped));
+        t.unsaved, t.unreplayed, t.dropped, t.unrelaunched));
   if (t.outside && verbose)
     pasta::detail::log(fmt::format(
         "cupti handler: hardware counters: {} launches outside the capture window were not "
