@@ -36,6 +36,11 @@ struct Fake {
   unsigned grid = 0;
   std::vector<CUlaunchAttribute> attrs;  // the last cuLaunchKernelEx's
   std::vector<const void*> arg_pointers;  // where the last launch's arguments were read from
+  // The function's dynamic shared memory limit (a launch asking for more is
+  // refused, as the driver refuses it), and which function the calls named.
+  int shared_limit = 48 << 10;
+  CUfunction attribute_of{};
+  int limit_sets = 0;
   // Memory: allocations are offsets into `device`.
   std::vector<unsigned char> device;
   std::size_t free = 0, allocated = 0;
@@ -81,8 +86,27 @@ void record(CUfunction f, unsigned grid, void** args, void** extra) {
   }
 }
 CUresult launch(CUfunction f, unsigned gx, unsigned, unsigned, unsigned, unsigned, unsigned,
-                unsigned, CUstream, void** args, void** extra) {
+                unsigned shared, CUstream, void** args, void** extra) {
+  if (shared > static_cast<unsigned>(fake.shared_limit)) return CUDA_ERROR_INVALID_VALUE;
   record(f, gx, args, extra);
+  return CUDA_SUCCESS;
+}
+CUresult function_attribute(int* value, CUfunction_attribute a, CUfunction f) {
+  if (a != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) return CUDA_ERROR_INVALID_VALUE;
+  fake.attribute_of = f;
+  *value = fake.shared_limit;
+  return CUDA_SUCCESS;
+}
+CUresult set_function_attribute(CUfunction f, CUfunction_attribute a, int value) {
+  if (a != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) return CUDA_ERROR_INVALID_VALUE;
+  fake.attribute_of = f;
+  fake.shared_limit = value;
+  ++fake.limit_sets;
+  return CUDA_SUCCESS;
+}
+// A CUkernel's function in the current context: another handle.
+CUresult kernel_function(CUfunction* f, CUkernel k) {
+  *f = reinterpret_cast<CUfunction>(reinterpret_cast<std::uintptr_t>(k) + 1);
   return CUDA_SUCCESS;
 }
 CUresult launch_ex(const CUlaunchConfig* config, CUfunction f, void** args, void** extra) {
@@ -131,6 +155,9 @@ Driver fake_driver() {
   d.function_load = function_load;
   d.launch = launch;
   d.launch_ex = launch_ex;
+  d.function_attribute = function_attribute;
+  d.set_function_attribute = set_function_attribute;
+  d.kernel_function = kernel_function;
   d.error_name = error_name;
   d.ctx_synchronize = ctx_synchronize;
   d.mem_info = mem_info;
@@ -211,6 +238,52 @@ TEST_CASE("KeptLaunch: each copied argument as aligned as its offset, up to a TM
   }
   CHECK(fake.launched[128] == 128);
   CHECK(fake.launched[255] == 255);
+}
+
+TEST_CASE("KeptLaunch: launched again with the dynamic shared memory limit its launch had") {
+  for (const bool kernel_handle : {false, true}) {
+    CAPTURE(kernel_handle);
+    Driver driver = fake_driver();
+    fake.layout = args_layout;
+    fake.kernel_handle = kernel_handle;
+    Args a;
+    void* args[] = {&a.pointer, &a.n, &a.s};
+    DriverLaunchParams p{};
+    p.f = reinterpret_cast<CUfunction>(0x1000);
+    p.sharedMemBytes = 96 << 10;
+    p.kernelParams = args;
+    // The library raised the limit for this launch, and lowers it for a later one.
+    fake.shared_limit = 96 << 10;
+    std::string why;
+    auto kept = KeptLaunch::keep(driver, {LaunchCall::kernel, &p}, why);
+    REQUIRE(kept.has_value());
+    const auto function = reinterpret_cast<CUfunction>(kernel_handle ? 0x1001 : 0x1000);
+    CHECK(fake.attribute_of == function);
+    fake.shared_limit = 32 << 10;
+    fake.limit_sets = 0;
+    CHECK(kept->launch(driver, nullptr) == CUDA_SUCCESS);
+    CHECK(fake.limit_sets == 2);  // raised for the launch, put back after
+    CHECK(fake.shared_limit == 32 << 10);
+    CHECK(fake.attribute_of == function);
+    // As it was: nothing set.
+    fake.shared_limit = 96 << 10;
+    fake.limit_sets = 0;
+    CHECK(kept->launch(driver, nullptr) == CUDA_SUCCESS);
+    CHECK(fake.limit_sets == 0);
+  }
+  // A launch without dynamic shared memory asks for no attribute.
+  Driver driver = fake_driver();
+  fake.layout = args_layout;
+  Args a;
+  void* args[] = {&a.pointer, &a.n, &a.s};
+  DriverLaunchParams p{};
+  p.kernelParams = args;
+  std::string why;
+  auto kept = KeptLaunch::keep(driver, {LaunchCall::kernel, &p}, why);
+  REQUIRE(kept.has_value());
+  CHECK(kept->launch(driver, nullptr) == CUDA_SUCCESS);
+  CHECK(fake.attribute_of == CUfunction{});
+  CHECK(fake.limit_sets == 0);
 }
 
 TEST_CASE("KeptLaunch: describe() names the kernel, the call and what was copied") {

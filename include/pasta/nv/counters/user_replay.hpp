@@ -98,6 +98,7 @@ class KeptLaunch {
     }
     const bool copied = args ? k.copy_args(driver, args, why) : !extra || k.copy_extra(extra, why);
     if (!copied) return std::nullopt;
+    k.keep_shared_limit(driver);
     // The call's parameters, pointing into the copies (on the heap, where they stay).
     Data& d = *k.d_;
     void** kept_args = d.args.empty() ? nullptr : d.args.data();
@@ -114,12 +115,22 @@ class KeptLaunch {
     return k;
   }
 
-  // The kernel launched again on `stream`.
+  // The kernel launched again on `stream`, with the dynamic shared memory
+  // limit its launch had (put back after, if the program has changed it
+  // since: cuDNN sets it before each launch of a kernel, so a later, smaller
+  // launch lowers it under what an earlier one needs).
   CUresult launch(Driver& driver, CUstream stream) const {
     if (borrowed_) return relaunch(driver, *borrowed_, stream);
     const void* params =
         d_->call == LaunchCall::kernel_ex ? static_cast<const void*>(&d_->ex) : &d_->plain;
-    return relaunch(driver, {d_->call, params}, stream);
+    int now = d_->shared_limit;
+    if (d_->shared_limit >= 0 &&
+        driver.function_attribute(&now, limit_attribute, d_->resolved) == CUDA_SUCCESS &&
+        now != d_->shared_limit)
+      driver.set_function_attribute(d_->resolved, limit_attribute, d_->shared_limit);
+    const CUresult r = relaunch(driver, {d_->call, params}, stream);
+    if (now != d_->shared_limit) driver.set_function_attribute(d_->resolved, limit_attribute, now);
+    return r;
   }
   bool borrowed() const { return borrowed_.has_value(); }
 
@@ -148,6 +159,25 @@ class KeptLaunch {
 
   CUfunction function() const {
     return d_->call == LaunchCall::kernel_ex ? d_->ex.f : d_->plain.f;
+  }
+  static constexpr CUfunction_attribute limit_attribute =
+      CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+  // The function's dynamic shared memory limit as the launch has it, for a
+  // launch that asks for dynamic shared memory (in the launch's context,
+  // current on the replay thread); none where the driver will not say.
+  void keep_shared_limit(const Driver& driver) {
+    const unsigned shared = d_->call == LaunchCall::kernel_ex ? d_->config.sharedMemBytes
+                                                              : d_->plain.sharedMemBytes;
+    if (!shared || !driver.function_attribute || !driver.set_function_attribute) return;
+    CUfunction f = function();
+    if (d_->kernel_handle &&
+        (!driver.kernel_function ||
+         driver.kernel_function(&f, reinterpret_cast<CUkernel>(function())) != CUDA_SUCCESS))
+      return;
+    int limit = 0;
+    if (driver.function_attribute(&limit, limit_attribute, f) != CUDA_SUCCESS) return;
+    d_->resolved = f;
+    d_->shared_limit = limit;
   }
 
   bool copy_args(const Driver& driver, void** args, std::string& why) {
@@ -242,6 +272,10 @@ class KeptLaunch {
     std::size_t extra_size = 0;
     void* extra[5] = {};
     bool kernel_handle = false;  // the launch's handle is a CUkernel (cuFuncLoad refused it)
+    // keep_shared_limit()'s: the function in the launch's context, and its
+    // dynamic shared memory limit then (-1: not kept).
+    CUfunction resolved = nullptr;
+    int shared_limit = -1;
   };
   std::unique_ptr<Data> d_;
   std::optional<DriverLaunch> borrowed_;

@@ -44,6 +44,12 @@ struct Driver {
   CUresult (*param_info)(CUfunction, std::size_t, std::size_t*, std::size_t*) = nullptr;
   CUresult (*kernel_param_info)(CUkernel, std::size_t, std::size_t*, std::size_t*) = nullptr;
   CUresult (*function_load)(CUfunction) = nullptr;
+  // A function's attributes (its dynamic shared memory limit, which a
+  // library may set before each launch), and a CUkernel's function in the
+  // current context; nullptr where the driver lacks them.
+  CUresult (*function_attribute)(int*, CUfunction_attribute, CUfunction) = nullptr;
+  CUresult (*set_function_attribute)(CUfunction, CUfunction_attribute, int) = nullptr;
+  CUresult (*kernel_function)(CUfunction*, CUkernel) = nullptr;
   // A function's or a CUkernel's name (CUDA 12.3 and later; nullptr before).
   CUresult (*function_name)(const char**, CUfunction) = nullptr;
   CUresult (*kernel_name)(const char**, CUkernel) = nullptr;
@@ -82,6 +88,12 @@ struct Driver {
           reinterpret_cast<decltype(kernel_param_info)>(dlsym(lib, "cuKernelGetParamInfo"));
       function_load = reinterpret_cast<decltype(function_load)>(dlsym(lib, "cuFuncLoad"));
       function_name = reinterpret_cast<decltype(function_name)>(dlsym(lib, "cuFuncGetName"));
+      function_attribute =
+          reinterpret_cast<decltype(function_attribute)>(dlsym(lib, "cuFuncGetAttribute"));
+      set_function_attribute =
+          reinterpret_cast<decltype(set_function_attribute)>(dlsym(lib, "cuFuncSetAttribute"));
+      kernel_function =
+          reinterpret_cast<decltype(kernel_function)>(dlsym(lib, "cuKernelGetFunction"));
       kernel_name = reinterpret_cast<decltype(kernel_name)>(dlsym(lib, "cuKernelGetName"));
     } catch (...) {
       dlclose(lib);
