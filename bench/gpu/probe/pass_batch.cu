@@ -15,8 +15,9 @@
 //               around each kernel, the restore and the flush outside (a
 //               fresh range-profiler object)
 // It prints the time of each call and how many ranges each image holds, and
-// every metric's largest difference between `launch` and the other modes, per
-// kernel (`launch-again`, launch run twice, is the floor). Build and run on the GPU machine:
+// every metric's largest and mean signed difference between `launch` and the other modes,
+// over the kernels (`launch-again`, launch run twice, is the floor). The second argument
+// lists the modes run after `launch` (all by default). Build and run on the GPU machine:
 //   nvcc -std=c++17 -arch=sm_90 -o /tmp/pass_batch bench/gpu/probe/pass_batch.cu \
 //     -I$CUPTI_INC -L$CUPTI_LIB -lcupti -lcuda -Xlinker -rpath=$CUPTI_LIB && /tmp/pass_batch 24
 // Measured on one H200 (2026-11-29, driver 580.159.04, CUDA 13.0's CUPTI; 24 launches, 9
@@ -28,9 +29,15 @@
 // counts equal, DRAM bytes read within 0.2% (0.0%), L2 sectors within 1.2-2.8% (1.3-3.5%),
 // warps active within 8.0% (7.2%); SM throughput within 17.2% (7.3%) on these 2 MB kernels of
 // a few microseconds; DRAM bytes written, a few KB here, differ by up to 100% in both.
-// `batch-noflush` differs as the L2 it leaves does (hit counts 41%). `batch-user`:
-// cuptiRangeProfilerPushRange returned CUPTI_ERROR_INVALID_PARAMETER on the object configured
-// for auto ranges before, and the probe crashed with a fresh object: not measured.
+// `batch-noflush` differs as the L2 it leaves does (hit counts 41%). `batch-user` (the next
+// session, `/tmp/pass_batch 24 launch-again,batch,batch-user`, with the range names kept
+// alive until the image is decoded: the first try had passed a name that died at once,
+// and crashed): 24 ranges, 26.3 ms a launch against batch's 28.5, but each start 29.3 ms
+// (batch 8.8) and the throughputs wrong: DRAM and SM throughput 58% under `launch` on
+// average (batch: -1.0% and +1.3%, launch-again -1.3% and +0.8%), as a user range's
+// elapsed cycles run from the push to the pop, the host's launch between them included.
+// Counts (instructions, bytes, sectors) agree. So user ranges cannot keep the flush out of
+// the ranges; batches keep auto ranges.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
