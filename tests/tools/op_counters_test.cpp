@@ -360,10 +360,10 @@ TEST_CASE("OpCounters writes null for a metric no measurement collected") {
 }
 
 TEST_CASE("the probe's default metric set is pasta's, in pasta's order") {
-  // bench/gpu/probe's programs build alone (C++17, no pasta headers), so range_setup.hpp keeps
+  // bench/gpu/probe's programs build alone (C++17, no pasta headers), so range_host.hpp keeps
   // a copy of metrics::counters' names; the order matters (it decides CUPTI's pass packing).
   const std::string src =
-      detail::read_file(PASTA_TEST_DATA_DIR "/../../bench/gpu/probe/range_setup.hpp");
+      detail::read_file(PASTA_TEST_DATA_DIR "/../../bench/gpu/probe/range_host.hpp");
   const auto begin = src.find("default_names[] = {");
   REQUIRE(begin != std::string::npos);
   const auto end = src.find("};", begin);

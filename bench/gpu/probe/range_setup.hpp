@@ -1,7 +1,9 @@
-// What the programs of bench/gpu/probe share: their error checks, pasta's
-// metric set, and the Range Profiler's host side (the config image of a
-// metric set and its passes). They build alone with nvcc (C++17, no pasta
-// headers): run.sh and each program's comment say how.
+// What the GPU programs of bench/gpu/probe share: the CUDA error check, the
+// L2 flush kernel, a clock, and the Range Profiler on a context (a metric
+// set's config image for the device, images armed, decoded and evaluated);
+// range_host.hpp holds the host side and pasta's metric set. They build
+// alone with nvcc (C++17, no pasta headers): run.sh and each program's
+// comment say how.
 #pragma once
 
 #include <cuda.h>
@@ -12,6 +14,8 @@
 #include <cupti_range_profiler.h>
 #include <cupti_target.h>
 
+#include "range_host.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -21,16 +25,6 @@
 #include <utility>
 #include <vector>
 
-#define CK(x)                              \
-  do {                                     \
-    CUptiResult r_ = (x);                  \
-    if (r_ != CUPTI_SUCCESS) {             \
-      const char* s;                       \
-      cuptiGetResultString(r_, &s);        \
-      std::printf("FAIL %s: %s\n", #x, s); \
-      std::exit(1);                        \
-    }                                      \
-  } while (0)
 #define CR(x)                                                   \
   do {                                                          \
     cudaError_t r_ = (x);                                       \
@@ -39,40 +33,6 @@
       std::exit(1);                                             \
     }                                                           \
   } while (0)
-
-// pasta's metric set, metrics::counters in include/pasta/core/metrics.hpp, in its order
-// (the order decides how CUPTI packs the passes); a CPU test keeps the two equal.
-// user_replay.cu's findings of the first three sessions were measured with the set
-// before, which asked for lts__t_sector_hit_rate.pct where this asks for L2's three raw
-// counts.
-inline const char* default_names[] = {
-    "dram__bytes_read.sum",
-    "dram__bytes_write.sum",
-    "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
-    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
-    "l1tex__t_sector_hit_rate.pct",
-    "lts__t_sectors_lookup_miss.sum",
-    "lts__t_sectors.sum",
-    "lts__t_sectors_lookup_hit.sum",
-    "sm__warps_active.avg.pct_of_peak_sustained_active",
-    "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active",
-    "smsp__inst_executed.sum",
-    "smsp__sass_thread_inst_executed_op_hadd_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_hmul_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_hfma_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_dadd_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_dmul_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum"};
-
-template <class P>
-inline P prm(size_t s) {
-  P p{};
-  p.structSize = s;
-  return p;
-}
 
 // Reads a buffer twice L2's size: L2 written back and filled with clean lines.
 __global__ void flush(const int4* buf, size_t n, int* sink) {
@@ -91,12 +51,6 @@ inline double ms_since(Clock::time_point t) {
 }
 
 // The host side of the Range Profiler for `names` on `ctx`'s device.
-struct HostConfig {
-  std::string chip;
-  CUpti_Profiler_Host_Object* host = nullptr;
-  std::vector<uint8_t> config;  // the config image
-  size_t passes = 0;
-};
 inline HostConfig host_config(CUcontext ctx, const char** names, int nm) {
   auto init = prm<CUpti_Profiler_Initialize_Params>(CUpti_Profiler_Initialize_Params_STRUCT_SIZE);
   CK(cuptiProfilerInitialize(&init));
@@ -109,35 +63,7 @@ inline HostConfig host_config(CUcontext ctx, const char** names, int nm) {
   std::vector<uint8_t> avail(av.counterAvailabilityImageSize);
   av.pCounterAvailabilityImage = avail.data();
   CK(cuptiProfilerGetCounterAvailability(&av));
-  auto hi =
-      prm<CUpti_Profiler_Host_Initialize_Params>(CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE);
-  hi.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
-  hi.pChipName = chip.pChipName;
-  hi.pCounterAvailabilityImage = avail.data();
-  CK(cuptiProfilerHostInitialize(&hi));
-  auto add = prm<CUpti_Profiler_Host_ConfigAddMetrics_Params>(
-      CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE);
-  add.pHostObject = hi.pHostObject;
-  add.ppMetricNames = names;
-  add.numMetrics = nm;
-  CK(cuptiProfilerHostConfigAddMetrics(&add));
-  auto cs = prm<CUpti_Profiler_Host_GetConfigImageSize_Params>(
-      CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE);
-  cs.pHostObject = hi.pHostObject;
-  CK(cuptiProfilerHostGetConfigImageSize(&cs));
-  std::vector<uint8_t> config(cs.configImageSize);
-  auto ci = prm<CUpti_Profiler_Host_GetConfigImage_Params>(
-      CUpti_Profiler_Host_GetConfigImage_Params_STRUCT_SIZE);
-  ci.pHostObject = hi.pHostObject;
-  ci.pConfigImage = config.data();
-  ci.configImageSize = config.size();
-  CK(cuptiProfilerHostGetConfigImage(&ci));
-  auto np = prm<CUpti_Profiler_Host_GetNumOfPasses_Params>(
-      CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE);
-  np.pConfigImage = config.data();
-  np.configImageSize = config.size();
-  CK(cuptiProfilerHostGetNumOfPasses(&np));
-  return {chip.pChipName, hi.pHostObject, std::move(config), np.numOfPasses};
+  return config_image(chip.pChipName, avail.data(), names, nm);
 }
 
 // A fresh counter-data image `data` for `obj`, configured for `hc`'s config

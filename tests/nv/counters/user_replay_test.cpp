@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -185,6 +186,23 @@ std::vector<unsigned char> bytes_of(const Args& a) {
   return b;
 }
 
+// A cuLaunchKernel of Args' layout (set in the fake: after fake_driver()),
+// its parameters pointing into its own Args.
+struct ArgsLaunch {
+  Args a;
+  void* args[3] = {&a.pointer, &a.n, &a.s};
+  DriverLaunchParams p{};
+  ArgsLaunch() {
+    fake.layout = args_layout;
+    p.kernelParams = args;
+  }
+  ArgsLaunch(const ArgsLaunch&) = delete;
+  std::optional<KeptLaunch> keep(const Driver& driver) {
+    std::string why;
+    return KeptLaunch::keep(driver, {LaunchCall::kernel, &p}, why);
+  }
+};
+
 }  // namespace
 
 TEST_CASE("KeptLaunch: the arguments copied, launched again after the caller's frame changed") {
@@ -244,18 +262,13 @@ TEST_CASE("KeptLaunch: launched again with the dynamic shared memory limit its l
   for (const bool kernel_handle : {false, true}) {
     CAPTURE(kernel_handle);
     Driver driver = fake_driver();
-    fake.layout = args_layout;
     fake.kernel_handle = kernel_handle;
-    Args a;
-    void* args[] = {&a.pointer, &a.n, &a.s};
-    DriverLaunchParams p{};
-    p.f = reinterpret_cast<CUfunction>(0x1000);
-    p.sharedMemBytes = 96 << 10;
-    p.kernelParams = args;
+    ArgsLaunch l;
+    l.p.f = reinterpret_cast<CUfunction>(0x1000);
+    l.p.sharedMemBytes = 96 << 10;
     // The library raised the limit for this launch, and lowers it for a later one.
     fake.shared_limit = 96 << 10;
-    std::string why;
-    auto kept = KeptLaunch::keep(driver, {LaunchCall::kernel, &p}, why);
+    auto kept = l.keep(driver);
     REQUIRE(kept.has_value());
     const auto function = reinterpret_cast<CUfunction>(kernel_handle ? 0x1001 : 0x1000);
     CHECK(fake.attribute_of == function);
@@ -273,13 +286,8 @@ TEST_CASE("KeptLaunch: launched again with the dynamic shared memory limit its l
   }
   // A launch without dynamic shared memory asks for no attribute.
   Driver driver = fake_driver();
-  fake.layout = args_layout;
-  Args a;
-  void* args[] = {&a.pointer, &a.n, &a.s};
-  DriverLaunchParams p{};
-  p.kernelParams = args;
-  std::string why;
-  auto kept = KeptLaunch::keep(driver, {LaunchCall::kernel, &p}, why);
+  ArgsLaunch l;
+  auto kept = l.keep(driver);
   REQUIRE(kept.has_value());
   CHECK(kept->launch(driver, nullptr) == CUDA_SUCCESS);
   CHECK(fake.attribute_of == CUfunction{});
@@ -292,13 +300,8 @@ TEST_CASE("KeptLaunch: describe() names the kernel, the call and what was copied
     *name = "sm90_xmma_fprop_implicit_gemm";
     return CUDA_SUCCESS;
   };
-  fake.layout = args_layout;
-  Args a;
-  void* args[] = {&a.pointer, &a.n, &a.s};
-  DriverLaunchParams p{};
-  p.kernelParams = args;
-  std::string why;
-  auto kept = KeptLaunch::keep(driver, {LaunchCall::kernel, &p}, why);
+  ArgsLaunch l;
+  auto kept = l.keep(driver);
   REQUIRE(kept.has_value());
   CHECK(kept->describe(driver) ==
         "sm90_xmma_fprop_implicit_gemm (cuLaunchKernel, 0 launch attributes, 3 parameters, 128 "
@@ -306,7 +309,7 @@ TEST_CASE("KeptLaunch: describe() names the kernel, the call and what was copied
   driver.function_name = nullptr;  // a driver before CUDA 12.3
   CHECK(kept->describe(driver) ==
         "a kernel (cuLaunchKernel, 0 launch attributes, 3 parameters, 128 bytes)");
-  CHECK(KeptLaunch::borrow({LaunchCall::kernel, &p}).describe(driver) ==
+  CHECK(KeptLaunch::borrow({LaunchCall::kernel, &l.p}).describe(driver) ==
         "a launch replayed from its own call");
 }
 
