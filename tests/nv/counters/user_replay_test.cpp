@@ -304,11 +304,11 @@ TEST_CASE("KeptLaunch: describe() names the kernel, the call and what was copied
   auto kept = l.keep(driver);
   REQUIRE(kept.has_value());
   CHECK(kept->describe(driver) ==
-        "sm90_xmma_fprop_implicit_gemm (cuLaunchKernel, 0 launch attributes, 3 parameters, 128 "
+        "sm90_xmma_fprop_implicit_gemm (cuLaunchKernel, 0 launch attributes, 3 parameters, 40 "
         "bytes)");
   driver.function_name = nullptr;  // a driver before CUDA 12.3
   CHECK(kept->describe(driver) ==
-        "a kernel (cuLaunchKernel, 0 launch attributes, 3 parameters, 128 bytes)");
+        "a kernel (cuLaunchKernel, 0 launch attributes, 3 parameters, 40 bytes)");
   CHECK(KeptLaunch::borrow({LaunchCall::kernel, &l.p}).describe(driver) ==
         "a launch replayed from its own call");
 }

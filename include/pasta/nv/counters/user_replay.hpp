@@ -151,7 +151,7 @@ class KeptLaunch {
                        d_->attrs.size(),
                        d_->extra_size ? std::string("an `extra` buffer")
                                       : fmt::format("{} parameters", d_->args.size()),
-                       d_->bytes.size() * sizeof(Chunk));
+                       d_->used);
   }
 
  private:
@@ -210,6 +210,7 @@ class KeptLaunch {
       at.emplace_back(offset, size);
       end = std::max(end, offset + size);
     }
+    d_->used = end;
     d_->bytes.resize((end + sizeof(Chunk) - 1) / sizeof(Chunk));
     auto* base = reinterpret_cast<unsigned char*>(d_->bytes.data());
     for (std::size_t i = 0; i < at.size(); ++i) {
@@ -241,6 +242,7 @@ class KeptLaunch {
       why = "a launch's `extra` array lacks the parameter buffer or its size";
       return false;
     }
+    d_->used = size;
     d_->bytes.resize((size + sizeof(Chunk) - 1) / sizeof(Chunk));
     std::memcpy(d_->bytes.data(), buffer, size);
     d_->extra_size = size;
@@ -268,6 +270,7 @@ class KeptLaunch {
     std::vector<CUlaunchAttribute> attrs;
     DriverLaunchExParams ex{};
     std::vector<Chunk> bytes;
+    std::size_t used = 0;  // the argument bytes in `bytes`
     std::vector<void*> args;
     std::size_t extra_size = 0;
     void* extra[5] = {};
