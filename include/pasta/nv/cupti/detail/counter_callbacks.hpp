@@ -259,9 +259,9 @@ inline void CounterCallbacks::log_summary(bool verbose) const {
     pasta::detail::log(fmt::format(
         "cupti handler: hardware counters by user replay: {} launches replayed by pasta, "
         "{:.2f} GiB of device memory saved per launch on average ({} allocations known at the "
-        "end), L2 flushed before {} passes; {} batches of launches replayed together (up to {}), "
-        "{} of them early ({} where the host waited for the GPU, {} at a free), {} launches "
-        "replayed alone (not kept); not measured: {} (no room to save memory), {} (no driver "
+        "end), L2 flushed before {} passes; {} batches of launches replayed together (up to {}); "
+        "{} replays before their batch was full ({} where the host waited for the GPU, {} at a "
+        "free); {} launches replayed alone (not kept); not measured: {} (no room to save memory), {} (no driver "
         "launch call seen), {} kept for a batch and dropped, {} left out of their batch (the "
         "driver refused to launch them again) (both measured at a later launch of their "
         "signature where there was one)",
