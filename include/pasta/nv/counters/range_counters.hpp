@@ -183,7 +183,7 @@ class RangeCounters {
                                   owed_.correlation, owed_.signature});
         // Replayed now when the batch is full, or when the memory of one more
         // moment (the next launch, or the moment the batch is replayed
-        // before a copy or a free) could not be kept.
+        // before a wait or a free) could not be kept.
         if (!kept || batch_members_.size() >= batch_ || !reserve(slot + 1)) run_batch(slot, emit);
       });
     } catch (const std::exception& e) {
@@ -666,6 +666,8 @@ void RangeCounters::run_batch(std::size_t now, Emit& emit) {
           "counters:relaunch",
           fmt::format("hardware counters: {}; measured at its next launch, not kept for a batch",
                       e.what()));
+      // A fresh image even when none is left: the failed pass's ranges
+      // must not meet the next batch's.
       ledger_.drop();
       arm(full_);
       if (std::ranges::all_of(members, &Member::left_out)) return;
