@@ -37,10 +37,12 @@ struct Fake {
   unsigned grid = 0;
   std::vector<CUlaunchAttribute> attrs;  // the last cuLaunchKernelEx's
   std::vector<const void*> arg_pointers;  // where the last launch's arguments were read from
-  // The function's dynamic shared memory limit (a launch asking for more is
-  // refused, as the driver refuses it), and which function the calls named.
+  // The dynamic shared memory limit, a function's or a CUkernel's for the
+  // device (a launch asking for more is refused, as the driver refuses it),
+  // and which handle and device the calls named.
   int shared_limit = 48 << 10;
-  CUfunction attribute_of{};
+  const void* attribute_of{};
+  CUdevice device_of = -1;
   int limit_sets = 0;
   // Memory: allocations are offsets into `device`.
   std::vector<unsigned char> device;
@@ -92,22 +94,42 @@ CUresult launch(CUfunction f, unsigned gx, unsigned, unsigned, unsigned, unsigne
   record(f, gx, args, extra);
   return CUDA_SUCCESS;
 }
+// A function's attributes; a CUkernel is no function here.
 CUresult function_attribute(int* value, CUfunction_attribute a, CUfunction f) {
   if (a != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) return CUDA_ERROR_INVALID_VALUE;
+  if (fake.kernel_handle) return CUDA_ERROR_INVALID_HANDLE;
   fake.attribute_of = f;
   *value = fake.shared_limit;
   return CUDA_SUCCESS;
 }
 CUresult set_function_attribute(CUfunction f, CUfunction_attribute a, int value) {
   if (a != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) return CUDA_ERROR_INVALID_VALUE;
+  if (fake.kernel_handle) return CUDA_ERROR_INVALID_HANDLE;
   fake.attribute_of = f;
   fake.shared_limit = value;
   ++fake.limit_sets;
   return CUDA_SUCCESS;
 }
-// A CUkernel's function in the current context: another handle.
-CUresult kernel_function(CUfunction* f, CUkernel k) {
-  *f = reinterpret_cast<CUfunction>(reinterpret_cast<std::uintptr_t>(k) + 1);
+// A CUkernel's, for a device.
+CUresult kernel_attribute(int* value, CUfunction_attribute a, CUkernel k, CUdevice dev) {
+  if (a != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) return CUDA_ERROR_INVALID_VALUE;
+  if (!fake.kernel_handle) return CUDA_ERROR_INVALID_HANDLE;
+  fake.attribute_of = k;
+  fake.device_of = dev;
+  *value = fake.shared_limit;
+  return CUDA_SUCCESS;
+}
+CUresult set_kernel_attribute(CUfunction_attribute a, int value, CUkernel k, CUdevice dev) {
+  if (a != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) return CUDA_ERROR_INVALID_VALUE;
+  if (!fake.kernel_handle) return CUDA_ERROR_INVALID_HANDLE;
+  fake.attribute_of = k;
+  fake.device_of = dev;
+  fake.shared_limit = value;
+  ++fake.limit_sets;
+  return CUDA_SUCCESS;
+}
+CUresult ctx_get_device(CUdevice* dev) {
+  *dev = 3;
   return CUDA_SUCCESS;
 }
 CUresult launch_ex(const CUlaunchConfig* config, CUfunction f, void** args, void** extra) {
@@ -158,7 +180,9 @@ Driver fake_driver() {
   d.launch_ex = launch_ex;
   d.function_attribute = function_attribute;
   d.set_function_attribute = set_function_attribute;
-  d.kernel_function = kernel_function;
+  d.kernel_attribute = kernel_attribute;
+  d.set_kernel_attribute = set_kernel_attribute;
+  d.ctx_get_device = ctx_get_device;
   d.error_name = error_name;
   d.ctx_synchronize = ctx_synchronize;
   d.mem_info = mem_info;
@@ -259,6 +283,9 @@ TEST_CASE("KeptLaunch: each copied argument as aligned as its offset, up to a TM
 }
 
 TEST_CASE("KeptLaunch: launched again with the dynamic shared memory limit its launch had") {
+  // A CUkernel's limit is read and set for the launch's device (as
+  // cudaFuncSetAttribute sets it), never through a function of it, whose
+  // limit would override the program's from then on.
   for (const bool kernel_handle : {false, true}) {
     CAPTURE(kernel_handle);
     Driver driver = fake_driver();
@@ -270,14 +297,14 @@ TEST_CASE("KeptLaunch: launched again with the dynamic shared memory limit its l
     fake.shared_limit = 96 << 10;
     auto kept = l.keep(driver);
     REQUIRE(kept.has_value());
-    const auto function = reinterpret_cast<CUfunction>(kernel_handle ? 0x1001 : 0x1000);
-    CHECK(fake.attribute_of == function);
+    CHECK(fake.attribute_of == static_cast<const void*>(l.p.f));
+    CHECK(fake.device_of == (kernel_handle ? 3 : -1));
     fake.shared_limit = 32 << 10;
     fake.limit_sets = 0;
     CHECK(kept->launch(driver, nullptr) == CUDA_SUCCESS);
     CHECK(fake.limit_sets == 2);  // raised for the launch, put back after
     CHECK(fake.shared_limit == 32 << 10);
-    CHECK(fake.attribute_of == function);
+    CHECK(fake.attribute_of == static_cast<const void*>(l.p.f));
     // As it was: nothing set.
     fake.shared_limit = 96 << 10;
     fake.limit_sets = 0;
@@ -290,7 +317,19 @@ TEST_CASE("KeptLaunch: launched again with the dynamic shared memory limit its l
   auto kept = l.keep(driver);
   REQUIRE(kept.has_value());
   CHECK(kept->launch(driver, nullptr) == CUDA_SUCCESS);
-  CHECK(fake.attribute_of == CUfunction{});
+  CHECK(fake.attribute_of == nullptr);
+  CHECK(fake.limit_sets == 0);
+  // A driver without the CUkernel's attribute calls: the limit is left
+  // alone, and a launch over it is refused as the driver refuses it.
+  driver = fake_driver();
+  driver.kernel_attribute = nullptr;
+  fake.kernel_handle = true;
+  l.p.sharedMemBytes = 96 << 10;
+  fake.shared_limit = 96 << 10;
+  kept = l.keep(driver);
+  REQUIRE(kept.has_value());
+  fake.shared_limit = 32 << 10;
+  CHECK(kept->launch(driver, nullptr) == CUDA_ERROR_INVALID_VALUE);
   CHECK(fake.limit_sets == 0);
 }
 

@@ -124,12 +124,11 @@ class KeptLaunch {
     const void* params =
         d_->call == LaunchCall::kernel_ex ? static_cast<const void*>(&d_->ex) : &d_->plain;
     int now = d_->shared_limit;
-    if (d_->shared_limit >= 0 &&
-        driver.function_attribute(&now, limit_attribute, d_->resolved) == CUDA_SUCCESS &&
+    if (d_->shared_limit >= 0 && read_limit(driver, now) == CUDA_SUCCESS &&
         now != d_->shared_limit)
-      driver.set_function_attribute(d_->resolved, limit_attribute, d_->shared_limit);
+      write_limit(driver, d_->shared_limit);
     const CUresult r = relaunch(driver, {d_->call, params}, stream);
-    if (now != d_->shared_limit) driver.set_function_attribute(d_->resolved, limit_attribute, now);
+    if (now != d_->shared_limit) write_limit(driver, now);
     return r;
   }
   bool borrowed() const { return borrowed_.has_value(); }
@@ -163,22 +162,39 @@ class KeptLaunch {
   static constexpr CUfunction_attribute limit_attribute =
       CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
   // The function's dynamic shared memory limit as the launch has it, for a
-  // launch that asks for dynamic shared memory (in the launch's context,
-  // current on the replay thread); none where the driver will not say.
+  // launch that asks for dynamic shared memory (none where the driver will
+  // not say). A CUkernel's (the handle the runtime launches with) is read
+  // and set for the launch's device, where cudaFuncSetAttribute sets it;
+  // never through the CUkernel's function in the context: a limit set there
+  // overrides the CUkernel's from then on, whatever the program sets after,
+  // and the program's next launch that needs more is refused
+  // (bench/gpu/probe/shared_limit.cu, on an H200).
   void keep_shared_limit(const Driver& driver) {
     const unsigned shared = d_->call == LaunchCall::kernel_ex ? d_->config.sharedMemBytes
                                                               : d_->plain.sharedMemBytes;
-    if (!shared || !driver.function_attribute || !driver.set_function_attribute) return;
-    CUfunction f = function();
+    if (!shared) return;
     if (d_->kernel_handle &&
-        (!driver.kernel_function ||
-         driver.kernel_function(&f, reinterpret_cast<CUkernel>(function())) != CUDA_SUCCESS))
+        (!driver.ctx_get_device || driver.ctx_get_device(&d_->device) != CUDA_SUCCESS))
       return;
     int limit = 0;
-    if (driver.function_attribute(&limit, limit_attribute, f) != CUDA_SUCCESS) return;
-    d_->resolved = f;
-    d_->shared_limit = limit;
+    if (read_limit(driver, limit) == CUDA_SUCCESS) d_->shared_limit = limit;
   }
+  CUresult read_limit(const Driver& driver, int& limit) const {
+    if (d_->kernel_handle)
+      return driver.kernel_attribute && driver.set_kernel_attribute
+                 ? driver.kernel_attribute(&limit, limit_attribute, kernel(), d_->device)
+                 : CUDA_ERROR_NOT_SUPPORTED;
+    return driver.function_attribute && driver.set_function_attribute
+               ? driver.function_attribute(&limit, limit_attribute, function())
+               : CUDA_ERROR_NOT_SUPPORTED;
+  }
+  void write_limit(const Driver& driver, int limit) const {
+    if (d_->kernel_handle)
+      driver.set_kernel_attribute(limit_attribute, limit, kernel(), d_->device);
+    else
+      driver.set_function_attribute(function(), limit_attribute, limit);
+  }
+  CUkernel kernel() const { return reinterpret_cast<CUkernel>(function()); }
 
   bool copy_args(const Driver& driver, void** args, std::string& why) {
     if (!driver.param_info || !driver.kernel_param_info || !driver.function_load) {
@@ -275,9 +291,9 @@ class KeptLaunch {
     std::size_t extra_size = 0;
     void* extra[5] = {};
     bool kernel_handle = false;  // the launch's handle is a CUkernel (cuFuncLoad refused it)
-    // keep_shared_limit()'s: the function in the launch's context, and its
-    // dynamic shared memory limit then (-1: not kept).
-    CUfunction resolved = nullptr;
+    // keep_shared_limit()'s: the launch's device (for a CUkernel's limit),
+    // and the dynamic shared memory limit then (-1: not kept).
+    CUdevice device = 0;
     int shared_limit = -1;
   };
   std::unique_ptr<Data> d_;

@@ -44,12 +44,13 @@ struct Driver {
   CUresult (*param_info)(CUfunction, std::size_t, std::size_t*, std::size_t*) = nullptr;
   CUresult (*kernel_param_info)(CUkernel, std::size_t, std::size_t*, std::size_t*) = nullptr;
   CUresult (*function_load)(CUfunction) = nullptr;
-  // A function's attributes (its dynamic shared memory limit, which a
-  // library may set before each launch), and a CUkernel's function in the
-  // current context; nullptr where the driver lacks them.
+  // A function's and a CUkernel's attributes (the dynamic shared memory
+  // limit, which a library may set before each launch: cudaFuncSetAttribute
+  // sets a CUkernel's for the device); nullptr where the driver lacks them.
   CUresult (*function_attribute)(int*, CUfunction_attribute, CUfunction) = nullptr;
   CUresult (*set_function_attribute)(CUfunction, CUfunction_attribute, int) = nullptr;
-  CUresult (*kernel_function)(CUfunction*, CUkernel) = nullptr;
+  CUresult (*kernel_attribute)(int*, CUfunction_attribute, CUkernel, CUdevice) = nullptr;
+  CUresult (*set_kernel_attribute)(CUfunction_attribute, int, CUkernel, CUdevice) = nullptr;
   // A function's or a CUkernel's name (CUDA 12.3 and later; nullptr before).
   CUresult (*function_name)(const char**, CUfunction) = nullptr;
   CUresult (*kernel_name)(const char**, CUkernel) = nullptr;
@@ -92,8 +93,10 @@ struct Driver {
           reinterpret_cast<decltype(function_attribute)>(dlsym(lib, "cuFuncGetAttribute"));
       set_function_attribute =
           reinterpret_cast<decltype(set_function_attribute)>(dlsym(lib, "cuFuncSetAttribute"));
-      kernel_function =
-          reinterpret_cast<decltype(kernel_function)>(dlsym(lib, "cuKernelGetFunction"));
+      kernel_attribute =
+          reinterpret_cast<decltype(kernel_attribute)>(dlsym(lib, "cuKernelGetAttribute"));
+      set_kernel_attribute =
+          reinterpret_cast<decltype(set_kernel_attribute)>(dlsym(lib, "cuKernelSetAttribute"));
       kernel_name = reinterpret_cast<decltype(kernel_name)>(dlsym(lib, "cuKernelGetName"));
     } catch (...) {
       dlclose(lib);
