@@ -284,8 +284,9 @@ class Cupti {
            Sink::template wants<Synchronize>() || Sink::template wants<DeviceInfo>();
   }
 
-  // Tagging device work with operators takes four CUPTI callbacks a runtime
-  // launch (op_tags.hpp; about 0.6 us each on an H100): they are turned on
+  // Tagging device work with operators takes two CUPTI callbacks a launch,
+  // the driver call's entry and exit (op_tags.hpp; 40-200 ns a launch on an
+  // H200, bench/gpu/probe/launch_callbacks.cu): they are turned on
   // when an operator source enters its first operator, so a pipeline whose
   // tools show operators costs nothing for them in a program that has none.
   // Threads entering operators meanwhile wait for them.
@@ -322,7 +323,7 @@ class Cupti {
   }
 
   // Outside the capture window no device work is recorded, so nothing is
-  // tagged: the four callbacks a launch are off there (a long run profiled
+  // tagged: the two callbacks a launch are off there (a long run profiled
   // for a window pays for them only inside it), and on again when it opens.
   // The tags' callbacks include calls that synchronise, launch and copy,
   // which the synchronisation, launch and counter callbacks take too: those
