@@ -68,7 +68,7 @@ inline bool makes_device_work(std::string_view api) {
 // a runtime call makes its device work through a driver call whose callback
 // carries the runtime call's correlation id, the one the device record has
 // (bench/gpu/probe/launch_callbacks.cu `map`, `map-drv`), and the runtime's
-// callbacks cost a launch 200-340 ns more on an H200 (`paired`).
+// callbacks cost a launch 120-340 ns more on an H200 (`paired`).
 inline int enable_tag_callbacks(CUpti_SubscriberHandle subscriber, bool on = true) {
   int enabled = 0;
   for (std::uint32_t cbid = 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
