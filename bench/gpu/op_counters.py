@@ -21,8 +21,10 @@ their L2 hit rate, ncu_metrics.L2_OWN), per metric, and the worst ones.
                    [--ncu-timeout 420] [--pasta-timeout 300] [--ncu-cache all|none]
                    [--replay pasta|cupti]
     op_counters.py --compare BUILD_DIR PROFILE_JSON NCU_CSV[.gz] [NCU_APP_CSV[.gz]]
-                   [--ncu-dram-alone NCU_DRAM_ALONE_CSV[.gz]]
-                   (again, from a run's files)
+                   [--ncu-dram-alone NCU_DRAM_ALONE_CSV[.gz]] [--pasta-log PASTA_STDERR[.gz]]
+                   (again, from a run's files; with pasta's stderr, which a run keeps in
+                   OUT_DIR/pasta_stderr.txt, also SM and DRAM throughput by the launch's place
+                   in its replay batch: first after a pass's profiler start, or later)
     op_counters.py --ncu-app BUILD_DIR OUT_DIR [--model ...] [--layers 12] [--ncu-timeout 420]
                    [--app-metrics all]
                    (ncu's application replay of the script, the metrics in APP_METRICS or
@@ -77,6 +79,7 @@ import math
 import os
 import signal
 import subprocess
+import statistics
 import sys
 import time
 
@@ -264,6 +267,60 @@ def same_launches(entries, launches):
     return ours, theirs, again, astray
 
 
+# pasta's launch-by-launch line (PASTA_VERBOSE; range_counters.hpp's note()): a character for
+# each launch its counters saw, in order (R measured, kept for replay; . and p not measured; w
+# outside the capture window; F and C measured under CUPTI's replay), | a pass's profiler start,
+# and others that are no launch (/ a metric set's setup, x y an interrupt). g is both a launch
+# captured into a graph and an interrupt: counted as neither, so a program with captures is
+# not mapped.
+LAUNCH_NOTES = "R.pwFC"
+
+
+def launch_sequence(stderr):
+    """The launch-by-launch line in pasta's stderr, or None."""
+    for line in stderr.splitlines():
+        _, found, rest = line.partition("hardware counters, launch by launch: ")
+        if found:
+            return rest.strip()
+    return None
+
+
+def batch_places(sequence):
+    """{launch index: (place, batch size)} for each launch replayed in a batch: the R's before a
+    run of | (each a pass's start), place 0 the first replayed after each start."""
+    places, index, batch = {}, 0, []
+    for c in sequence:
+        if c == "|":
+            for k, i in enumerate(batch):
+                places[i] = (k, len(batch))
+            batch = []
+        elif c in LAUNCH_NOTES:
+            if c == "R":
+                batch.append(index)
+            index += 1
+    return places
+
+
+def by_batch_place(mine, theirs, places, metrics=("sm_throughput_pct", "dram_throughput_pct")):
+    """For `metrics`, pasta's values against ncu's on the same launches (same_launches()' keys,
+    whose last item is the launch index), the first launch replayed after a pass's start against
+    the later ones: how many, the median of pasta over ncu, how many are off (within()'s rule)
+    and read low. Whether the throughputs that read low belong to a place in the batch."""
+    print("pasta / ncu on the same launches by place in the replay batch (first after a pass's "
+          "start, or later)")
+    print(f"  {'metric':<22} {'place':<6} {'launches':>8} {'median':>7} {'off low':>7}")
+    for metric in metrics:
+        for name, first in (("first", True), ("later", False)):
+            pairs = [(mine[k][metric], theirs[k][metric]) for k in mine
+                     if k[3] in places and (places[k[3]][0] == 0) == first
+                     and mine[k].get(metric) is not None and theirs.get(k, {}).get(metric)]
+            if not pairs:
+                continue
+            low = sum(a < b and not within(metric, a, b) for a, b in pairs)
+            print(f"  {metric:<22} {name:<6} {len(pairs):>8} "
+                  f"{statistics.median(a / b for a, b in pairs):>7.3f} {low:>7}")
+
+
 def agreement(ours, theirs, replay, again, title, dram_alone=None, names=("pasta", "ncu")):
     """Prints how many values of `ours` lie within 5% of `theirs`, per metric, how many of the
     values off read lower and how many higher (a metric whose values off lean to one side by a
@@ -376,7 +433,7 @@ def above_100(measured):
     return f"{len(high)} of {len(rates)}" + (f" (up to {high[-1]:.1f}%)" if high else "")
 
 
-def compare(build, entries, ncu_csv, replay, app_csv=None, dram_alone_csv=None):
+def compare(build, entries, ncu_csv, replay, app_csv=None, dram_alone_csv=None, sequence=None):
     """pasta's profile entries against ncu's CSV of the same script, three times: against
     ncu's mean over all launches of a (kernel, grid, block), which is what pasta's
     propagation claims; against ncu's first launch of it; and, per signature, against ncu's
@@ -384,7 +441,8 @@ def compare(build, entries, ncu_csv, replay, app_csv=None, dram_alone_csv=None):
     on). Given ncu's application replay too, three ways (three_way()), on the same launches
     where the profile has launch indices; given ncu's measurement of DRAM_ALONE's metrics
     alone, three ways with it, and the same launches judged again with a DRAM value agreeing
-    when it is within 5% of either of ncu's. Returns shortfall()'s verdict on the same
+    when it is within 5% of either of ncu's. Given pasta's launch-by-launch line (`sequence`),
+    its throughputs by place in the replay batch. Returns shortfall()'s verdict on the same
     launches (on the first launches for a profile without launch indices), all metrics together
     and each alone."""
     ours = per_launch([entry_launches(e) for e in entries if e["metrics"]], ncu_metrics.ADDITIVE)
@@ -407,6 +465,8 @@ def compare(build, entries, ncu_csv, replay, app_csv=None, dram_alone_csv=None):
         what = "the same launches"
         if astray:
             print(f"  launch indices naming another kernel in ncu's run (not compared): {astray}")
+        if sequence:
+            by_batch_place(mine, ncu_same, batch_places(sequence))
     print(f"L2 hit rates above 100%: pasta {above_100(ours)}; ncu's first launches "
           f"{above_100(first)}")
     if app_csv is not None:
@@ -567,6 +627,9 @@ def arguments(argv=None):
                    "ncu takes most of the time left: values are judged against its first run)")
     p.add_argument("--ncu-dram-alone", metavar="CSV",
                    help="with --compare: ncu's CSV of DRAM_ALONE's metrics (ncu_dram_alone.csv)")
+    p.add_argument("--pasta-log", metavar="FILE",
+                   help="with --compare: pasta's stderr of the run (pasta_stderr.txt), for the "
+                   "throughputs by place in the replay batch")
     p.add_argument("--app-metrics", choices=["all"],
                    help="with --ncu-app: every metric, not only APP_METRICS")
     args = p.parse_args(argv)
@@ -606,7 +669,8 @@ def main():
             profile = json.load(f)
         failed = compare(os.path.abspath(build), profile_entries(profile), read_text(ncu_csv),
                          profile.get("replay", "pasta"), read_text(app[0]) if app else None,
-                         read_text(args.ncu_dram_alone) if args.ncu_dram_alone else None)
+                         read_text(args.ncu_dram_alone) if args.ncu_dram_alone else None,
+                         launch_sequence(read_text(args.pasta_log)) if args.pasta_log else None)
         print(failed or passed())
         return 1 if failed else 0
     if args.ncu_twice:
@@ -682,8 +746,11 @@ def main():
     if dram_alone is not None:
         with open(os.path.join(out, "ncu_dram_alone.csv"), "w") as f:
             f.write(dram_alone.stdout)
+    with open(os.path.join(out, "pasta_stderr.txt"), "w") as f:
+        f.write(pasta.stderr)
     failed = compare(build, entries, ncu.stdout, replay,
-                     dram_alone_csv=dram_alone.stdout if dram_alone is not None else None)
+                     dram_alone_csv=dram_alone.stdout if dram_alone is not None else None,
+                     sequence=launch_sequence(pasta.stderr))
     print(failed or passed())
     return 1 if failed else 0
 

@@ -308,3 +308,36 @@ assert op_counters.tool_cost(10.0, 12.0, 70.0, ncu_killed=True) == (
     "over the native run: ncu adds 60.0 s, pasta 2.0 s (at least 30.0x less); with this native "
     "time ncu / pasta in wall time is at most 7.0x")
 print("tool_cost: what each tool adds to the native run, exact")
+
+# The launch-by-launch line: each replayed launch's place in its batch. Launch 0 outside the
+# window, 1 not measured, 2 replayed alone (a set's setup before its 3 starts), 3 and 5 together
+# (4 between them not measured), 6 passed over, 7 not measured; an interrupt (y) is no launch.
+line = "w.R/|||R.yR||p."
+stderr = ("pasta: something else\n"
+          f"pasta: cupti handler: hardware counters, launch by launch: {line}\n")
+assert op_counters.launch_sequence(stderr) == line
+assert op_counters.launch_sequence("pasta: no such line\n") is None
+assert op_counters.batch_places(line) == {2: (0, 1), 3: (0, 2), 5: (1, 2)}, \
+    op_counters.batch_places(line)
+# Launch 2 and 3 first after a start, 5 later; 9 in no batch (left out).
+mine = {("k", (1,), (1,), 2): {"sm_throughput_pct": 8.0, "dram_throughput_pct": 16.0},
+        ("k", (1,), (1,), 3): {"sm_throughput_pct": 10.0, "dram_throughput_pct": 19.0},
+        ("k", (1,), (1,), 5): {"sm_throughput_pct": 9.9, "dram_throughput_pct": None},
+        ("k", (1,), (1,), 9): {"sm_throughput_pct": 1.0, "dram_throughput_pct": 1.0}}
+ncu_same = {k: {"sm_throughput_pct": 10.0, "dram_throughput_pct": 20.0} for k in mine}
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    op_counters.by_batch_place(mine, ncu_same, op_counters.batch_places(line))
+rows = [l.split() for l in out.getvalue().splitlines()[2:]]
+# Off and low by within()'s rule: 8 against 10 is (2 points, 20%); 19 against 20 within 5%.
+assert rows == [["sm_throughput_pct", "first", "2", "0.900", "1"],
+                ["sm_throughput_pct", "later", "1", "0.990", "0"],
+                ["dram_throughput_pct", "first", "2", "0.875", "1"]], rows
+# A percentage off by under half a point is not off, whatever the ratio.
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    op_counters.by_batch_place({("k", (1,), (1,), 2): {"sm_throughput_pct": 0.01}},
+                               {("k", (1,), (1,), 2): {"sm_throughput_pct": 0.05}},
+                               {2: (0, 1)}, metrics=("sm_throughput_pct",))
+assert out.getvalue().splitlines()[2].split() == ["sm_throughput_pct", "first", "1", "0.200", "0"]
+print("launch-by-launch line: places in the replay batch and the throughputs by place, exact")

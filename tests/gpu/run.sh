@@ -256,6 +256,7 @@ if [ "$what" = counters ]; then
     cp "$work/op-counters/pasta/op_counters.profile.json" "$out/${kept}_op_counters.profile.json" 2>/dev/null
     gzip -c "$work/op-counters/ncu.csv" >"$out/${kept}_ncu.csv.gz" 2>/dev/null
     gzip -c "$work/op-counters/ncu_dram_alone.csv" >"$out/${kept}_ncu_dram_alone.csv.gz" 2>/dev/null
+    gzip -c "$work/op-counters/pasta_stderr.txt" >"$out/${kept}_pasta_stderr.txt.gz" 2>/dev/null
   fi
   if [ "${COUNTERS_NCU_APP:-0}" = 1 ]; then
     from=${COUNTERS_FROM:-$out}
