@@ -22,7 +22,9 @@
 # takes RELIABILITY_TESTS (a ctest regex of case names) and MATRIX_SKIP
 # (examples the results matrix leaves out, comma-separated). `annotations` is
 # the device-annotation part of `memory` alone: its GPU tests and benchmark.
-# `counters`: hardware counters (Range Profiler) against known values and ncu,
+# `counters`: hardware counters (Range Profiler) against known values and ncu (a change to user
+# replay runs `COMPILED_TESTS=torch_window ... compiled` too: PyTorch over several steps, where a
+# replay that changes the program's view of the driver shows in the next step),
 # then bench/gpu/op_counters.py (COUNTERS_BENCH=0 leaves it out, COUNTERS_TESTS=0 the tests;
 # COUNTERS_BENCH_ARGS its options, e.g. "--model gpt2 --layers 1" for transformers' GPT-2 or
 # "--model resnet18" for torchvision's ResNet-18 instead of the project's gpt_block);
