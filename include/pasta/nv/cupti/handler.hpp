@@ -286,7 +286,8 @@ class Cupti {
 
   // Tagging device work with operators takes two CUPTI callbacks a launch,
   // the driver call's entry and exit (op_tags.hpp; 20-200 ns a launch on an
-  // H200, bench/gpu/probe/launch_callbacks.cu): they are turned on
+  // H200, bench/gpu/probe/launch_callbacks.cu), and four a runtime copy or
+  // memset: they are turned on
   // when an operator source enters its first operator, so a pipeline whose
   // tools show operators costs nothing for them in a program that has none.
   // Threads entering operators meanwhile wait for them.

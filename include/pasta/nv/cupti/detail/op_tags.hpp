@@ -62,23 +62,36 @@ inline bool makes_device_work(std::string_view api) {
     if (api.starts_with(prefix)) return true;
   return false;
 }
+// Whether the tags take the callback of `api` in `domain`: the driver's
+// calls that make device work, and the runtime's copies and memsets
+// (enable_tag_callbacks says why not its launches).
+inline bool tag_callback(CUpti_CallbackDomain domain, std::string_view api) {
+  return makes_device_work(api) &&
+         (domain == CUPTI_CB_DOMAIN_DRIVER_API || api.starts_with("cudaMemcpy") ||
+          api.starts_with("cudaMemset"));
+}
 
 // Turns on (or off) the driver's callbacks of every such function (found by
-// name, so new variants are covered); returns how many. The driver's alone:
-// a runtime call makes its device work through a driver call whose callback
-// carries the runtime call's correlation id, the one the device record has
+// name, so new variants are covered), and the runtime's of its copies and
+// memsets; returns how many. Not the runtime's launches: a runtime launch
+// puts its kernel on the device through a driver call whose callback carries
+// the runtime call's correlation id, the one the kernel's record has
 // (bench/gpu/probe/launch_callbacks.cu `map`, `map-drv`), and the runtime's
-// callbacks cost a launch 120-340 ns more on an H200 (`paired`).
+// callbacks cost a launch 120-340 ns more on an H200 (`paired`). Copies and
+// memsets, far fewer, keep both: the probe checked launches only.
 inline int enable_tag_callbacks(CUpti_SubscriberHandle subscriber, bool on = true) {
   int enabled = 0;
-  for (std::uint32_t cbid = 1; cbid < CUPTI_DRIVER_TRACE_CBID_SIZE; ++cbid) {
-    const char* name = nullptr;
-    if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name) != CUPTI_SUCCESS || !name ||
-        !makes_device_work(name))
-      continue;
-    if (cuptiEnableCallback(on ? 1 : 0, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid) ==
-        CUPTI_SUCCESS)
-      ++enabled;
+  for (auto [domain, size] : {std::pair{CUPTI_CB_DOMAIN_RUNTIME_API,
+                                        std::uint32_t{CUPTI_RUNTIME_TRACE_CBID_SIZE}},
+                              std::pair{CUPTI_CB_DOMAIN_DRIVER_API,
+                                        std::uint32_t{CUPTI_DRIVER_TRACE_CBID_SIZE}}}) {
+    for (std::uint32_t cbid = 1; cbid < size; ++cbid) {
+      const char* name = nullptr;
+      if (cuptiGetCallbackName(domain, cbid, &name) != CUPTI_SUCCESS || !name ||
+          !tag_callback(domain, name))
+        continue;
+      if (cuptiEnableCallback(on ? 1 : 0, subscriber, domain, cbid) == CUPTI_SUCCESS) ++enabled;
+    }
   }
   return enabled;
 }
