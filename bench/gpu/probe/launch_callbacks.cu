@@ -48,7 +48,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #define CHECK(x)                                                        \
@@ -224,16 +223,9 @@ int main(int argc, char** argv) {
   }
 
   std::vector<double> per_launch;
-  for (int done = 0; done < launches; done += 1000) {
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < 1000; ++i) empty<<<1, 32>>>();
-    const auto t1 = std::chrono::steady_clock::now();
-    CHECK(cudaDeviceSynchronize());
-    per_launch.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() / 1000);
-  }
-  std::sort(per_launch.begin(), per_launch.end());
+  for (int done = 0; done < launches; done += 1000) per_launch.push_back(block());
   if (activity) CHECK(cuptiActivityFlushAll(1));
   std::printf("{\"mode\": \"%s\", \"ns_per_launch\": %.1f, \"blocks\": %zu, \"kernel_records\": %zu}\n",
-              mode.c_str(), per_launch[per_launch.size() / 2], per_launch.size(), kernel_ids.size());
+              mode.c_str(), median(per_launch), per_launch.size(), kernel_ids.size());
   return 0;
 }

@@ -20,7 +20,6 @@
 #include <cupti.h>
 
 #include <cstdio>
-#include <cstring>
 #include <string>
 
 __global__ void uses_shared(int* out) {
