@@ -3,7 +3,8 @@
 no GPU is: the launches a rank's own reports count, the kernels on each rank's tracks of a
 timeline the job's merge (share/pasta/job.py) wrote, and a DDP_PIPELINES that names no
 pipeline failing before anything runs, and ddp_analyses' truth (overlap and collectives from
-each rank's own trace) on two synthetic ranks whose answers are known (bench/job_ranks.py)."""
+each rank's own trace) on two synthetic ranks whose answers are known (bench/job_ranks.py), and
+copies and memsets by operator from a made-up torch.profiler trace (tests/gpu/torch_trace.py)."""
 import contextlib
 import io
 import json
@@ -21,6 +22,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 import check  # noqa: E402
 import job_ranks  # noqa: E402
+import torch_trace  # noqa: E402
 import checks  # noqa: E402
 import job  # noqa: E402
 
@@ -134,6 +136,50 @@ def ddp_truth(tmp):
                    for _, a in matched], [(1, want["skew_us"])] * want["collectives"])
 
 
+def copies(tmp):
+    """A Kineto trace of CPU and CUDA activity, made up: aten::copy_ (External id 7) nested in
+    aten::to (6) issues a copy whose device event names it, a memset whose device event names
+    no operator (found through its driver call's External id), and aten::zero_ (9) a memset;
+    a copy outside every operator (External id 0). copies_by_operator charges the innermost
+    operator, and expect_copies holds op_summary's copies to it."""
+    events = [
+        {"cat": "cpu_op", "name": "aten::to", "args": {"External id": 6}},
+        {"cat": "cpu_op", "name": "aten::copy_", "args": {"External id": 7}},
+        {"cat": "cpu_op", "name": "aten::zero_", "args": {"External id": 9}},
+        {"cat": "cuda_runtime", "name": "cudaMemcpyAsync",
+         "args": {"External id": 7, "correlation": 100}},
+        {"cat": "gpu_memcpy", "name": "Memcpy HtoD", "args": {"External id": 7, "correlation": 100}},
+        {"cat": "cuda_driver", "name": "cuMemsetD8Async",
+         "args": {"External id": 7, "correlation": 101}},
+        {"cat": "gpu_memset", "name": "Memset (Device)", "args": {"correlation": 101}},
+        {"cat": "gpu_memset", "name": "Memset (Device)", "args": {"External id": 9}},
+        {"cat": "gpu_memcpy", "name": "Memcpy DtoH", "args": {"External id": 0}},
+        {"cat": "kernel", "name": "k", "args": {"External id": 7}},
+    ]
+    by_op, outside = torch_trace.copies_by_operator(events)
+    checks.expect("copies_by_operator: the innermost operator's", by_op,
+                  {"aten::copy_": 2, "aten::zero_": 1})
+    checks.expect("copies_by_operator: outside every operator", outside, 1)
+    write(f"{tmp}/counts.json", {"copies_by_operator": by_op, "copies_outside": outside})
+
+    def summary(rows, outside_ours):
+        write(f"{tmp}/ours/op_summary.json", {
+            "summary": {"copies and memsets outside every operator": outside_ours},
+            "tables": {"operators": rows}})
+    agreed = [{"operator": "aten::copy_", "copies": 2}, {"operator": "aten::zero_", "copies": 1},
+              {"operator": "aten::to", "copies": 0}]
+    for what, rows, outside_ours, want in (
+            ("the same copies", agreed, 1, True),
+            ("a copy charged to the outer operator", [
+                {"operator": "aten::to", "copies": 1}, {"operator": "aten::copy_", "copies": 1},
+                {"operator": "aten::zero_", "copies": 1}], 1, False),
+            ("one more copy outside", agreed, 2, False)):
+        summary(rows, outside_ours)
+        with contextlib.redirect_stdout(io.StringIO()):
+            got = check.expect_copies(f"{tmp}/ours", f"{tmp}/counts.json")
+        checks.expect(f"expect_copies passes {what}", got, want)
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="pasta-gpu-check-")
     try:
@@ -142,6 +188,7 @@ def main():
         matrix_cells(tmp)
         ddp_pipelines(tmp)
         ddp_truth(tmp)
+        copies(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return checks.summary("check.py: every made-up report read as its maker wrote it")

@@ -1070,12 +1070,12 @@ COUNT_KERNELS = os.path.join(ROOT, "tests", "gpu", "count_kernels.py")
 
 def torch_model(build, out, *extra, env=None, pasta=True, script="torch_model.py", count=None):
     """The script's JSON line, run under `pasta run --torch` into `out` (pasta), or natively;
-    with `count`, a path, natively under torch.profiler, which writes the kernels it counted
-    there (tests/gpu/count_kernels.py)."""
+    with `count`, a path, natively under torch.profiler, which writes there the kernels it
+    counted and the copies and memsets by operator (tests/gpu/count_kernels.py --operators)."""
     path = os.path.join(ROOT, "tests", "gpu", script) if script == "torch_model.py" else script
     cmd = [sys.executable, path, *extra]
     if count:
-        cmd = [sys.executable, COUNT_KERNELS, count, path, *extra]
+        cmd = [sys.executable, COUNT_KERNELS, "--operators", count, path, *extra]
     if pasta:
         cmd = [f"{build}/bin/pasta", "run", "--torch", "-o", out, "--"] + cmd
     return last_json(run(cmd, {"PASTA_PRINT": "none", **(env or {})}).stdout)
@@ -1095,6 +1095,28 @@ def expect_attributed(out, kernels):
     # them show 100%): none may go unattributed.
     return expect(f"kernels attributed to an operator, of {summary['kernels']}",
                   summary["kernels attributed to an operator"], summary["kernels"]) and ok
+
+
+def expect_copies(out, counts):
+    """op_summary charged every copy and memset to the operator torch.profiler links it to (in
+    its run of `counts`, tests/gpu/count_kernels.py --operators): the same copies per operator,
+    and as many outside every operator."""
+    with open(counts) as f:
+        theirs = json.load(f)
+    ours = {r["operator"]: r["copies"] for r in report(out, "op_summary")["tables"]["operators"]
+            if r.get("copies")}
+    by_op = theirs["copies_by_operator"]
+    differ = {k: (ours.get(k), by_op.get(k)) for k in set(ours) | set(by_op)
+              if ours.get(k) != by_op.get(k)}
+    print(f"  copies and memsets by operator: pasta {sum(ours.values())} in {len(ours)} "
+          f"operators, torch.profiler {sum(by_op.values())} in {len(by_op)}; differing (pasta, "
+          f"torch.profiler): {dict(sorted(differ.items())[:10])}")
+    outside = report(out, "op_summary")["summary"]["copies and memsets outside every operator"]
+    ok = some("torch.profiler's copies and memsets inside operators", sum(by_op.values()))
+    ok = expect("operators whose copies and memsets differ from torch.profiler's", len(differ),
+                0) and ok
+    return expect("copies and memsets outside every operator, pasta vs torch.profiler", outside,
+                  theirs["copies_outside"]) and ok
 
 
 def counted_kernels(path):
@@ -1131,7 +1153,8 @@ def expect_same_results(profiled, native, native_again, what=""):
 
 def case_torch_resnet(build, out):
     """ResNet-18 steps under `pasta run --torch`: operator counts equal torch.profiler's, kernels
-    attributed, live-memory peak vs torch.cuda.max_memory_allocated, results unchanged."""
+    attributed, copies and memsets charged to torch.profiler's operators, live-memory peak vs
+    torch.cuda.max_memory_allocated, results unchanged."""
     ref_file = os.path.join(out, "torch_profiler_ops.json")
     profiled = torch_model(build, out, "--steps", "2")
     native = torch_model(build, out, "--steps", "2", "--op-counts", ref_file, pasta=False)
@@ -1148,19 +1171,22 @@ def case_torch_resnet(build, out):
         print("  differing (pasta, torch.profiler):", dict(sorted(differ.items())[:15]))
     ok = expect("operators whose call counts differ from torch.profiler's", len(differ), 0)
     ok = expect_attributed(out, counted_kernels(counts)) and ok
+    ok = expect_copies(out, counts) and ok
     ok = expect_peak(out, profiled["max_memory_allocated"]) and ok
     return expect_same_results(profiled, native, native_again) and ok
 
 
 def case_torch_gpt(build, out):
     """The GPT block under `pasta run --torch`: as many kernels as torch.profiler counts in the
-    same script (a run of its own), each attributed, memory peak, same results."""
+    same script (a run of its own), each attributed, copies and memsets charged to torch.profiler's
+    operators, memory peak, same results."""
     script = os.path.join(ROOT, "examples", "pytorch", "gpt_block.py")
     profiled = torch_model(build, out, script=script)
     native = torch_model(build, out, script=script, pasta=False)
     counts = os.path.join(out, "torch_profiler_kernels.json")
     native_again = torch_model(build, out, script=script, pasta=False, count=counts)
     ok = expect_attributed(out, counted_kernels(counts))
+    ok = expect_copies(out, counts) and ok
     ok = expect_peak(out, profiled["max_memory_allocated"]) and ok
     return expect_same_results(profiled, native, native_again) and ok
 

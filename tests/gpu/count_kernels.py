@@ -5,11 +5,13 @@ launched: the independent count the PyTorch GPU tests compare pasta's with, in a
 own (torch.profiler and pasta's CUPTI cannot share a process). The script's own output is
 left as it is.
 
-    count_kernels.py OUT_JSON SCRIPT [ARGS...]
+    count_kernels.py [--operators] OUT_JSON SCRIPT [ARGS...]
 
 OUT_JSON gets {"kernels": n, "kernel_names": {name: launches}}, from the raw trace's kernel
-events.
+events; with --operators (CPU activity as well) also "copies_by_operator" ({operator:
+copies and memsets it issued}) and "copies_outside" (those outside every operator).
 """
+import collections
 import json
 import os
 import runpy
@@ -17,10 +19,12 @@ import sys
 
 import torch
 
-from torch_trace import kernel_names
+from torch_trace import copies_by_operator, kernel_events, trace_events
 
 
 def main(argv):
+    operators = len(argv) > 1 and argv[1] == "--operators"
+    argv = [argv[0], *argv[1 + operators:]]
     if len(argv) < 3:
         print(__doc__)
         return 2
@@ -30,14 +34,19 @@ def main(argv):
     torch.cuda.init()
     from torch.profiler import ProfilerActivity, profile
     code = 0
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+    activities = [ProfilerActivity.CUDA] + ([ProfilerActivity.CPU] if operators else [])
+    with profile(activities=activities) as prof:
         try:
             runpy.run_path(script, run_name="__main__")
         except SystemExit as e:  # a script's own sys.exit: counted all the same
             code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    names = kernel_names(prof)
+    events = trace_events(prof)
+    names = collections.Counter(e["name"] for e in kernel_events(events=events))
+    counts = {"kernels": sum(names.values()), "kernel_names": dict(names)}
+    if operators:
+        counts["copies_by_operator"], counts["copies_outside"] = copies_by_operator(events)
     with open(out, "w") as f:
-        json.dump({"kernels": sum(names.values()), "kernel_names": dict(names)}, f)
+        json.dump(counts, f)
     return code
 
 
