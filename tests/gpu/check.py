@@ -675,6 +675,34 @@ def case_counters_cupti_replay(build, out):
     return combine(ok, counters_against_ncu(build, out))
 
 
+def case_counters_device_variables(build, out):
+    """A kernel that adds one to a `__device__` counter (examples/cuda/device_variables.cu, 6
+    launches of two signatures): under `pasta run --counters`, every launch measured, in batches
+    (the default) and each at its own launch, the counter ends at 6, as the program's own launches
+    leave it, and so does the one in cudaMalloc'd memory; the verbose summary says the variable
+    was saved with the allocations. User replay restored only allocations before: 24, and 60 with
+    every launch measured."""
+    program = f"{build}/examples/device_variables"
+    plain = last_json(run([program]).stdout)
+    ok = expect("unprofiled: both counters", (plain["device_variable"], plain["allocation"]), (6, 6))
+    for batch in ("16", "1"):
+        where = os.path.join(out, f"batch{batch}")
+        proc = run([f"{build}/bin/pasta", "run", "--counters", "-o", where, "--", program],
+                   {"PASTA_PRINT": "none", "PASTA_VERBOSE": "1", "PASTA_COUNTER_LAUNCHES": "0",
+                    "PASTA_COUNTER_BATCH": batch}, check=False)
+        got = last_json(proc.stdout)
+        ok &= expect(f"batch {batch}: both counters, and the exit status",
+                     (got["device_variable"], got["allocation"], proc.returncode), (6, 6, 0))
+        summary = [l for l in proc.stderr.splitlines() if "hardware counters by user replay" in l]
+        saved = [re.search(r"(\d+) `__device__` variables of replayed kernels saved", l)
+                 for l in summary]
+        ok &= expect(f"batch {batch}: launches replayed, variables saved",
+                     (re.search(r"(\d+) launches replayed by pasta", summary[0]).group(1)
+                      if summary else None, saved[0].group(1) if saved and saved[0] else None),
+                     ("6", "1"))
+    return ok
+
+
 def counters_against_ncu(build, out):
     """What counters_pasta --repeat 3 wrote to `out` against ncu on the plain program: each
     metric within 5%."""

@@ -36,6 +36,15 @@ TEST_CASE("cubin: the kernels of an nvcc-built cubin, and not its device functio
   CHECK(ok);
 }
 
+TEST_CASE("cubin: the variables kernels may write, by the names cuModuleGetGlobal takes") {
+  const auto image = read_cubin();
+  std::set<std::string> names;
+  CHECK(pasta::nv::detail::for_each_device_variable(
+      image, [&](std::string_view n) { names.emplace(n); }));
+  // Not the __constant__ `factor`, nor the kernels and the device function.
+  CHECK(names == std::set<std::string>{"_ZN6counts5callsE", "table"});
+}
+
 TEST_CASE("cubin: a cut-short or foreign image gives false and never reads past its end") {
   const auto image = read_cubin();
   Elf64_Ehdr eh;

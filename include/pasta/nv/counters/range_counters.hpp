@@ -25,6 +25,7 @@
 #include <pasta/nv/counters/counter_plan.hpp>
 #include <pasta/nv/counters/counter_stats.hpp>
 #include <pasta/nv/counters/l2_flush.hpp>
+#include <pasta/nv/counters/module_variables.hpp>
 #include <pasta/nv/counters/range_ledger.hpp>
 #include <pasta/nv/counters/range_profiler.hpp>
 #include <pasta/nv/counters/replay_memory.hpp>
@@ -75,6 +76,24 @@ class RangeCounters {
   void unmapped(std::uint64_t base, std::uint64_t bytes) {
     memory_.allocations().remove(base, bytes);
   }
+
+  // A module's image as it loads (any thread, pasta's own loads included):
+  // the `__device__` variables of its kernels, saved and restored with the
+  // allocations once a launch of one is replayed (module_variables.hpp).
+  void module_loaded(std::span<const std::byte> image) { variables_.loaded(image); }
+  // Before a module unloads or the context ends (after releasing()), not on
+  // a thread inside before() and after(): the variables' ranges leave the
+  // saved memory until a replayed launch names them again.
+  void modules_changing() {
+    std::lock_guard lock(mutex_);
+    for (const auto& r : variable_ranges_) memory_.allocations().remove(r.base);
+    variable_ranges_.clear();
+    variables_.forget();
+  }
+  // `__device__` variables saved with the allocations, and those an image
+  // named that the driver would not find for a replayed launch.
+  std::size_t variables_saved() const { return variables_seen_; }
+  std::size_t variables_missed() const { return variables_.missed(); }
 
   // Whether the handler has CUPTI's kernel activity records on (user replay
   // turns them off around its passes).
@@ -173,6 +192,7 @@ class RangeCounters {
           }
         }
         if (!kept) replay_batch(emit);  // the others first: this one is replayed now
+        add_variables(launch);
         std::size_t slot = batch_members_.size();
         if (!save(slot)) {
           if (slot == 0) return;
@@ -415,6 +435,16 @@ class RangeCounters {
   // room for it (for slot 0, counted and logged once: the launch is not
   // measured).
   bool save(std::size_t slot);
+  // The launch's kernel's `__device__` variables among the memory saved (on
+  // the worker, in the measured context).
+  void add_variables(const Launch& launch) {
+    for (const auto& r : variables_.of(driver_, launch_function(launch))) {
+      if (std::ranges::find(variable_ranges_, r) != variable_ranges_.end()) continue;
+      memory_.allocations().add(r.base, r.bytes);
+      variable_ranges_.push_back(r);
+      ++variables_seen_;
+    }
+  }
   // The batch's passes with the memory as it was at each launch, the counters
   // decoded, then the memory as saved in slot `now` (the program's at this
   // moment); the batch emptied.
@@ -579,6 +609,9 @@ class RangeCounters {
   Driver driver_;
   L2Flush l2_{driver_};
   ReplayMemory memory_{driver_};
+  ModuleVariables variables_;
+  std::vector<Allocations::Range> variable_ranges_;  // among memory_'s allocations
+  std::size_t variables_seen_ = 0;
   bool user_replay_ = true;
   bool kernel_records_ = false;
   // The launch before() chose for a user replay, until replay() runs.

@@ -33,6 +33,12 @@ struct DriverLaunch {
   const void* params;
 };
 
+// The function (or CUkernel) a launch's driver call names.
+inline CUfunction launch_function(const DriverLaunch& l) {
+  return l.call == LaunchCall::kernel_ex ? static_cast<const DriverLaunchExParams*>(l.params)->f
+                                         : static_cast<const DriverLaunchParams*>(l.params)->f;
+}
+
 // Inside a replay's own thread: its API calls and their records are pasta's.
 inline bool& replaying() {
   thread_local bool on = false;

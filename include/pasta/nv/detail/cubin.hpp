@@ -1,7 +1,9 @@
-// The kernels (entry functions) of a cubin, read from its ELF symbol table:
-// nv::Sanitizer asks, as a module loads, whether any of its kernels passes
-// the kernel filter, and leaves the module unpatched if none does;
-// tools::StallBlame keeps each kernel's machine code to disassemble.
+// The kernels (entry functions) and `__device__` variables of a cubin, read
+// from its ELF symbol table: nv::Sanitizer asks, as a module loads, whether
+// any of its kernels passes the kernel filter, and leaves the module
+// unpatched if none does; tools::StallBlame keeps each kernel's machine code
+// to disassemble; counters' user replay saves the variables a replayed
+// kernel may write (nv/counters/module_variables.hpp).
 #pragma once
 
 #include <elf.h>
@@ -9,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -17,12 +20,13 @@ namespace pasta::nv::detail {
 // st_other bit that marks a CUDA entry function (a __global__ kernel).
 inline constexpr unsigned char sto_cuda_entry = 0x10;
 
-// Calls f(std::string_view mangled_name, std::span<const std::byte> code) for
-// each kernel; code is empty where the image does not hold it. Returns false
-// (having called f for none or some) if the image is not a 64-bit ELF or is
-// cut short.
+// Calls f(const Elf64_Sym& symbol, std::string_view name, const Elf64_Shdr*
+// section, std::string_view section_name) for each symbol of the image's
+// symbol table (section null, and its name empty, where the symbol's section
+// index names none). Returns false (having called f for none or some) if the
+// image is not a 64-bit ELF or is cut short.
 template <class F>
-bool for_each_kernel_code(std::span<const std::byte> image, F&& f) {
+bool for_each_symbol(std::span<const std::byte> image, F&& f) {
   const auto* base = reinterpret_cast<const unsigned char*>(image.data());
   const std::size_t size = image.size();
   auto fits = [&](std::uint64_t offset, std::uint64_t bytes) {
@@ -40,6 +44,20 @@ bool for_each_kernel_code(std::span<const std::byte> image, F&& f) {
     std::memcpy(&sh, base + eh.e_shoff + i * sizeof sh, sizeof sh);
     return sh;
   };
+  // A NUL-terminated name at `at` of a string table, or nothing.
+  auto name_in = [&](std::string_view table, std::uint64_t at) -> std::optional<std::string_view> {
+    if (at >= table.size()) return std::nullopt;
+    const std::string_view rest = table.substr(at);
+    const std::size_t end = rest.find('\0');
+    if (end == std::string_view::npos) return std::nullopt;
+    return rest.substr(0, end);
+  };
+  std::string_view section_names;  // .shstrtab, where the image has one
+  if (eh.e_shstrndx < eh.e_shnum) {
+    const Elf64_Shdr shstrtab = section(eh.e_shstrndx);
+    if (!fits(shstrtab.sh_offset, shstrtab.sh_size)) return false;
+    section_names = {reinterpret_cast<const char*>(base + shstrtab.sh_offset), shstrtab.sh_size};
+  }
   for (std::size_t i = 0; i < eh.e_shnum; ++i) {
     const Elf64_Shdr symtab = section(i);
     if (symtab.sh_type != SHT_SYMTAB) continue;
@@ -50,27 +68,54 @@ bool for_each_kernel_code(std::span<const std::byte> image, F&& f) {
     if (!fits(strtab.sh_offset, strtab.sh_size)) return false;
     const std::string_view names(reinterpret_cast<const char*>(base + strtab.sh_offset),
                                  strtab.sh_size);
-    for (std::uint64_t s = 0; s < symtab.sh_size / sizeof(Elf64_Sym); ++s) {
+    for (std::uint64_t n = 0; n < symtab.sh_size / sizeof(Elf64_Sym); ++n) {
       Elf64_Sym sym;
-      std::memcpy(&sym, base + symtab.sh_offset + s * sizeof sym, sizeof sym);
-      if (ELF64_ST_TYPE(sym.st_info) != STT_FUNC || !(sym.st_other & sto_cuda_entry)) continue;
-      if (sym.st_name >= names.size()) return false;
-      const std::string_view rest = names.substr(sym.st_name);
-      const std::size_t end = rest.find('\0');
-      if (end == std::string_view::npos) return false;
-      std::span<const std::byte> code;
-      if (sym.st_shndx < eh.e_shnum) {
-        const Elf64_Shdr text = section(sym.st_shndx);
-        if (text.sh_type == SHT_PROGBITS && sym.st_value <= text.sh_size &&
-            sym.st_size <= text.sh_size - sym.st_value &&
-            fits(text.sh_offset + sym.st_value, sym.st_size))
-          code = image.subspan(text.sh_offset + sym.st_value, sym.st_size);
+      std::memcpy(&sym, base + symtab.sh_offset + n * sizeof sym, sizeof sym);
+      const auto name = name_in(names, sym.st_name);
+      if (!name) return false;
+      if (sym.st_shndx == SHN_UNDEF || sym.st_shndx >= eh.e_shnum) {
+        f(sym, *name, static_cast<const Elf64_Shdr*>(nullptr), std::string_view{});
+        continue;
       }
-      f(rest.substr(0, end), code);
+      const Elf64_Shdr in = section(sym.st_shndx);
+      f(sym, *name, &in, name_in(section_names, in.sh_name).value_or(std::string_view{}));
     }
     return true;
   }
   return false;  // no symbol table
+}
+
+// Calls f(std::string_view mangled_name, std::span<const std::byte> code) for
+// each kernel; code is empty where the image does not hold it. Returns false
+// as for_each_symbol does.
+template <class F>
+bool for_each_kernel_code(std::span<const std::byte> image, F&& f) {
+  return for_each_symbol(image, [&](const Elf64_Sym& sym, std::string_view name,
+                                    const Elf64_Shdr* text, std::string_view) {
+    if (ELF64_ST_TYPE(sym.st_info) != STT_FUNC || !(sym.st_other & sto_cuda_entry)) return;
+    std::span<const std::byte> code;
+    if (text && text->sh_type == SHT_PROGBITS && sym.st_value <= text->sh_size &&
+        sym.st_size <= text->sh_size - sym.st_value && text->sh_offset <= image.size() &&
+        text->sh_offset + sym.st_value <= image.size() &&
+        sym.st_size <= image.size() - text->sh_offset - sym.st_value)
+      code = image.subspan(text->sh_offset + sym.st_value, sym.st_size);
+    f(name, code);
+  });
+}
+
+// Calls f(std::string_view name) for each variable in the image's global
+// memory that kernels may write (`__device__` variables: .nv.global, and
+// .nv.global.init for those with an initial value; not `__constant__`
+// ones), by the name cuModuleGetGlobal takes. Returns false as
+// for_each_symbol does.
+template <class F>
+bool for_each_device_variable(std::span<const std::byte> image, F&& f) {
+  return for_each_symbol(image, [&](const Elf64_Sym& sym, std::string_view name,
+                                    const Elf64_Shdr*, std::string_view section) {
+    if (ELF64_ST_TYPE(sym.st_info) == STT_OBJECT && sym.st_size > 0 && !name.empty() &&
+        (section == ".nv.global" || section == ".nv.global.init"))
+      f(name);
+  });
 }
 
 template <class F>

@@ -51,6 +51,14 @@ struct Driver {
   CUresult (*set_function_attribute)(CUfunction, CUfunction_attribute, int) = nullptr;
   CUresult (*kernel_attribute)(int*, CUfunction_attribute, CUkernel, CUdevice) = nullptr;
   CUresult (*set_kernel_attribute)(CUfunction_attribute, int, CUkernel, CUdevice) = nullptr;
+  // Where a kernel's `__device__` variables are: its module (or a
+  // CUkernel's library, or its function in the current context) and a
+  // variable's address and size there; nullptr where the driver lacks them.
+  CUresult (*function_module)(CUmodule*, CUfunction) = nullptr;
+  CUresult (*module_global)(CUdeviceptr*, std::size_t*, CUmodule, const char*) = nullptr;
+  CUresult (*kernel_library)(CUlibrary*, CUkernel) = nullptr;
+  CUresult (*library_global)(CUdeviceptr*, std::size_t*, CUlibrary, const char*) = nullptr;
+  CUresult (*kernel_function)(CUfunction*, CUkernel) = nullptr;
   // A function's or a CUkernel's name (CUDA 12.3 and later; nullptr before).
   CUresult (*function_name)(const char**, CUfunction) = nullptr;
   CUresult (*kernel_name)(const char**, CUkernel) = nullptr;
@@ -98,6 +106,15 @@ struct Driver {
       set_kernel_attribute =
           reinterpret_cast<decltype(set_kernel_attribute)>(dlsym(lib, "cuKernelSetAttribute"));
       kernel_name = reinterpret_cast<decltype(kernel_name)>(dlsym(lib, "cuKernelGetName"));
+      function_module =
+          reinterpret_cast<decltype(function_module)>(dlsym(lib, "cuFuncGetModule"));
+      module_global = reinterpret_cast<decltype(module_global)>(dlsym(lib, "cuModuleGetGlobal_v2"));
+      kernel_library =
+          reinterpret_cast<decltype(kernel_library)>(dlsym(lib, "cuKernelGetLibrary"));
+      library_global =
+          reinterpret_cast<decltype(library_global)>(dlsym(lib, "cuLibraryGetGlobal"));
+      kernel_function =
+          reinterpret_cast<decltype(kernel_function)>(dlsym(lib, "cuKernelGetFunction"));
     } catch (...) {
       dlclose(lib);
       error_name = nullptr;

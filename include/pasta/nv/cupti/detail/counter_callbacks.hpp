@@ -88,7 +88,8 @@ class CounterCallbacks {
     if (!counters_.user_replay()) return;
     enable_memory_callbacks(subscriber);
     for (CUpti_CallbackId id :
-         {CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING})
+         {CUPTI_CBID_RESOURCE_MODULE_LOADED, CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING,
+          CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING})
       cupti_ok(cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_RESOURCE, id),
                "a resource callback");
   }
@@ -99,6 +100,15 @@ class CounterCallbacks {
   template <class Sink>
   bool on_any_callback(Sink* sink, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                        const void* data, OwnCalls& own_calls) {
+    // A module's image, pasta's own loads included (a replayed kernel's
+    // first load may come from cuFuncLoad on pasta's thread).
+    if (domain == CUPTI_CB_DOMAIN_RESOURCE && cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED &&
+        counters_.user_replay()) {
+      const auto* m = static_cast<const CUpti_ModuleResourceData*>(
+          static_cast<const CUpti_ResourceData*>(data)->resourceDescriptor);
+      if (m && m->pCubin && m->cubinSize)
+        counters_.module_loaded({reinterpret_cast<const std::byte*>(m->pCubin), m->cubinSize});
+    }
     if (RangeCounters::replaying()) {  // a replay's own thread: pasta's calls
       // Only kernel and copy records are read (and so taken from the set).
       if (own_records_ &&
@@ -128,8 +138,10 @@ class CounterCallbacks {
       // batch can no longer be replayed safely.
       if ((cbid == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING ||
            cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) &&
-          !counting())
+          !counting()) {
         counters_.releasing([&](const KernelCounters& c) { sink.emit(c); }, false);
+        counters_.modules_changing();
+      }
       return false;
     }
     if (const auto call = memory_calls_(domain, cbid); call != MemoryCall::none) {
@@ -254,23 +266,31 @@ class CounterCallbacks {
 
 inline void CounterCallbacks::log_summary(bool verbose) const {
   const CounterTally& t = counters_.tally();
+  // Said without PASTA_VERBOSE too where launches went unmeasured, or where a
+  // replayed kernel's `__device__` variable could not be saved (the
+  // program's results may then change).
   const bool unmeasured = t.unsaved || t.unreplayed || t.dropped || t.unrelaunched;
-  if (counters_.user_replay() && (verbose || unmeasured))
+  if (counters_.user_replay() && (verbose || unmeasured || counters_.variables_missed()))
     pasta::detail::log(fmt::format(
         "cupti handler: hardware counters by user replay: {} launches replayed by pasta, "
         "{:.2f} GiB of device memory saved per launch on average ({} allocations known at the "
         "end), L2 flushed before {} passes; {} batches of launches replayed together (up to {}); "
         "{} replays before their batch was full ({} where the host waited for the GPU, {} at a "
-        "free); {} launches replayed alone (not kept); not measured: {} (no room to save memory), {} (no driver "
-        "launch call seen), {} kept for a batch and dropped, {} left out of their batch (the "
-        "driver refused to launch them again) (both measured at a later launch of their "
+        "free); {} launches replayed alone (not kept); {} `__device__` variables of replayed "
+        "kernels saved with the allocations{}; not measured: {} (no room to save memory), {} (no "
+        "driver launch call seen), {} kept for a batch and dropped, {} left out of their batch "
+        "(the driver refused to launch them again) (both measured at a later launch of their "
         "signature where there was one)",
         t.measured,
         t.measured
             ? static_cast<double>(t.replayed_bytes) / static_cast<double>(t.measured) / (1ull << 30)
             : 0.0,
         counters_.allocations(), t.flushes, t.batches, counters_.batch(), t.early_batches,
-        t.early_batches - t.early_at_free, t.early_at_free, t.alone,
+        t.early_batches - t.early_at_free, t.early_at_free, t.alone, counters_.variables_saved(),
+        counters_.variables_missed()
+            ? fmt::format(" ({} named in their modules' images were not found there)",
+                          counters_.variables_missed())
+            : std::string(),
         t.unsaved, t.unreplayed, t.dropped, t.unrelaunched));
   if (t.outside && verbose)
     pasta::detail::log(fmt::format(
