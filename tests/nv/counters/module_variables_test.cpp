@@ -103,6 +103,7 @@ TEST_CASE("ModuleVariables: a kernel's variables found in its module, once per h
   ModuleVariables variables;
   CHECK(variables.of(driver, function).empty());  // no image seen yet: nothing to look up
   CHECK(vf.lookups == 0);
+  variables.forget();
   variables.loaded(test_cubin());
   const std::vector<Range> both{{0x7000, 4}, {0x7100, 16}};
   auto found = variables.of(driver, function);
@@ -148,6 +149,27 @@ TEST_CASE("ModuleVariables: a CUkernel's in its library, else in its function's 
   bare.function_name = driver.function_name;
   CHECK(none.of(bare, function).empty());
   CHECK(none.missed() == 2);
+}
+
+TEST_CASE("ModuleVariables: a lazily loaded module is loaded first, its image taken on the same thread") {
+  // The CUkernel's function in the context loads its module when cuFuncLoad
+  // asks: the image comes to loaded() then, from inside the lookup (as
+  // CUPTI's callback does), before the names are read.
+  static ModuleVariables* lazy = nullptr;
+  static std::vector<std::byte> image;
+  image = test_cubin();
+  Driver driver = variables_driver();
+  driver.function_load = [](CUfunction f) {
+    if (f == kernel) return CUDA_ERROR_INVALID_HANDLE;
+    if (f == reinterpret_cast<CUfunction>(0x21) && lazy) lazy->loaded(image);
+    return CUDA_SUCCESS;
+  };
+  ModuleVariables variables;
+  lazy = &variables;
+  auto found = variables.of(driver, kernel);
+  lazy = nullptr;
+  std::sort(found.begin(), found.end(), [](auto& a, auto& b) { return a.base < b.base; });
+  CHECK(found == std::vector<Range>{{0x7100, 16}, {0x9000, 4}});
 }
 
 TEST_CASE("ModuleVariables: an image without variables, or not an ELF, adds nothing") {

@@ -54,30 +54,49 @@ class ModuleVariables {
   // The variables of the kernel a launch names by `f` (a function, or a
   // CUkernel for the runtime's launches), in the current context: their
   // address ranges, looked up once per handle; none where the driver cannot
-  // say (and `missed()` counts the names it would not find).
+  // say (and `missed()` counts the names it would not find). The kernel's
+  // module is loaded first (a lazily loaded one is not before its first
+  // launch runs, and a replay comes before that), so its image has come to
+  // loaded(); no lock is held across a driver call, since a load hands its
+  // image to loaded() on this thread.
   std::vector<Range> of(const Driver& driver, CUfunction f) {
-    std::lock_guard lock(mutex_);
-    if (by_kernel_.empty()) return {};
-    if (auto it = cache_.find(f); it != cache_.end()) return it->second;
-    std::vector<Range>& out = cache_[f];
+    {
+      std::lock_guard lock(mutex_);
+      if (auto it = cache_.find(f); it != cache_.end()) return it->second;
+    }
     // A handle cuFuncLoad does not know is a CUkernel (as KeptLaunch finds).
-    const bool kernel =
-        driver.function_load && driver.function_load(f) == CUDA_ERROR_INVALID_HANDLE;
+    const CUresult load = driver.function_load ? driver.function_load(f) : CUDA_ERROR_NOT_SUPPORTED;
+    const bool kernel = load == CUDA_ERROR_INVALID_HANDLE;
+    CUfunction in_context{};
+    if (kernel && driver.kernel_function &&
+        driver.kernel_function(&in_context, reinterpret_cast<CUkernel>(f)) == CUDA_SUCCESS &&
+        driver.function_load)
+      driver.function_load(in_context);
     const char* name = nullptr;
     if (kernel ? !driver.kernel_name ||
                      driver.kernel_name(&name, reinterpret_cast<CUkernel>(f)) != CUDA_SUCCESS
                : !driver.function_name || driver.function_name(&name, f) != CUDA_SUCCESS)
-      return out;
-    const auto names = name ? by_kernel_.find(name) : by_kernel_.end();
-    if (names == by_kernel_.end()) return out;
-    for (const std::string& variable : names->second) {
+      name = nullptr;
+    std::vector<std::string> names;
+    {
+      std::lock_guard lock(mutex_);
+      if (const auto it = name ? by_kernel_.find(name) : by_kernel_.end(); it != by_kernel_.end())
+        names = it->second;
+    }
+    std::vector<Range> out;
+    std::size_t missed = 0;
+    for (const std::string& variable : names) {
       CUdeviceptr base = 0;
       std::size_t bytes = 0;
-      if (address(driver, f, kernel, variable.c_str(), base, bytes) && bytes)
+      if (address(driver, kernel ? in_context : f, f, kernel, variable.c_str(), base, bytes) &&
+          bytes)
         out.push_back({base, bytes});
       else
-        ++missed_;
+        ++missed;
     }
+    std::lock_guard lock(mutex_);
+    missed_ += missed;
+    cache_[f] = out;
     return out;
   }
 
@@ -97,20 +116,19 @@ class ModuleVariables {
  private:
   // A CUkernel's through its library, else through its function in the
   // current context; a function's through its module.
-  static bool address(const Driver& driver, CUfunction f, bool kernel, const char* variable,
-                      CUdeviceptr& base, std::size_t& bytes) {
+  static bool address(const Driver& driver, CUfunction function, CUfunction handle, bool kernel,
+                      const char* variable, CUdeviceptr& base, std::size_t& bytes) {
     if (kernel) {
-      const auto k = reinterpret_cast<CUkernel>(f);
       CUlibrary library{};
       if (driver.kernel_library && driver.library_global &&
-          driver.kernel_library(&library, k) == CUDA_SUCCESS &&
+          driver.kernel_library(&library, reinterpret_cast<CUkernel>(handle)) == CUDA_SUCCESS &&
           driver.library_global(&base, &bytes, library, variable) == CUDA_SUCCESS)
         return true;
-      if (!driver.kernel_function || driver.kernel_function(&f, k) != CUDA_SUCCESS) return false;
+      if (!function) return false;
     }
     CUmodule module{};
     return driver.function_module && driver.module_global &&
-           driver.function_module(&module, f) == CUDA_SUCCESS &&
+           driver.function_module(&module, function) == CUDA_SUCCESS &&
            driver.module_global(&base, &bytes, module, variable) == CUDA_SUCCESS;
   }
 
