@@ -17,6 +17,8 @@
 //       profiler  (subscribed) the driver's cuProfilerStart/Stop callbacks
 //       module    (subscribed) the resource domain's module-loaded callback
 //       nvtx      (subscribed) the NVTX domain
+//       pinned    (with records) CUPTI's device-side record buffers in pinned host memory
+//                 (CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED)
 //       off       every callback enabled above disabled again before the timing
 //       detach    after 1,000 launches, everything disabled and flushed,
 //                 unsubscribed and cuptiFinalize before the timing
@@ -36,7 +38,9 @@
 // Prints one JSON line: {call: {setting: {"ns": median, "over_attached": median}}}, and
 // "gpu_ns_per_kernel": the device's time for 1,000 empty kernels queued behind a 20 ms
 // one (so the host's launches are not what it waits for), median of 20 blocks: what the
-// setting costs each kernel on the GPU.
+// setting costs each kernel on the GPU; "launch_256_kernels_ns", a launch's host time, each
+// timed alone, 256 different kernels in turn, and the same with 1 MiB of other memory read
+// before each launch (not timed), as an interpreter's work between launches leaves the caches.
 // Measured on an H200 (driver 580.159.04, CUDA 13.0's CUPTI, 2026-11-30; the
 // whole table in docs/benchmarks.md): synchronization records slow every call
 // by about 180 ns (cudaGetDevice 38 -> 215 ns, cuCtxGetCurrent 12 -> 102) and
@@ -44,7 +48,9 @@
 // 223-233 ns with nothing enabled); kernel records cost a launch about 0.4 us
 // on the host and an empty kernel 0.36 us on the device (1,396 -> 1,760 ns);
 // callbacks (device-wide synchronisations, cuProfilerStart/Stop, module
-// loads, NVTX) leave the other calls as they were.
+// loads, NVTX) leave the other calls as they were. With 256 kernels launched in
+// turn, kernel records cost a launch 1.0-1.2 us, and 1.8-2.1 us after 1 MiB of
+// other memory is read before each launch; pinned record buffers do not help.
 //   nvcc -std=c++17 -arch=sm_90 -o /tmp/api_cost bench/gpu/probe/api_cost.cu \
 //     -I$CUPTI_INC -L$CUPTI_LIB -lcupti -lcuda
 //   for r in 1 2 3 4; do for m in none kernels kernels+syncs kernels+sync; do /tmp/api_cost $m; done; done
@@ -58,6 +64,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #define CHECK(x)                                                        \
@@ -69,6 +76,13 @@
   } while (0)
 
 __global__ void empty() {}
+// 256 kernels of their own names, as a PyTorch step launches many different ones.
+template <int N>
+__global__ void many() {}
+template <std::size_t... I>
+std::vector<const void*> kernel_table(std::index_sequence<I...>) {
+  return {reinterpret_cast<const void*>(&many<static_cast<int>(I)>)...};
+}
 __global__ void spin(long long cycles) {
   const long long start = clock64();
   while (clock64() - start < cycles) {
@@ -116,6 +130,26 @@ double block(const Call& call) {
   const auto t1 = std::chrono::steady_clock::now();
   CHECK(cudaStreamSynchronize(stream));
   return std::chrono::duration<double, std::nano>(t1 - t0).count() / 1000;
+}
+// ns a launch of 1,000, each timed alone, the kernel one of 256 in turn; with
+// `evict` bytes of a large buffer read before each launch (not timed), as an
+// interpreter's work between two launches leaves the caches.
+double launches_apart(const std::vector<const void*>& kernels, std::size_t evict) {
+  static std::vector<unsigned char> buffer(256u << 20, 1);
+  static std::size_t at = 0;
+  static volatile unsigned sink = 0;
+  double ns = 0;
+  for (int i = 0; i < 1000; ++i) {
+    unsigned sum = 0;
+    for (std::size_t b = 0; b < evict; b += 64, at = (at + 64) % buffer.size()) sum += buffer[at];
+    sink = sink + sum;
+    const auto t0 = std::chrono::steady_clock::now();
+    CHECK(cudaLaunchKernel(kernels[static_cast<std::size_t>(i) % kernels.size()], dim3(1),
+                           dim3(32), nullptr, 0, stream));
+    ns += std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+  }
+  CHECK(cudaStreamSynchronize(stream));
+  return ns / 1000;
 }
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -182,6 +216,12 @@ void apply(CUpti_SubscriberHandle s, int level) {
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "none";
+  if (("+" + mode + "+").find("+pinned+") != std::string::npos) {  // before the context
+    std::uint8_t pinned = 1;
+    std::size_t size = sizeof pinned;
+    CHECK(cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED, &size,
+                                    &pinned));
+  }
   CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
   CHECK(cudaMalloc(&device_buffer, 4096));
@@ -275,7 +315,17 @@ int main(int argc, char** argv) {
     CHECK(cudaEventElapsedTime(&ms, e0, e1));
     gpu.push_back(ms * 1e6 / 1000);
   }
+  // Launches of many kernels, with the caches warm and after 1 MiB read.
+  const auto kernels = kernel_table(std::make_index_sequence<256>{});
+  launches_apart(kernels, 0);  // each kernel's first launch
+  std::vector<double> warm, cold;
+  for (int b = 0; b < 20; ++b) {
+    warm.push_back(launches_apart(kernels, 0));
+    cold.push_back(launches_apart(kernels, 1u << 20));
+  }
   if (records && !has("detach")) CHECK(cuptiActivityFlushAll(1));
-  std::printf(", \"gpu_ns_per_kernel\": %.1f}\n", median(gpu));
+  std::printf(", \"gpu_ns_per_kernel\": %.1f, \"launch_256_kernels_ns\": %.1f, "
+              "\"launch_256_kernels_after_1MiB_read_ns\": %.1f}\n",
+              median(gpu), median(warm), median(cold));
   return 0;
 }
