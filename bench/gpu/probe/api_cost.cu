@@ -58,6 +58,8 @@
 #include <cuda_runtime.h>
 #include <cupti.h>
 
+#include "api_probe.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -66,14 +68,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#define CHECK(x)                                                        \
-  do {                                                                  \
-    if ((x) != 0) {                                                     \
-      std::fprintf(stderr, "%s failed at line %d\n", #x, __LINE__);     \
-      std::exit(1);                                                     \
-    }                                                                   \
-  } while (0)
 
 __global__ void empty() {}
 // 256 kernels of their own names, as a PyTorch step launches many different ones.
@@ -90,6 +84,10 @@ __global__ void spin(long long cycles) {
 }
 
 namespace {
+
+using probe::buffer_requested;
+using probe::makes_device_work;
+using probe::median;
 
 cudaStream_t stream{};
 cudaEvent_t event{};
@@ -151,27 +149,12 @@ double launches_apart(const std::vector<const void*>& kernels, std::size_t evict
   CHECK(cudaStreamSynchronize(stream));
   return ns / 1000;
 }
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
-void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
-  *size = 8 << 20;
-  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, *size));
-  *max_records = 0;
-}
 void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t) {
   std::free(buffer);
 }
 void CUPTIAPI on_api(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
 
-bool makes_device_work(const char* api) {
-  for (const char* prefix : {"cudaLaunch", "cudaGraphLaunch", "cudaMemcpy", "cudaMemset",
-                             "cuLaunch", "cuGraphLaunch", "cuMemcpy", "cuMemset"})
-    if (std::strncmp(api, prefix, std::strlen(prefix)) == 0) return true;
-  return false;
-}
 // --torch's tags: the driver's device-work calls, the runtime's copies and memsets.
 void tags(CUpti_SubscriberHandle s, std::uint32_t on) {
   for (auto [domain, size] : {std::pair{CUPTI_CB_DOMAIN_RUNTIME_API,

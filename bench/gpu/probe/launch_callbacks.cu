@@ -42,6 +42,8 @@
 #include <cuda_runtime.h>
 #include <cupti.h>
 
+#include "api_probe.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -50,24 +52,13 @@
 #include <string>
 #include <vector>
 
-#define CHECK(x)                                                        \
-  do {                                                                  \
-    if ((x) != 0) {                                                     \
-      std::fprintf(stderr, "%s failed at line %d\n", #x, __LINE__);     \
-      std::exit(1);                                                     \
-    }                                                                   \
-  } while (0)
-
 __global__ void empty() {}
 
 namespace {
 
-bool makes_device_work(const char* api) {
-  for (const char* prefix : {"cudaLaunch", "cudaGraphLaunch", "cudaMemcpy", "cudaMemset",
-                             "cuLaunch", "cuGraphLaunch", "cuMemcpy", "cuMemset"})
-    if (std::strncmp(api, prefix, std::strlen(prefix)) == 0) return true;
-  return false;
-}
+using probe::buffer_requested;
+using probe::makes_device_work;
+using probe::median;
 
 // The callbacks' ids at their entry, by domain; kernel records' ids.
 std::vector<std::uint32_t> runtime_ids, driver_ids, kernel_ids;
@@ -102,16 +93,7 @@ double block() {
   CHECK(cudaDeviceSynchronize());
   return std::chrono::duration<double, std::nano>(t1 - t0).count() / 1000;
 }
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
-void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
-  *size = 8 << 20;
-  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, *size));
-  *max_records = 0;
-}
 void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
   CUpti_Activity* record = nullptr;
   while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS)
