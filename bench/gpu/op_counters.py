@@ -25,6 +25,11 @@ their L2 hit rate, ncu_metrics.L2_OWN), per metric, and the worst ones.
                    (again, from a run's files; with pasta's stderr, which a run keeps in
                    OUT_DIR/pasta_stderr.txt, also SM and DRAM throughput by the launch's place
                    in its replay batch: first after a pass's profiler start, or later)
+    op_counters.py BUILD_DIR OUT_DIR --against NCU_CSV[.gz] [--ncu-dram-alone CSV[.gz]] [--model ...]
+                   (native and pasta only, compared with the ncu files of an earlier run of the
+                   same script: a variant of pasta, its PASTA_* variables from the environment,
+                   against ncu without ncu's minutes; launch indices must name the same kernels,
+                   and those that do not are counted and left out)
     op_counters.py --ncu-app BUILD_DIR OUT_DIR [--model ...] [--layers 12] [--ncu-timeout 420]
                    [--app-metrics all]
                    (ncu's application replay of the script, the metrics in APP_METRICS or
@@ -626,7 +631,11 @@ def arguments(argv=None):
                    help="leave out ncu's second run of the DRAM metrics alone (a speed run whose "
                    "ncu takes most of the time left: values are judged against its first run)")
     p.add_argument("--ncu-dram-alone", metavar="CSV",
-                   help="with --compare: ncu's CSV of DRAM_ALONE's metrics (ncu_dram_alone.csv)")
+                   help="with --compare or --against: ncu's CSV of DRAM_ALONE's metrics "
+                   "(ncu_dram_alone.csv)")
+    p.add_argument("--against", metavar="NCU_CSV",
+                   help="run native and pasta only, and compare with this ncu CSV of an earlier "
+                   "run of the same script (ncu.csv)")
     p.add_argument("--pasta-log", metavar="FILE",
                    help="with --compare: pasta's stderr of the run (pasta_stderr.txt), for the "
                    "throughputs by place in the replay batch")
@@ -638,6 +647,8 @@ def arguments(argv=None):
         args.layers = None
     elif args.model in LAYERED and args.layers is None:
         args.layers = LAYERED[args.model]
+    if args.against and (args.compare or args.ncu_app or args.ncu_twice):
+        p.error("--against runs native and pasta: not with --compare, --ncu-app or --ncu-twice")
     counts = (3, 4) if args.compare else (2, 3) if args.ncu_twice else (2,)
     if len(args.paths) not in counts:
         p.error(f"{len(args.paths)} paths given, expected " +
@@ -660,8 +671,8 @@ def tool_cost(t_native, t_pasta, t_ncu, ncu_killed=False):
             f"with this native time ncu / pasta in wall time is at most {t_ncu / t_native:.1f}x")
 
 
-def main():
-    args = arguments()
+def main(argv=None):
+    args = arguments(argv)
     if args.compare:
         # Offline: a run's files (.gz too).
         build, profile_path, ncu_csv, *app = args.paths
@@ -704,10 +715,18 @@ def main():
     if native is None or pasta is None:
         return 1
     keys = ncu_metrics.metric_map(build)
-    ncu, t_ncu = kernel_replay(keys, args)
-    # DRAM_ALONE's metrics alone (not part of ncu's time): DRAM bytes its restores do not inflate.
-    dram_alone, t_one = (None, 0.0) if ncu is None or args.no_dram_alone else kernel_replay(
-        {k: keys[k] for k in DRAM_ALONE}, args, own_l2=False)
+    if args.against:
+        ncu_text = read_text(args.against)
+        dram_text = read_text(args.ncu_dram_alone) if args.ncu_dram_alone else None
+        t_ncu = t_one = None
+    else:
+        ncu, t_ncu = kernel_replay(keys, args)
+        # DRAM_ALONE's metrics alone (not part of ncu's time): DRAM bytes its restores do not
+        # inflate.
+        dram_alone, t_one = (None, 0.0) if ncu is None or args.no_dram_alone else kernel_replay(
+            {k: keys[k] for k in DRAM_ALONE}, args, own_l2=False)
+        ncu_text = ncu.stdout if ncu is not None else None
+        dram_text = dram_alone.stdout if dram_alone is not None else None
 
     with open(os.path.join(out, "pasta", "op_counters.profile.json")) as f:
         profile = json.load(f)
@@ -717,18 +736,24 @@ def main():
     print(f"{model_title(args.model, args.layers)}, one training step, {gpu}; "
           f"ncu --cache-control {cache}; pasta PASTA_COUNTER_REPLAY={replay}")
     print(f"{'run':<8} {'wall s':>8} {'x native':>9}")
-    for name, t in [("native", t_native), ("pasta", t_pasta), ("ncu", t_ncu)]:
+    for name, t in [("native", t_native), ("pasta", t_pasta)] + (
+            [] if args.against else [("ncu", t_ncu)]):
         more = " (killed at the timeout: a lower bound)" if name == "ncu" and ncu is None else ""
         print(f"{name:<8} {t:>8.1f} {t / t_native:>9.1f}{more}")
-    if args.no_dram_alone:
+    if args.against:
+        print(f"ncu: not run; its files of an earlier run: {args.against}"
+              f"{', ' + args.ncu_dram_alone if args.ncu_dram_alone else ''}")
+    elif args.no_dram_alone:
         print(f"ncu, {', '.join(DRAM_ALONE)} alone: not run (--no-dram-alone)")
     else:
         print(f"ncu, {', '.join(DRAM_ALONE)} alone (compared below, not timed against pasta): "
               f"{t_one:.1f} s")
-    print(f"ncu / pasta: {'>= ' if ncu is None else ''}{t_ncu / t_pasta:.1f}x; pasta measured "
-          f"{measured} of {launches} launches ({len(entries)} signatures), operators: "
-          f"{len(profile['operators'])}")
-    print(tool_cost(t_native, t_pasta, t_ncu, ncu is None))
+    speed = "" if args.against else \
+        f"ncu / pasta: {'>= ' if ncu is None else ''}{t_ncu / t_pasta:.1f}x; "
+    print(f"{speed}pasta measured {measured} of {launches} launches ({len(entries)} signatures), "
+          f"operators: {len(profile['operators'])}")
+    if not args.against:
+        print(tool_cost(t_native, t_pasta, t_ncu, ncu is None))
     print("results: native", native.stdout.strip().splitlines()[-1])
     print("results: pasta ", pasta.stdout.strip().splitlines()[-1])
     for line in pasta.stderr.splitlines():  # what pasta said: skipped or mismatched launches
@@ -737,19 +762,19 @@ def main():
             # indices offline (cut at 800 characters it held 515 of ResNet-18's 696 launches).
             print("  " + (line if "launch by launch" in line else line[:800]))
     print("warnings:", profile["warnings"])
-    if ncu is None:
+    with open(os.path.join(out, "pasta_stderr.txt"), "w") as f:
+        f.write(pasta.stderr)
+    if ncu_text is None:
         print(f"FAILED: ncu killed at its timeout ({args.ncu_timeout:.0f} s): nothing compared "
               "(--ncu-timeout, or fewer --layers where the model has them)")
         return 1
-    with open(os.path.join(out, "ncu.csv"), "w") as f:
-        f.write(ncu.stdout)
-    if dram_alone is not None:
-        with open(os.path.join(out, "ncu_dram_alone.csv"), "w") as f:
-            f.write(dram_alone.stdout)
-    with open(os.path.join(out, "pasta_stderr.txt"), "w") as f:
-        f.write(pasta.stderr)
-    failed = compare(build, entries, ncu.stdout, replay,
-                     dram_alone_csv=dram_alone.stdout if dram_alone is not None else None,
+    if not args.against:
+        with open(os.path.join(out, "ncu.csv"), "w") as f:
+            f.write(ncu_text)
+        if dram_text is not None:
+            with open(os.path.join(out, "ncu_dram_alone.csv"), "w") as f:
+                f.write(dram_text)
+    failed = compare(build, entries, ncu_text, replay, dram_alone_csv=dram_text,
                      sequence=launch_sequence(pasta.stderr))
     print(failed or passed())
     return 1 if failed else 0

@@ -221,6 +221,61 @@ with tempfile.TemporaryDirectory() as tmp:
     assert last == op_counters.passed(), last
 print("exit status: 1 under the per-metric floor, 0 at it")
 
+# --against: native and pasta only (a fake pasta that writes the profile and runs the script, a
+# fake script), compared with an earlier run's ncu CSV: no ncu runs, no ratio to ncu's time,
+# pasta's stderr kept, the comparison's verdict as --compare gives it; and the variables of
+# the environment reach pasta (the variant measured).
+with tempfile.TemporaryDirectory() as tmp:
+    write_build(tmp)
+    write_ncu(os.path.join(tmp, "earlier_ncu.csv"))
+    entries = [{"kernel": f"k{i}", "grid": [i + 1, 1, 1], "block": [128, 1, 1], "launches": 1,
+                "measured": 1, "measured_launches": [i], "metrics": ncu_values(i)}
+               for i in range(40)]
+    with open(os.path.join(tmp, "profile.json"), "w") as f:
+        json.dump({"operators": [], "unattributed": entries, "warnings": []}, f)
+    os.makedirs(os.path.join(tmp, "bin"))
+    with open(os.path.join(tmp, "bin", "pasta"), "w") as f:  # pasta run -f ... -o DIR -- SCRIPT
+        f.write(f"""#!/bin/sh
+while [ "$1" != -o ]; do shift; done
+mkdir -p "$2" && cp {tmp}/profile.json "$2/op_counters.profile.json"
+echo "pasta: PASTA_COUNTER_BATCH=$PASTA_COUNTER_BATCH" >&2
+shift 3
+exec "$@"
+""")
+    os.chmod(os.path.join(tmp, "bin", "pasta"), 0o755)
+    script, name = op_counters.model_script, op_counters.harness.gpu_name
+    op_counters.model_script = lambda model, layers: [sys.executable, "-c", "print('{}')"]
+    op_counters.harness.gpu_name = lambda: "a GPU"
+    os.environ["PASTA_COUNTER_BATCH"] = "4"
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(said):
+            code = op_counters.main([tmp, os.path.join(tmp, "out"), "--against",
+                                     os.path.join(tmp, "earlier_ncu.csv")])
+    finally:
+        op_counters.model_script, op_counters.harness.gpu_name = script, name
+        del os.environ["PASTA_COUNTER_BATCH"]
+    text = said.getvalue()
+    assert code == 0, text[-2000:]
+    assert text.strip().splitlines()[-1] == op_counters.passed(), text[-2000:]
+    assert f"ncu: not run; its files of an earlier run: {tmp}/earlier_ncu.csv" in text, text
+    assert "ncu / pasta" not in text and "ncu adds" not in text, text
+    assert "pasta measured 40 of 40 launches (40 signatures)" in text, text
+    assert sorted(os.listdir(os.path.join(tmp, "out"))) == ["pasta", "pasta_stderr.txt"]
+    with open(os.path.join(tmp, "out", "pasta_stderr.txt")) as f:
+        assert f.read() == "pasta: PASTA_COUNTER_BATCH=4\n"
+    for bad in (["--compare", "B", "P", "N"], ["--ncu-app", "B", "O"]):
+        error = io.StringIO()
+        with contextlib.redirect_stderr(error):
+            try:
+                op_counters.arguments([*bad, "--against", "x.csv"])
+            except SystemExit as e:
+                assert e.code == 2, (bad, e.code)
+            else:
+                raise AssertionError(f"{bad} accepted")
+        assert "--against runs native and pasta: not with --compare" in error.getvalue(), error
+print("--against: pasta alone against an earlier run's ncu files")
+
 # --ncu-twice on two files: ncu's second run judged against its first with pasta's rule and
 # floors; a measurement, so the exit status is 0 either way and the last line says where it
 # stands. 3 occupancies off in run B: 117 of 120 (97.5%), occupancy 37 of 40 (92.5%).

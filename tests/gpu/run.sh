@@ -28,6 +28,9 @@
 # then bench/gpu/op_counters.py (COUNTERS_BENCH=0 leaves it out, COUNTERS_TESTS=0 the tests;
 # COUNTERS_BENCH_ARGS its options, e.g. "--model gpt2 --layers 1" for transformers' GPT-2 or
 # "--model resnet18" for torchvision's ResNet-18 instead of the project's gpt_block);
+# COUNTERS_AGAINST=DIR runs native and pasta only, against the MODEL_ncu.csv.gz (and
+# MODEL_ncu_dram_alone.csv.gz) an earlier run left in DIR: a variant of pasta (its PASTA_*
+# variables set on the command line) without ncu's minutes;
 # COUNTERS_NCU_APP=1 then runs ncu's application replay of the same script and compares three
 # ways, on this run's files or, with COUNTERS_FROM=DIR, on the MODEL_op_counters.profile.json
 # and MODEL_ncu.csv.gz an earlier run left in DIR (inside the tree, so they travel; MODEL is
@@ -252,12 +255,20 @@ if [ "$what" = counters ]; then
     gpu_tests counters "gpu: counters"
   fi
   if [ "${COUNTERS_BENCH:-1}" = 1 ]; then
+    against=()  # COUNTERS_AGAINST=DIR: an earlier run's ncu files instead of running ncu
+    if [ -n "${COUNTERS_AGAINST:-}" ]; then
+      against=(--against "$COUNTERS_AGAINST/${kept}_ncu.csv.gz")
+      [ -f "$COUNTERS_AGAINST/${kept}_ncu_dram_alone.csv.gz" ] &&
+        against+=(--ncu-dram-alone "$COUNTERS_AGAINST/${kept}_ncu_dram_alone.csv.gz")
+    fi
     echo "== per-operator counters of a training step ($counters_model): pasta against ncu"
     step "op_counters benchmark ($counters_model)" op-counters-bench.log \
-      python3 bench/gpu/op_counters.py "$build" "$work/op-counters" ${COUNTERS_BENCH_ARGS:-}
+      python3 bench/gpu/op_counters.py "$build" "$work/op-counters" ${COUNTERS_BENCH_ARGS:-} \
+      "${against[@]}"
     cp "$work/op-counters/pasta/op_counters.profile.json" "$out/${kept}_op_counters.profile.json" 2>/dev/null
-    gzip -c "$work/op-counters/ncu.csv" >"$out/${kept}_ncu.csv.gz" 2>/dev/null
-    gzip -c "$work/op-counters/ncu_dram_alone.csv" >"$out/${kept}_ncu_dram_alone.csv.gz" 2>/dev/null
+    for f in ncu ncu_dram_alone; do  # not with COUNTERS_AGAINST: no ncu ran
+      [ -f "$work/op-counters/$f.csv" ] && gzip -c "$work/op-counters/$f.csv" >"$out/${kept}_$f.csv.gz"
+    done
     gzip -c "$work/op-counters/pasta_stderr.txt" >"$out/${kept}_pasta_stderr.txt.gz" 2>/dev/null
   fi
   if [ "${COUNTERS_NCU_APP:-0}" = 1 ]; then
