@@ -4,8 +4,13 @@
 // memory; the program launches it 6 times (two grid sizes, so two counter
 // signatures) and prints both counters, 6 and 6 unprofiled. Before pasta
 // saved such variables with the allocations, `pasta run --counters` left
-// the `__device__` counter at 24 (60 with every launch measured) on an H200,
-// CUPTI's kernel replay and ncu at 6 (gpu: counters_device_variables).
+// the `__device__` counter at 24 on an H200 (2026-11-30, driver 580.159.04;
+// 60 with PASTA_COUNTER_LAUNCHES=0, in batches or with PASTA_COUNTER_BATCH=1),
+// and PASTA_COUNTER_REPLAY=cupti, ncu's kernel replay and its application
+// replay at 6; the allocated counter was 6 under all of them
+// (gpu: counters_device_variables holds both to 6 now). Alone:
+//   nvcc -std=c++17 -arch=sm_90 -o /tmp/dv examples/cuda/device_variables.cu
+//   /tmp/dv; pasta run --counters -- /tmp/dv; ncu --metrics smsp__inst_executed.sum /tmp/dv
 #include <cuda_runtime.h>
 
 #include <cstdio>

@@ -4,7 +4,7 @@
 // program would see each measured launch's writes once per pass (on an
 // H200, a kernel adding one to a `__device__` counter at each of 6 launches
 // left it at 24 under user replay, 6 under CUPTI's kernel replay and ncu:
-// bench/gpu/probe/device_globals.cu).
+// examples/cuda/device_variables.cu).
 //
 // Module memory is not among the allocations the driver's calls report, and
 // the driver lists no module's variables: their names come from the image
