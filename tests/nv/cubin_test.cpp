@@ -10,16 +10,11 @@
 
 #include <pasta/nv/detail/cubin.hpp>
 
+#include "cubin_file.hpp"
+
 namespace {
 
-std::vector<std::byte> read_cubin() {
-  std::ifstream in(PASTA_TEST_CUBIN, std::ios::binary);
-  REQUIRE(in);
-  std::vector<char> bytes{std::istreambuf_iterator<char>(in), {}};
-  std::vector<std::byte> out(bytes.size());
-  std::memcpy(out.data(), bytes.data(), bytes.size());
-  return out;
-}
+std::vector<std::byte> read_cubin() { return pasta::test::read_cubin(PASTA_TEST_CUBIN); }
 
 std::set<std::string> kernels(std::span<const std::byte> image, bool& ok) {
   std::set<std::string> names;

@@ -13,20 +13,15 @@
 
 #include <pasta/nv/counters/module_variables.hpp>
 
+#include "../cubin_file.hpp"
+
 using pasta::nv::detail::Driver;
 using pasta::nv::detail::ModuleVariables;
 using Range = ModuleVariables::Range;
 
 namespace module_variables_test {
 
-std::vector<std::byte> test_cubin() {
-  std::ifstream in(PASTA_TEST_CUBIN, std::ios::binary);
-  REQUIRE(in);
-  std::vector<char> bytes{std::istreambuf_iterator<char>(in), {}};
-  std::vector<std::byte> out(bytes.size());
-  std::memcpy(out.data(), bytes.data(), bytes.size());
-  return out;
-}
+std::vector<std::byte> test_cubin() { return pasta::test::read_cubin(PASTA_TEST_CUBIN); }
 
 // A driver whose kernels are the test cubin's: handle 0x10 a function of
 // module 0x100, handle 0x20 a CUkernel of library 0x200 (cuFuncLoad refuses

@@ -17,18 +17,13 @@
 #include <pasta/nv/sampling/nvdisasm.hpp>
 #include <pasta/nv/sampling/sass.hpp>
 
+#include "../cubin_file.hpp"
+
 namespace sass = pasta::nv::detail::sass;
 
 namespace {
 
-std::vector<std::byte> read_cubin(const char* path) {
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE(in);
-  std::vector<char> bytes{std::istreambuf_iterator<char>(in), {}};
-  std::vector<std::byte> out(bytes.size());
-  std::memcpy(out.data(), bytes.data(), bytes.size());
-  return out;
-}
+using pasta::test::read_cubin;
 
 std::vector<std::byte> blend_code(const std::vector<std::byte>& image) {
   std::vector<std::byte> blend;
