@@ -26,7 +26,9 @@ struct Trace {
   explicit Trace(std::string_view spec) {
     w.configure(parse_capture_range(spec));
     w.listen(this, [](void* self, bool open) {
-      static_cast<Trace*>(self)->states += open ? 'o' : 'c';
+      auto* t = static_cast<Trace*>(self);
+      t->states += open ? 'o' : 'c';
+      if (t->w.done()) t->states += 'd';  // a listener asks as the window closes for good
     });
   }
   char now() const { return w.open() ? '1' : '0'; }
@@ -94,14 +96,17 @@ TEST_CASE("capture ranges: a malformed one says why, and captures nothing") {
 
 TEST_CASE("capture window: steps A-B open after step A-1 ends and close after step B ends") {
   Trace t("steps:2-3");
-  std::string seen(1, t.now());
+  std::string seen(1, t.now()), done(1, t.w.done() ? '1' : '0');
   for (int i = 0; i < 6; ++i) {
     t.w.step_end();
     seen += t.now();
+    done += t.w.done() ? '1' : '0';
   }
   // Step 0 runs before the first end, step 1 after it, ...
   CHECK(seen == "0011000");
-  CHECK(t.states == "oc");
+  // Past step 3 it never opens again, and its listeners know it as it closes.
+  CHECK(done == "0000111");
+  CHECK(t.states == "ocd");
   const auto s = t.w.summary();
   CHECK(s.steps == 6);
   CHECK(s.opened == 1);
@@ -115,7 +120,7 @@ TEST_CASE("capture window: steps:0 is open from the start") {
   CHECK(t.w.open());
   t.w.step_end();
   CHECK_FALSE(t.w.open());
-  CHECK(t.states == "c");
+  CHECK(t.states == "cd");
 }
 
 TEST_CASE("capture window: a step range past the run never opens, and says how far it got") {

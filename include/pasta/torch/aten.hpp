@@ -628,6 +628,9 @@ class Aten {
     } else {
       at::reenableCallback(polls_handle_);
       at::disableCallback(ops_handle_);
+      // A steps window past its last step never opens again: module calls
+      // need no following after it (the module tracker stops).
+      if (tracking_ && pasta::detail::capture_window().done()) detail::ModuleTracker::finish();
     }
   }
   // Outside the capture window, about one operator in poll_every of each

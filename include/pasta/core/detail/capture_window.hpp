@@ -63,6 +63,7 @@ class CaptureWindow {
     target_ = r.kind == CaptureRange::Kind::nvtx ? intern(r.name) : NameId{};
     depth_ = 0;
     steps_ = 0;
+    done_.store(false, std::memory_order_relaxed);
     kind_.store(r.kind, std::memory_order_relaxed);
     const bool at_start = r.whole() || (r.kind == CaptureRange::Kind::steps && r.first == 0);
     opened_ = at_start && !r.whole() ? 1 : 0;
@@ -71,6 +72,9 @@ class CaptureWindow {
 
   bool open() const { return open_.load(std::memory_order_relaxed); }
   bool whole() const { return kind() == CaptureRange::Kind::whole; }
+  // A steps window past its last step: it never opens again (read without
+  // the lock, so a listener may ask it as the window closes).
+  bool done() const { return done_.load(std::memory_order_relaxed); }
   CaptureRange::Kind kind() const { return kind_.load(std::memory_order_relaxed); }
 
   // cudaProfilerStart (start = true) or cudaProfilerStop.
@@ -107,6 +111,7 @@ class CaptureWindow {
     const std::uint64_t step = ++steps_;
     const bool now = step >= range_.first && step <= range_.last;
     if (now && !open()) ++opened_;
+    if (step > range_.last) done_.store(true, std::memory_order_relaxed);
     set(now);
   }
 
@@ -143,6 +148,7 @@ class CaptureWindow {
 
   std::mutex mutex_;
   std::atomic<bool> open_{true};
+  std::atomic<bool> done_{false};
   std::atomic<CaptureRange::Kind> kind_{CaptureRange::Kind::whole};
   CaptureRange range_;
   NameId target_{};

@@ -103,9 +103,25 @@ class ModuleTracker {
     if (s.verbose)
       pasta::detail::log(fmt::format(
           "modules: {} module calls; source lines: {} call sites looked up, {} operators found "
-          "theirs in the cache, {} past the cache's bound",
+          "theirs in the cache, {} past the cache's bound{}",
           s.stats.calls.load(), s.stats.walks.load(), s.stats.site_hits.load(),
-          s.stats.dropped.load()));
+          s.stats.dropped.load(),
+          s.finished.load() ? "; module calls no longer followed once the capture window "
+                              "closed for good"
+                            : ""));
+  }
+  // The capture window closed and never opens again (a steps window past its
+  // last step, on the thread that ended that step): nothing after it is
+  // recorded, so module calls are no longer followed. Each monitoring
+  // callback of _call_impl returns sys.monitoring.DISABLE from then on, which
+  // turns it off where it fired: after the first module call, none costs the
+  // program anything (PY_UNWIND, which cannot be disabled, does nothing).
+  // The calling thread's open module calls are dropped, as follow(False)
+  // drops them.
+  static void finish() {
+    State& s = state();
+    if (s.finished.exchange(true)) return;
+    module_thread().stack.clear();
   }
   static const Stats& stats() { return state().stats; }
   // Paused from Python (pasta_modules.follow(False)): operators look up no
@@ -256,10 +272,12 @@ class ModuleTracker {
     bool modules = false, sources = false;
     std::atomic<bool> exiting{false};  // the interpreter is finalising: no frame walks
     std::atomic<bool> paused{false};   // pasta_modules.follow(False)
+    std::atomic<bool> finished{false};  // the capture window never opens again (finish())
     std::atomic<std::uint32_t> main_thread{0};  // pasta's id of the thread that runs pending calls
     Emit emit = nullptr;
     Stats stats;
     PythonApi::Obj install = nullptr, module_name = nullptr, call_impl_code = nullptr;
+    PythonApi::Obj disable = nullptr;  // sys.monitoring.DISABLE
     std::mutex mutex;  // what follows (callbacks hold the GIL; frame walks take it)
     std::string torch_dir, stdlib_dir;
     std::vector<std::string> extra_skip;
@@ -307,7 +325,8 @@ def install(start, ret, unwind, configure, exiting, pause):
             if m is mod and n:
                 return n
         return type(mod).__name__
-    configure(module_name, code, os.path.join(torch_dir, ""), os.path.join(stdlib, ""))
+    configure(module_name, code, os.path.join(torch_dir, ""), os.path.join(stdlib, ""),
+              mon.DISABLE)
     mon.use_tool_id(tool, "pasta")
     E = mon.events
     mon.register_callback(tool, E.PY_START, start)
@@ -332,7 +351,8 @@ def install(start, ret, unwind, configure, exiting, pause):
 FOLLOW_DOC = """pasta run --torch's switch for nn.Module calls and source lines. follow(False): the
 operators after it carry no module and no line, and cost what they cost with PASTA_MODULES=0
 PASTA_SOURCE_LINES=0; follow(True): followed again. A module call begun before a switch is
-not reported. For benchmarks that time both in one process."""
+not reported. After a steps:A-B capture window has closed, module calls are no longer
+followed and follow() switches nothing. For benchmarks that time both in one process."""
 )PY";
 
   // The pending call: on the Python main thread, holding the GIL.
@@ -373,7 +393,7 @@ not reported. For benchmarks that time both in one process."""
 
   static PythonApi::Obj py_configure(PythonApi::Obj, PythonApi::Obj const* args, long n) {
     State& s = state();
-    if (n == 4) {
+    if (n == 5) {
       std::scoped_lock lock(s.mutex);
       s.api.incref(args[0]);
       s.module_name = args[0];
@@ -381,6 +401,8 @@ not reported. For benchmarks that time both in one process."""
       s.call_impl_code = args[1];
       s.torch_dir = std::string(s.api.text(args[2]));
       s.stdlib_dir = std::string(s.api.text(args[3]));
+      s.api.incref(args[4]);
+      s.disable = args[4];
     }
     return s.api.new_none();
   }
@@ -401,9 +423,17 @@ not reported. For benchmarks that time both in one process."""
   }
 
   // PY_START of _call_impl(self, ...): a module call begins.
+  // What a monitoring callback of _call_impl returns once finish() ran:
+  // sys.monitoring.DISABLE, a new reference.
+  static PythonApi::Obj disabled(State& s) {
+    if (!s.disable) return s.api.new_none();
+    s.api.incref(s.disable);
+    return s.disable;
+  }
   static PythonApi::Obj py_start(PythonApi::Obj, PythonApi::Obj const*, long) {
     State& s = state();
     PythonApi& py = s.api;
+    if (s.finished.load(std::memory_order_relaxed)) return disabled(s);
     if (!s.active.load(std::memory_order_relaxed)) return py.new_none();
     try {
       PythonApi::Obj frame = py.eval_frame();
@@ -433,13 +463,15 @@ not reported. For benchmarks that time both in one process."""
   }
   static PythonApi::Obj py_return(PythonApi::Obj, PythonApi::Obj const*, long) {
     State& s = state();
+    if (s.finished.load(std::memory_order_relaxed)) return disabled(s);
     leave(s, s.api.eval_frame());
     return s.api.new_none();
   }
   // PY_UNWIND of any function: only _call_impl's matter (an exception left a module).
   static PythonApi::Obj py_unwind(PythonApi::Obj, PythonApi::Obj const* args, long n) {
     State& s = state();
-    if (n >= 1 && args[0] == s.call_impl_code) leave(s, s.api.eval_frame());
+    if (n >= 1 && args[0] == s.call_impl_code && !s.finished.load(std::memory_order_relaxed))
+      leave(s, s.api.eval_frame());
     return s.api.new_none();
   }
   // The module call of `frame` returned: it and any call above it whose
