@@ -22,7 +22,9 @@ from modules_check import marked_lines, probe_main, verdict  # noqa: E402
 PLAN = ["followed", "followed", "paused", "paused", "paused", "followed"]
 
 
-def child(probe):
+def profiled_net(probe):
+    """torch, Net (Linear layers a and b: 3 module calls a forward, its lines marked in this
+    file) seeded and built with the probe library loaded and started, and an input."""
     import ctypes
 
     import torch
@@ -40,8 +42,11 @@ def child(probe):
     torch.manual_seed(0)
     lib = ctypes.CDLL(probe, mode=ctypes.RTLD_GLOBAL)
     lib.InitializeInjection()
-    model = Net()
-    x = torch.randn(4, 16)
+    return torch, Net(), torch.randn(4, 16)
+
+
+def child(probe):
+    torch, model, x = profiled_net(probe)
     model(x).sum().backward()  # before the first: pasta follows modules from here
     import pasta_modules
     calls = []

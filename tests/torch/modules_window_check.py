@@ -22,30 +22,14 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from modules_check import probe_main, verdict  # noqa: E402
+from modules_follow_check import profiled_net  # noqa: E402
 
 STEPS = 6
 WINDOW = (2, 3)  # the steps (from 0) the window holds: PASTA_CAPTURE_RANGE=steps:2-3
 
 
 def child(probe):
-    import ctypes
-
-    import torch
-
-    class Net(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.a = torch.nn.Linear(16, 32)
-            self.b = torch.nn.Linear(32, 8)
-
-        def forward(self, x):
-            return self.b(torch.relu(self.a(x)))
-
-    torch.manual_seed(0)
-    lib = ctypes.CDLL(probe, mode=ctypes.RTLD_GLOBAL)
-    lib.InitializeInjection()
-    model = Net()
-    x = torch.randn(4, 16)
+    torch, model, x = profiled_net(probe)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     # Operators alone until modules are followed (a sampled poll installs the tracker), so
     # that every module call below is counted from its first.
