@@ -31,6 +31,16 @@ struct VariablesFake {
   std::map<std::string, Range> in_library{{"_ZN6counts5callsE", {0x9000, 4}}};
   int lookups = 0;
   bool library_api = true;
+  // cuModuleGetGlobal or cuLibraryGetGlobal on `in`, counted.
+  CUresult look_up(const std::map<std::string, Range>& in, const char* name, CUdeviceptr* base,
+                   std::size_t* bytes) {
+    ++lookups;
+    const auto it = in.find(name);
+    if (it == in.end()) return CUDA_ERROR_NOT_FOUND;
+    *base = it->second.base;
+    *bytes = it->second.bytes;
+    return CUDA_SUCCESS;
+  }
 };
 VariablesFake vf;
 
@@ -53,12 +63,7 @@ Driver variables_driver() {
     return CUDA_SUCCESS;
   };
   d.module_global = [](CUdeviceptr* base, std::size_t* bytes, CUmodule, const char* name) {
-    ++vf.lookups;
-    const auto it = vf.in_module.find(name);
-    if (it == vf.in_module.end()) return CUDA_ERROR_NOT_FOUND;
-    *base = it->second.base;
-    *bytes = it->second.bytes;
-    return CUDA_SUCCESS;
+    return vf.look_up(vf.in_module, name, base, bytes);
   };
   d.kernel_library = [](CUlibrary* l, CUkernel) {
     if (!vf.library_api) return CUDA_ERROR_NOT_SUPPORTED;
@@ -66,12 +71,7 @@ Driver variables_driver() {
     return CUDA_SUCCESS;
   };
   d.library_global = [](CUdeviceptr* base, std::size_t* bytes, CUlibrary, const char* name) {
-    ++vf.lookups;
-    const auto it = vf.in_library.find(name);
-    if (it == vf.in_library.end()) return CUDA_ERROR_NOT_FOUND;
-    *base = it->second.base;
-    *bytes = it->second.bytes;
-    return CUDA_SUCCESS;
+    return vf.look_up(vf.in_library, name, base, bytes);
   };
   d.kernel_function = [](CUfunction* f, CUkernel) {
     *f = reinterpret_cast<CUfunction>(0x21);

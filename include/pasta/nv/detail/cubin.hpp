@@ -25,12 +25,17 @@ inline constexpr unsigned char sto_cuda_entry = 0x10;
 // symbol table (section null, and its name empty, where the symbol's section
 // index names none). Returns false (having called f for none or some) if the
 // image is not a 64-bit ELF or is cut short.
+// Whether `bytes` bytes from `offset` lie inside an image of `size` bytes
+// (no overflow whatever the ELF headers claim).
+inline bool in_image(std::size_t size, std::uint64_t offset, std::uint64_t bytes) {
+  return offset <= size && bytes <= size - offset;
+}
+
 template <class F>
 bool for_each_symbol(std::span<const std::byte> image, F&& f) {
   const auto* base = reinterpret_cast<const unsigned char*>(image.data());
-  const std::size_t size = image.size();
-  auto fits = [&](std::uint64_t offset, std::uint64_t bytes) {
-    return offset <= size && bytes <= size - offset;
+  auto fits = [size = image.size()](std::uint64_t offset, std::uint64_t bytes) {
+    return in_image(size, offset, bytes);
   };
   Elf64_Ehdr eh;
   if (!fits(0, sizeof eh)) return false;
@@ -94,10 +99,10 @@ bool for_each_kernel_code(std::span<const std::byte> image, F&& f) {
                                     const Elf64_Shdr* text, std::string_view) {
     if (ELF64_ST_TYPE(sym.st_info) != STT_FUNC || !(sym.st_other & sto_cuda_entry)) return;
     std::span<const std::byte> code;
-    if (text && text->sh_type == SHT_PROGBITS && sym.st_value <= text->sh_size &&
-        sym.st_size <= text->sh_size - sym.st_value && text->sh_offset <= image.size() &&
-        text->sh_offset + sym.st_value <= image.size() &&
-        sym.st_size <= image.size() - text->sh_offset - sym.st_value)
+    if (text && text->sh_type == SHT_PROGBITS &&
+        in_image(text->sh_size, sym.st_value, sym.st_size) &&
+        in_image(image.size(), text->sh_offset, sym.st_value) &&
+        in_image(image.size(), text->sh_offset + sym.st_value, sym.st_size))
       code = image.subspan(text->sh_offset + sym.st_value, sym.st_size);
     f(name, code);
   });
