@@ -727,6 +727,7 @@ def main(argv=None):
             {k: keys[k] for k in DRAM_ALONE}, args, own_l2=False)
         ncu_text = ncu.stdout if ncu is not None else None
         dram_text = dram_alone.stdout if dram_alone is not None else None
+    killed = ncu_text is None  # ncu killed at its timeout (an --against file is always read)
 
     with open(os.path.join(out, "pasta", "op_counters.profile.json")) as f:
         profile = json.load(f)
@@ -738,7 +739,7 @@ def main(argv=None):
     print(f"{'run':<8} {'wall s':>8} {'x native':>9}")
     for name, t in [("native", t_native), ("pasta", t_pasta)] + (
             [] if args.against else [("ncu", t_ncu)]):
-        more = " (killed at the timeout: a lower bound)" if name == "ncu" and ncu is None else ""
+        more = " (killed at the timeout: a lower bound)" if name == "ncu" and killed else ""
         print(f"{name:<8} {t:>8.1f} {t / t_native:>9.1f}{more}")
     if args.against:
         print(f"ncu: not run; its files of an earlier run: {args.against}"
@@ -749,11 +750,11 @@ def main(argv=None):
         print(f"ncu, {', '.join(DRAM_ALONE)} alone (compared below, not timed against pasta): "
               f"{t_one:.1f} s")
     speed = "" if args.against else \
-        f"ncu / pasta: {'>= ' if ncu is None else ''}{t_ncu / t_pasta:.1f}x; "
+        f"ncu / pasta: {'>= ' if killed else ''}{t_ncu / t_pasta:.1f}x; "
     print(f"{speed}pasta measured {measured} of {launches} launches ({len(entries)} signatures), "
           f"operators: {len(profile['operators'])}")
     if not args.against:
-        print(tool_cost(t_native, t_pasta, t_ncu, ncu is None))
+        print(tool_cost(t_native, t_pasta, t_ncu, killed))
     print("results: native", native.stdout.strip().splitlines()[-1])
     print("results: pasta ", pasta.stdout.strip().splitlines()[-1])
     for line in pasta.stderr.splitlines():  # what pasta said: skipped or mismatched launches
@@ -764,7 +765,7 @@ def main(argv=None):
     print("warnings:", profile["warnings"])
     with open(os.path.join(out, "pasta_stderr.txt"), "w") as f:
         f.write(pasta.stderr)
-    if ncu_text is None:
+    if killed:
         print(f"FAILED: ncu killed at its timeout ({args.ncu_timeout:.0f} s): nothing compared "
               "(--ncu-timeout, or fewer --layers where the model has them)")
         return 1

@@ -11,7 +11,6 @@ OUT_JSON gets {"kernels": n, "kernel_names": {name: launches}}, from the raw tra
 events; with --operators (CPU activity as well) also "copies_by_operator" ({operator:
 copies and memsets it issued}) and "copies_outside" (those outside every operator).
 """
-import collections
 import json
 import os
 import runpy
@@ -19,7 +18,7 @@ import sys
 
 import torch
 
-from torch_trace import copies_by_operator, kernel_events, trace_events
+from torch_trace import copies_by_operator, kernel_names, trace_events
 
 
 def main(argv):
@@ -41,7 +40,7 @@ def main(argv):
         except SystemExit as e:  # a script's own sys.exit: counted all the same
             code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     events = trace_events(prof)
-    names = collections.Counter(e["name"] for e in kernel_events(events=events))
+    names = kernel_names(events=events)
     counts = {"kernels": sum(names.values()), "kernel_names": dict(names)}
     if operators:
         counts["copies_by_operator"], counts["copies_outside"] = copies_by_operator(events)

@@ -48,6 +48,7 @@ def copies_by_operator(events):
     return dict(by_op), outside
 
 
-def kernel_names(prof, keep=None):
-    """{kernel name: launches} of a finished torch.profiler run (kernel_events)."""
-    return collections.Counter(e["name"] for e in kernel_events(prof, keep))
+def kernel_names(prof=None, keep=None, events=None):
+    """{kernel name: launches} of a finished torch.profiler run, or of its `events`
+    (kernel_events)."""
+    return collections.Counter(e["name"] for e in kernel_events(prof, keep, events))
