@@ -34,7 +34,7 @@
 # COUNTERS_NCU_APP=1 then runs ncu's application replay of the same script and compares three
 # ways, on this run's files or, with COUNTERS_FROM=DIR, on the MODEL_op_counters.profile.json
 # and MODEL_ncu.csv.gz an earlier run left in DIR (inside the tree, so they travel; MODEL is
-# gpt for gpt_block, else --model's name); with
+# gpt for gpt_block, else --model's name; with COUNTERS_AGAINST, ncu's files from there); with
 # COUNTERS_BENCH_ARGS="--layers 2 --app-metrics all" on every metric (twelve blocks take ncu's
 # application replay past ten minutes). COUNTERS_NCU_TWICE=1 runs ncu's kernel replay of the
 # script twice and judges the second run against the first by pasta's rule and floors
@@ -277,11 +277,12 @@ if [ "$what" = counters ]; then
     step "op_counters --ncu-app ($counters_model)" op-counters-three-way.log \
       python3 bench/gpu/op_counters.py --ncu-app "$build" "$work/op-counters-app" ${COUNTERS_BENCH_ARGS:-}
     gzip -c "$work/op-counters-app/ncu_app.csv" >"$out/${kept}_ncu_app.csv.gz" 2>/dev/null
+    ncu_from=${COUNTERS_AGAINST:-$from}  # ncu's kernel replay: this run's or the earlier one's
     dram_alone=()  # ncu's DRAM metrics measured alone, where the run left one
-    [ -f "$from/${kept}_ncu_dram_alone.csv.gz" ] &&
-      dram_alone=(--ncu-dram-alone "$from/${kept}_ncu_dram_alone.csv.gz")
+    [ -f "$ncu_from/${kept}_ncu_dram_alone.csv.gz" ] &&
+      dram_alone=(--ncu-dram-alone "$ncu_from/${kept}_ncu_dram_alone.csv.gz")
     python3 bench/gpu/op_counters.py --compare "$build" "$from/${kept}_op_counters.profile.json" \
-      "$from/${kept}_ncu.csv.gz" "$out/${kept}_ncu_app.csv.gz" "${dram_alone[@]}" 2>&1 |
+      "$ncu_from/${kept}_ncu.csv.gz" "$out/${kept}_ncu_app.csv.gz" "${dram_alone[@]}" 2>&1 |
       sed -n '/three ways/,$p' | tee -a "$out/op-counters-three-way.log"
     [ "${PIPESTATUS[0]}" -eq 0 ] || failed "op_counters --compare (three ways)"
   fi
