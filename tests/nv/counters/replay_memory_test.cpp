@@ -1,5 +1,6 @@
 // What user replay saves: the allocations the handler follows
-// (nv::detail::Allocations) and how an allocation call's parameters are read
+// (nv::detail::Allocations), the spans of replayed kernels' `__device__`
+// variables (nv::detail::VariableSpans), and how an allocation call's parameters are read
 // (nv::detail::memory_change), on parameter blocks written by hand as CUPTI
 // lays them out.
 #include <doctest/doctest.h>
@@ -46,6 +47,30 @@ TEST_CASE("Allocations: added, freed by start, unmapped by range; a reused addre
   CHECK(a.ranges().empty());
   CHECK(a.count() == 0);
   CHECK(a.bytes() == 0);
+}
+
+TEST_CASE("VariableSpans: variables within 64 bytes of one another are one span") {
+  pasta::nv::detail::VariableSpans spans;
+  spans.add(1000, 16);  // a module's section: 16, 8, 4 and 3 bytes packed by alignment
+  spans.add(1024, 4);   // 8 bytes after the first: joins it
+  spans.add(1016, 8);   // between them, touching both
+  spans.add(1028, 3);
+  spans.add(1000, 16);  // seen again
+  CHECK(spans.ranges() == std::vector<Range>{{1000, 31}});
+  spans.add(1095, 1);   // 64 bytes after the span's end: joins it
+  spans.add(1160, 8);   // 64 after that one: joins too
+  spans.add(1233, 4);   // 65 after: a span of its own
+  CHECK(spans.ranges() == std::vector<Range>{{1000, 168}, {1233, 4}});
+  spans.add(900, 40);   // before the first, 60 bytes short of it: joins
+  CHECK(spans.ranges() == std::vector<Range>{{900, 268}, {1233, 4}});
+  spans.add(1100, 200);  // over the rest: one span
+  CHECK(spans.ranges() == std::vector<Range>{{900, 400}});
+  CHECK(spans.bytes() == 400);
+  spans.add(5000, 0);   // nothing
+  CHECK(spans.ranges().size() == 1);
+  spans.clear();
+  CHECK(spans.ranges().empty());
+  CHECK(spans.bytes() == 0);
 }
 
 TEST_CASE("memory_change reads the allocation calls' parameter blocks") {

@@ -48,6 +48,7 @@ struct Fake {
   std::vector<unsigned char> device;
   std::size_t free = 0, allocated = 0;
   std::vector<std::pair<CUdeviceptr, std::size_t>> allocs;
+  int copies = 0;
 };
 Fake fake;
 
@@ -167,6 +168,7 @@ CUresult mem_free(CUdeviceptr p) {
 }
 CUresult copy(CUdeviceptr to, CUdeviceptr from, std::size_t bytes, CUstream) {
   std::memmove(fake.device.data() + to, fake.device.data() + from, bytes);
+  ++fake.copies;
   return CUDA_SUCCESS;
 }
 
@@ -470,6 +472,30 @@ TEST_CASE("ReplayMemory: each slot restores its own moment; slots after the firs
   CHECK(fake.allocs.size() == backups);
   CHECK(memory.reserve(2));  // 120 over its 100: made again, with its quarter
   CHECK(fake.allocs.back().second == 150);
+}
+
+TEST_CASE("ReplayMemory: a module's variables saved and restored in one copy with the allocations") {
+  Driver driver = fake_driver();
+  fake.free = 1000;
+  fake.device.assign(200, 0);  // an allocation [0, 100), a module's variables in [100, 140)
+  fake.allocated = 200;
+  ReplayMemory memory(driver);
+  memory.allocations().add(0, 100);
+  for (std::uint64_t v : {100, 108, 116, 120, 136}) memory.variables().add(v, 4);
+  std::fill(fake.device.begin(), fake.device.begin() + 200, 1);
+  fake.copies = 0;
+  REQUIRE(memory.save(nullptr, 0));
+  CHECK(fake.copies == 2);  // the allocation, then the variables' span
+  CHECK(memory.saved_bytes(0) == 140);
+  std::fill(fake.device.begin(), fake.device.begin() + 200, 7);
+  memory.restore(nullptr, 0);
+  CHECK(fake.copies == 4);
+  CHECK(fake.device[0] == 1);
+  CHECK(fake.device[139] == 1);  // the last variable's last byte
+  CHECK(fake.device[140] == 7);  // past the span: not the program's to restore
+  memory.variables().clear();  // a module unloads: its variables leave the saved memory
+  REQUIRE(memory.save(nullptr, 0));
+  CHECK(memory.saved_bytes(0) == 100);
 }
 
 TEST_CASE("interrupt_kind: the host's waits replay a batch, asynchronous copies and memsets do not") {

@@ -86,13 +86,16 @@ class RangeCounters {
   // saved memory until a replayed launch names them again.
   void modules_changing() {
     std::lock_guard lock(mutex_);
-    for (const auto& r : variable_ranges_) memory_.allocations().remove(r.base);
+    memory_.variables().clear();
     variable_ranges_.clear();
     variables_.forget();
   }
   // `__device__` variables saved with the allocations, and those an image
   // named that the driver would not find for a replayed launch.
   std::size_t variables_saved() const { return variables_seen_; }
+  // The copies they take at each save and restore (variables_saved() less
+  // those packed beside one another: VariableSpans).
+  std::size_t variable_spans() const { return memory_.variables().ranges().size(); }
   std::size_t variables_missed() const { return variables_.missed(); }
 
   // Whether the handler has CUPTI's kernel activity records on (user replay
@@ -440,7 +443,7 @@ class RangeCounters {
   void add_variables(const Launch& launch) {
     for (const auto& r : variables_.of(driver_, launch_function(launch))) {
       if (std::ranges::find(variable_ranges_, r) != variable_ranges_.end()) continue;
-      memory_.allocations().add(r.base, r.bytes);
+      memory_.variables().add(r.base, r.bytes);
       variable_ranges_.push_back(r);
       ++variables_seen_;
     }
@@ -610,7 +613,7 @@ class RangeCounters {
   L2Flush l2_{driver_};
   ReplayMemory memory_{driver_};
   ModuleVariables variables_;
-  std::vector<Allocations::Range> variable_ranges_;  // among memory_'s allocations
+  std::vector<Allocations::Range> variable_ranges_;  // among memory_'s variables
   std::size_t variables_seen_ = 0;
   bool user_replay_ = true;
   bool kernel_records_ = false;

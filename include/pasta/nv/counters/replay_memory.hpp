@@ -14,6 +14,7 @@
 
 #include <cuda.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <iterator>
 #include <map>
@@ -88,6 +89,57 @@ class Allocations {
   std::uint64_t total_ = 0;
 };
 
+// The `__device__` variables of replayed kernels (module_variables.hpp), as
+// address spans: a variable that overlaps a span or lies within `near` bytes
+// of one joins it. A module's variables lie packed in its global sections
+// (with a few bytes of alignment between them), so a section is copied once
+// rather than each variable: on a torchvision ResNet-18 step, 891 variables
+// (most of them cuDNN's) copied one by one made each save and restore 19 times
+// as slow as the program's 49 allocations alone (docs/internals-counters.md).
+// The bytes between two variables of a span are module memory, copied back to
+// what they held at the launch as the variables are. Safe from any thread.
+class VariableSpans {
+ public:
+  static constexpr std::uint64_t near = 64;
+
+  void add(std::uint64_t base, std::uint64_t bytes) {
+    if (!bytes) return;
+    std::lock_guard lock(mutex_);
+    std::uint64_t lo = base, hi = base + bytes;
+    auto it = spans_.upper_bound(lo);
+    if (it != spans_.begin() && std::prev(it)->second + near >= lo) --it;
+    while (it != spans_.end() && it->first <= hi + near) {
+      lo = std::min(lo, it->first);
+      hi = std::max(hi, it->second);
+      bytes_ -= it->second - it->first;
+      it = spans_.erase(it);
+    }
+    spans_.emplace(lo, hi);
+    bytes_ += hi - lo;
+  }
+  void clear() {
+    std::lock_guard lock(mutex_);
+    spans_.clear();
+    bytes_ = 0;
+  }
+  std::uint64_t bytes() const {
+    std::lock_guard lock(mutex_);
+    return bytes_;
+  }
+  std::vector<Allocations::Range> ranges() const {
+    std::lock_guard lock(mutex_);
+    std::vector<Allocations::Range> out;
+    out.reserve(spans_.size());
+    for (const auto& [lo, hi] : spans_) out.push_back({lo, hi - lo});
+    return out;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::uint64_t, std::uint64_t> spans_;  // start -> end
+  std::uint64_t bytes_ = 0;
+};
+
 // Saving and restoring the allocations Allocations holds, in numbered slots:
 // a batch of launches replayed together keeps each launch's memory in a slot
 // of its own (RangeCounters). Calls run inside a DispatchScope (the copies
@@ -100,6 +152,9 @@ class ReplayMemory {
 
   Allocations& allocations() { return allocations_; }
   const Allocations& allocations() const { return allocations_; }
+  // `__device__` variables saved and restored with the allocations.
+  VariableSpans& variables() { return variables_; }
+  const VariableSpans& variables() const { return variables_; }
 
   // Copies every allocation to `slot`'s backup, after all work queued
   // before (on any stream) finished; the slot's earlier save is gone.
@@ -110,6 +165,7 @@ class ReplayMemory {
   bool save(CUstream stream, std::size_t slot = 0) {
     Slot& s = slot_at(slot);
     std::vector<Allocations::Range> ranges = allocations_.ranges();
+    std::ranges::copy(variables_.ranges(), std::back_inserter(ranges));
     std::uint64_t need = 0;
     for (const auto& r : ranges) need += r.bytes;
     api_.call(api_.ctx_synchronize(), "waiting for the program's work before saving its memory");
@@ -125,7 +181,9 @@ class ReplayMemory {
   }
   // Whether `slot` has room for a save of the allocations as they are now
   // (made if it can be, on save()'s terms); saves nothing.
-  bool reserve(std::size_t slot) { return reserve(slot_at(slot), allocations_.bytes(), slot == 0); }
+  bool reserve(std::size_t slot) {
+    return reserve(slot_at(slot), allocations_.bytes() + variables_.bytes(), slot == 0);
+  }
   // Copies `slot`'s backup back over the allocations it saved.
   void restore(CUstream stream, std::size_t slot = 0) {
     const Slot& s = slots_.at(slot);
@@ -135,7 +193,8 @@ class ReplayMemory {
       at += r.bytes;
     }
   }
-  // Bytes `slot`'s last save copied, and in how many allocations.
+  // Bytes `slot`'s last save copied, and in how many copies (allocations and
+  // spans of variables).
   std::uint64_t saved_bytes(std::size_t slot = 0) const {
     return slot < slots_.size() ? slots_[slot].bytes : 0;
   }
@@ -204,6 +263,7 @@ class ReplayMemory {
 
   Driver& api_;
   Allocations allocations_;
+  VariableSpans variables_;
   std::vector<Slot> slots_;
   std::string why_;
 };
