@@ -93,9 +93,10 @@ class RangeCounters {
   // `__device__` variables saved with the allocations, and those an image
   // named that the driver would not find for a replayed launch.
   std::size_t variables_saved() const { return variables_seen_; }
-  // The copies they take at each save and restore (variables_saved() less
-  // those packed beside one another: VariableSpans).
-  std::size_t variable_spans() const { return memory_.variables().ranges().size(); }
+  // The most copies they took at a save or restore (variables_saved() less
+  // those packed beside one another: VariableSpans); a module's unload takes
+  // its variables out, so at the end there may be none.
+  std::size_t variable_spans() const { return spans_most_; }
   std::size_t variables_missed() const { return variables_.missed(); }
 
   // Whether the handler has CUPTI's kernel activity records on (user replay
@@ -447,6 +448,7 @@ class RangeCounters {
       variable_ranges_.push_back(r);
       ++variables_seen_;
     }
+    spans_most_ = std::max(spans_most_, memory_.variables().ranges().size());
   }
   // The batch's passes with the memory as it was at each launch, the counters
   // decoded, then the memory as saved in slot `now` (the program's at this
@@ -614,7 +616,7 @@ class RangeCounters {
   ReplayMemory memory_{driver_};
   ModuleVariables variables_;
   std::vector<Allocations::Range> variable_ranges_;  // among memory_'s variables
-  std::size_t variables_seen_ = 0;
+  std::size_t variables_seen_ = 0, spans_most_ = 0;
   bool user_replay_ = true;
   bool kernel_records_ = false;
   // The launch before() chose for a user replay, until replay() runs.

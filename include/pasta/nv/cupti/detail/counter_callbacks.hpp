@@ -277,7 +277,7 @@ inline void CounterCallbacks::log_summary(bool verbose) const {
         "end), L2 flushed before {} passes; {} batches of launches replayed together (up to {}); "
         "{} replays before their batch was full ({} where the host waited for the GPU, {} at a "
         "free); {} launches replayed alone (not kept); {} `__device__` variables of replayed "
-        "kernels saved with the allocations ({} copies){}; not measured: {} (no room to save memory), {} (no "
+        "kernels saved with the allocations (in {} copies at most){}; not measured: {} (no room to save memory), {} (no "
         "driver launch call seen), {} kept for a batch and dropped, {} left out of their batch "
         "(the driver refused to launch them again) (both measured at a later launch of their "
         "signature where there was one)",
