@@ -57,16 +57,16 @@ TEST_CASE("VariableSpans: variables within 64 bytes of one another are one span"
   spans.add(1028, 3);
   spans.add(1000, 16);  // seen again
   CHECK(spans.ranges() == std::vector<Range>{{1000, 31}});
-  spans.add(1095, 1);   // 64 bytes after the span's end: joins it
-  spans.add(1160, 8);   // 64 after that one: joins too
-  spans.add(1233, 4);   // 65 after: a span of its own
+  spans.add(1095, 1);  // 64 bytes after the span's end: joins it
+  spans.add(1160, 8);  // 64 after that one: joins too
+  spans.add(1233, 4);  // 65 after: a span of its own
   CHECK(spans.ranges() == std::vector<Range>{{1000, 168}, {1233, 4}});
-  spans.add(900, 40);   // before the first, 60 bytes short of it: joins
+  spans.add(900, 40);  // before the first, 60 bytes short of it: joins
   CHECK(spans.ranges() == std::vector<Range>{{900, 268}, {1233, 4}});
   spans.add(1100, 200);  // over the rest: one span
   CHECK(spans.ranges() == std::vector<Range>{{900, 400}});
   CHECK(spans.bytes() == 400);
-  spans.add(5000, 0);   // nothing
+  spans.add(5000, 0);  // nothing
   CHECK(spans.ranges().size() == 1);
   spans.clear();
   CHECK(spans.ranges().empty());

@@ -474,7 +474,7 @@ TEST_CASE("ReplayMemory: each slot restores its own moment; slots after the firs
   CHECK(fake.allocs.back().second == 150);
 }
 
-TEST_CASE("ReplayMemory: a module's variables saved and restored in one copy with the allocations") {
+TEST_CASE("ReplayMemory: a module's variables saved and restored in one copy") {
   Driver driver = fake_driver();
   fake.free = 1000;
   fake.device.assign(200, 0);  // an allocation [0, 100), a module's variables in [100, 140)

@@ -93,11 +93,12 @@ class Allocations {
 // address spans: a variable that overlaps a span or lies within `near` bytes
 // of one joins it. A module's variables lie packed in its global sections
 // (with a few bytes of alignment between them), so a section is copied once
-// rather than each variable: on a torchvision ResNet-18 step, 891 variables
-// (most of them cuDNN's) copied one by one made each save and restore 19 times
-// as slow as the program's 49 allocations alone (docs/internals-counters.md).
-// The bytes between two variables of a span are module memory, copied back to
-// what they held at the launch as the variables are. Safe from any thread.
+// rather than each variable. On a torchvision ResNet-18 step, 891 variables
+// (most of them cuDNN's) copied one by one made saving and restoring 19 times
+// as slow as the program's 49 allocations alone; as spans, a quarter less:
+// most of them lie apart (docs/internals-counters.md). The bytes between two
+// variables of a span are module memory, copied back to what they held at the
+// launch as the variables are. Safe from any thread.
 class VariableSpans {
  public:
   static constexpr std::uint64_t near = 64;

@@ -277,17 +277,18 @@ inline void CounterCallbacks::log_summary(bool verbose) const {
         "end), L2 flushed before {} passes; {} batches of launches replayed together (up to {}); "
         "{} replays before their batch was full ({} where the host waited for the GPU, {} at a "
         "free); {} launches replayed alone (not kept); {} `__device__` variables of replayed "
-        "kernels saved with the allocations (in {} copies at most){}; not measured: {} (no room to save memory), {} (no "
-        "driver launch call seen), {} kept for a batch and dropped, {} left out of their batch "
-        "(the driver refused to launch them again) (both measured at a later launch of their "
-        "signature where there was one)",
+        "kernels saved with the allocations (in {} copies at most){}; not measured: {} (no room "
+        "to save memory), {} (no driver launch call seen), {} kept for a batch and dropped, {} "
+        "left out of their batch (the driver refused to launch them again) (both measured at a "
+        "later launch of their signature where there was one)",
         t.measured,
         t.measured
             ? static_cast<double>(t.replayed_bytes) / static_cast<double>(t.measured) / (1ull << 30)
             : 0.0,
         counters_.allocations(), t.flushes, t.batches, counters_.batch(), t.early_batches,
         t.early_batches - t.early_at_free, t.early_at_free, t.alone, counters_.variables_saved(),
-        counters_.variable_spans(), counters_.variables_missed()
+        counters_.variable_spans(),
+        counters_.variables_missed()
             ? fmt::format(" ({} named in their modules' images were not found there)",
                           counters_.variables_missed())
             : std::string(),
