@@ -25,7 +25,8 @@ their L2 hit rate, ncu_metrics.L2_OWN), per metric, and the worst ones.
                    (again, from a run's files; with pasta's stderr, which a run keeps in
                    OUT_DIR/pasta_stderr.txt, also SM and DRAM throughput by the launch's place
                    in its replay batch: first after a pass's profiler start, or later)
-    op_counters.py BUILD_DIR OUT_DIR --against NCU_CSV[.gz] [--ncu-dram-alone CSV[.gz]] [--model ...]
+    op_counters.py BUILD_DIR OUT_DIR --against NCU_CSV[.gz] [--ncu-dram-alone CSV[.gz]]
+                   [--against-app CSV[.gz]] [--model ...]
                    (native and pasta only, compared with the ncu files of an earlier run of the
                    same script: a variant of pasta, its PASTA_* variables from the environment,
                    against ncu without ncu's minutes; launch indices must name the same kernels,
@@ -660,6 +661,9 @@ def arguments(argv=None):
     p.add_argument("--against", metavar="NCU_CSV",
                    help="run native and pasta only, and compare with this ncu CSV of an earlier "
                    "run of the same script (ncu.csv)")
+    p.add_argument("--against-app", metavar="CSV",
+                   help="with --against: ncu's application replay of the same script "
+                   "(ncu_app.csv), judged beside the verdict as --compare does")
     p.add_argument("--pasta-log", metavar="FILE",
                    help="with --compare: pasta's stderr of the run (pasta_stderr.txt), for the "
                    "throughputs by place in the replay batch")
@@ -673,6 +677,8 @@ def arguments(argv=None):
         args.layers = LAYERED[args.model]
     if args.against and (args.compare or args.ncu_app or args.ncu_twice):
         p.error("--against runs native and pasta: not with --compare, --ncu-app or --ncu-twice")
+    if args.against_app and not args.against:
+        p.error("--against-app goes with --against")
     counts = (3, 4) if args.compare else (2, 3) if args.ncu_twice else (2,)
     if len(args.paths) not in counts:
         p.error(f"{len(args.paths)} paths given, expected " +
@@ -767,7 +773,8 @@ def main(argv=None):
         print(f"{name:<8} {t:>8.1f} {t / t_native:>9.1f}{more}")
     if args.against:
         print(f"ncu: not run; its files of an earlier run: {args.against}"
-              f"{', ' + args.ncu_dram_alone if args.ncu_dram_alone else ''}")
+              f"{', ' + args.ncu_dram_alone if args.ncu_dram_alone else ''}"
+              f"{', ' + args.against_app if args.against_app else ''}")
     elif args.no_dram_alone:
         print(f"ncu, {', '.join(DRAM_ALONE)} alone: not run (--no-dram-alone)")
     else:
@@ -799,7 +806,8 @@ def main(argv=None):
         if dram_text is not None:
             with open(os.path.join(out, "ncu_dram_alone.csv"), "w") as f:
                 f.write(dram_text)
-    failed = compare(build, entries, ncu_text, replay, dram_alone_csv=dram_text,
+    app_text = read_text(args.against_app) if args.against_app else None
+    failed = compare(build, entries, ncu_text, replay, app_csv=app_text, dram_alone_csv=dram_text,
                      sequence=launch_sequence(pasta.stderr))
     print(failed or passed())
     return 1 if failed else 0

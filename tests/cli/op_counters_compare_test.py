@@ -269,19 +269,24 @@ shift 3
 exec "$@"
 """)
     os.chmod(os.path.join(tmp, "bin", "pasta"), 0o755)
-    script, name = op_counters.model_script, op_counters.harness.gpu_name
-    op_counters.model_script = lambda model, layers: [sys.executable, "-c", "print('{}')"]
-    op_counters.harness.gpu_name = lambda: "a GPU"
-    os.environ["PASTA_COUNTER_BATCH"] = "4"
-    said = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(said):
-            code = op_counters.main([tmp, os.path.join(tmp, "out"), "--against",
-                                     os.path.join(tmp, "earlier_ncu.csv")])
-    finally:
-        op_counters.model_script, op_counters.harness.gpu_name = script, name
-        del os.environ["PASTA_COUNTER_BATCH"]
-    text = said.getvalue()
+
+    def against(*more):
+        """op_counters.py --against the earlier run's ncu CSV, `more` added: (exit, stdout)."""
+        script, name = op_counters.model_script, op_counters.harness.gpu_name
+        op_counters.model_script = lambda model, layers: [sys.executable, "-c", "print('{}')"]
+        op_counters.harness.gpu_name = lambda: "a GPU"
+        os.environ["PASTA_COUNTER_BATCH"] = "4"
+        said = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(said):
+                code = op_counters.main([tmp, os.path.join(tmp, "out"), "--against",
+                                         os.path.join(tmp, "earlier_ncu.csv"), *more])
+        finally:
+            op_counters.model_script, op_counters.harness.gpu_name = script, name
+            del os.environ["PASTA_COUNTER_BATCH"]
+        return code, said.getvalue()
+
+    code, text = against()
     assert code == 0, text[-2000:]
     assert text.strip().splitlines()[-1] == op_counters.passed(), text[-2000:]
     assert f"ncu: not run; its files of an earlier run: {tmp}/earlier_ncu.csv" in text, text
@@ -290,6 +295,25 @@ exec "$@"
     assert sorted(os.listdir(os.path.join(tmp, "out"))) == ["pasta", "pasta_stderr.txt"]
     with open(os.path.join(tmp, "out", "pasta_stderr.txt")) as f:
         assert f.read() == "pasta: PASTA_COUNTER_BATCH=4\n"
+    # An earlier run's application replay too (3 occupancies of 40 off from its kernel replay):
+    # judged beside the verdict, which stays the kernel replay's.
+    write_ncu(os.path.join(tmp, "earlier_ncu_app.csv"), 3)
+    code, text = against("--against-app", os.path.join(tmp, "earlier_ncu_app.csv"))
+    lines = text.strip().splitlines()
+    assert code == 0 and lines[-1] == op_counters.passed(), text[-2000:]
+    assert f"{tmp}/earlier_ncu_app.csv" in text, text
+    assert "  at the goal: " + op_counters.passed() in lines, text[-3000:]  # pasta ~ any of ncu
+    assert any(line.startswith("  under the goal: 117 of 120 values within 5% of ncu's (ncu "
+                               "against itself, 97.5%)") for line in lines), text[-3000:]
+    error = io.StringIO()
+    with contextlib.redirect_stderr(error):
+        try:
+            op_counters.arguments(["B", "O", "--against-app", "x.csv"])
+        except SystemExit as e:
+            assert e.code == 2, e.code
+        else:
+            raise AssertionError("--against-app without --against accepted")
+    assert "--against-app goes with --against" in error.getvalue(), error
     for bad in (["--compare", "B", "P", "N"], ["--ncu-app", "B", "O"]):
         error = io.StringIO()
         with contextlib.redirect_stderr(error):

@@ -29,8 +29,8 @@
 # COUNTERS_BENCH_ARGS its options, e.g. "--model gpt2 --layers 1" for transformers' GPT-2 or
 # "--model resnet18" for torchvision's ResNet-18 instead of the project's gpt_block);
 # COUNTERS_AGAINST=DIR runs native and pasta only, against the MODEL_ncu.csv.gz (and
-# MODEL_ncu_dram_alone.csv.gz) an earlier run left in DIR: a variant of pasta (its PASTA_*
-# variables set on the command line) without ncu's minutes;
+# MODEL_ncu_dram_alone.csv.gz, MODEL_ncu_app.csv.gz) an earlier run left in DIR: a variant of
+# pasta (its PASTA_* variables set on the command line) without ncu's minutes;
 # COUNTERS_NCU_APP=1 then runs ncu's application replay of the same script and compares three
 # ways, on this run's files or, with COUNTERS_FROM=DIR, on the MODEL_op_counters.profile.json
 # and MODEL_ncu.csv.gz an earlier run left in DIR (inside the tree, so they travel; MODEL is
@@ -260,6 +260,8 @@ if [ "$what" = counters ]; then
       against=(--against "$COUNTERS_AGAINST/${kept}_ncu.csv.gz")
       [ -f "$COUNTERS_AGAINST/${kept}_ncu_dram_alone.csv.gz" ] &&
         against+=(--ncu-dram-alone "$COUNTERS_AGAINST/${kept}_ncu_dram_alone.csv.gz")
+      [ -f "$COUNTERS_AGAINST/${kept}_ncu_app.csv.gz" ] &&
+        against+=(--against-app "$COUNTERS_AGAINST/${kept}_ncu_app.csv.gz")
     fi
     echo "== per-operator counters of a training step ($counters_model): pasta against ncu"
     step "op_counters benchmark ($counters_model)" op-counters-bench.log \
