@@ -29,6 +29,19 @@ def entry(kernel, grid, launches, indices, flops, occupancy):
                         "l1_hit_rate_pct": None}}
 
 
+def refused(parse, argv, message=""):
+    """`parse(argv)` (an argparse command line's) exits 2, its error saying `message`."""
+    error = io.StringIO()
+    with contextlib.redirect_stderr(error):
+        try:
+            parse(argv)
+        except SystemExit as e:
+            assert e.code == 2, (argv, e.code)
+        else:
+            raise AssertionError(f"{argv} accepted")
+    assert message in error.getvalue(), (argv, error.getvalue())
+
+
 def launch(kernel, grid, flops, occupancy):
     return (kernel, tuple(grid), (128, 1, 1),
             {"flops": flops, "achieved_occupancy_pct": occupancy})
@@ -305,25 +318,11 @@ exec "$@"
     assert "  at the goal: " + op_counters.passed() in lines, text[-3000:]  # pasta ~ any of ncu
     assert any(line.startswith("  under the goal: 117 of 120 values within 5% of ncu's (ncu "
                                "against itself, 97.5%)") for line in lines), text[-3000:]
-    error = io.StringIO()
-    with contextlib.redirect_stderr(error):
-        try:
-            op_counters.arguments(["B", "O", "--against-app", "x.csv"])
-        except SystemExit as e:
-            assert e.code == 2, e.code
-        else:
-            raise AssertionError("--against-app without --against accepted")
-    assert "--against-app goes with --against" in error.getvalue(), error
+    refused(op_counters.arguments, ["B", "O", "--against-app", "x.csv"],
+            "--against-app goes with --against")
     for bad in (["--compare", "B", "P", "N"], ["--ncu-app", "B", "O"]):
-        error = io.StringIO()
-        with contextlib.redirect_stderr(error):
-            try:
-                op_counters.arguments([*bad, "--against", "x.csv"])
-            except SystemExit as e:
-                assert e.code == 2, (bad, e.code)
-            else:
-                raise AssertionError(f"{bad} accepted")
-        assert "--against runs native and pasta: not with --compare" in error.getvalue(), error
+        refused(op_counters.arguments, [*bad, "--against", "x.csv"],
+                "--against runs native and pasta: not with --compare")
 print("--against: pasta alone against an earlier run's ncu files")
 
 # --ncu-twice on two files: ncu's second run judged against its first with pasta's rule and
@@ -386,20 +385,9 @@ assert op_counters.model_title("gpt2", 1) == \
 assert op_counters.model_title("gpt2", 2) == \
     "transformers GPT-2 (GPT2LMHeadModel, default sizes), 2 layers"
 assert op_counters.model_title("resnet18", None) == "torchvision ResNet-18"
-with contextlib.redirect_stderr(io.StringIO()):
-    for bad in (["--model", "bert", "B", "O"], ["--model", "gpt2", "B"]):
-        try:
-            op_counters.arguments(bad)
-        except SystemExit as e:
-            assert e.code == 2, (bad, e.code)
-        else:
-            raise AssertionError(f"{bad} accepted")
-    try:
-        counters_models.arguments(["--model", "resnet18", "--layers", "2"])
-    except SystemExit as e:
-        assert e.code == 2, e.code
-    else:
-        raise AssertionError("counters_models.py took --layers for resnet18")
+for bad in (["--model", "bert", "B", "O"], ["--model", "gpt2", "B"]):
+    refused(op_counters.arguments, bad)
+refused(counters_models.arguments, ["--model", "resnet18", "--layers", "2"])
 print("--model: the command of each model exact")
 
 # What each tool adds to the script's time (call 6 of 2026-11-29's figures).
