@@ -68,8 +68,10 @@ TEST_CASE("VariableSpans: variables within 64 bytes of one another are one span"
   CHECK(spans.bytes() == 400);
   spans.add(5000, 0);  // nothing
   CHECK(spans.ranges().size() == 1);
+  CHECK(spans.count() == 1);
   spans.clear();
   CHECK(spans.ranges().empty());
+  CHECK(spans.count() == 0);
   CHECK(spans.bytes() == 0);
 }
 

@@ -448,7 +448,7 @@ class RangeCounters {
       variable_ranges_.push_back(r);
       ++variables_seen_;
     }
-    spans_most_ = std::max(spans_most_, memory_.variables().ranges().size());
+    spans_most_ = std::max(spans_most_, memory_.variables().count());
   }
   // The batch's passes with the memory as it was at each launch, the counters
   // decoded, then the memory as saved in slot `now` (the program's at this

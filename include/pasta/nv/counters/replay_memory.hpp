@@ -127,6 +127,10 @@ class VariableSpans {
     std::lock_guard lock(mutex_);
     return bytes_;
   }
+  std::size_t count() const {
+    std::lock_guard lock(mutex_);
+    return spans_.size();
+  }
   std::vector<Allocations::Range> ranges() const {
     std::lock_guard lock(mutex_);
     std::vector<Allocations::Range> out;
