@@ -49,6 +49,10 @@ struct Fake {
   std::size_t free = 0, allocated = 0;
   std::vector<std::pair<CUdeviceptr, std::size_t>> allocs;
   int copies = 0;
+  // Batched copies: calls made, copies in them, the stream named, and a refusal to give.
+  int batches = 0, batched = 0;
+  CUstream batch_stream{};
+  CUresult batch_result = CUDA_SUCCESS;
 };
 Fake fake;
 
@@ -169,6 +173,21 @@ CUresult mem_free(CUdeviceptr p) {
 CUresult copy(CUdeviceptr to, CUdeviceptr from, std::size_t bytes, CUstream) {
   std::memmove(fake.device.data() + to, fake.device.data() + from, bytes);
   ++fake.copies;
+  return CUDA_SUCCESS;
+}
+
+CUresult copy_batch(CUdeviceptr* to, CUdeviceptr* from, std::size_t* sizes, std::size_t count,
+                    CUmemcpyAttributes* attrs, std::size_t* first, std::size_t attrs_count,
+                    CUstream stream) {
+  fake.batch_stream = stream;
+  if (fake.batch_result != CUDA_SUCCESS) return fake.batch_result;
+  if (attrs_count != 1 || first[0] != 0 ||
+      attrs[0].srcAccessOrder != CU_MEMCPY_SRC_ACCESS_ORDER_STREAM)
+    return CUDA_ERROR_INVALID_VALUE;
+  for (std::size_t i = 0; i < count; ++i)
+    std::memmove(fake.device.data() + to[i], fake.device.data() + from[i], sizes[i]);
+  ++fake.batches;
+  fake.batched += static_cast<int>(count);
   return CUDA_SUCCESS;
 }
 
@@ -496,6 +515,51 @@ TEST_CASE("ReplayMemory: a module's variables saved and restored in one copy") {
   memory.variables().clear();  // a module unloads: its variables leave the saved memory
   REQUIRE(memory.save(nullptr, 0));
   CHECK(memory.saved_bytes(0) == 100);
+}
+
+TEST_CASE("ReplayMemory: a save's or restore's copies in one batched call where there is one") {
+  Driver driver = fake_driver();
+  driver.copy_batch = copy_batch;
+  fake.free = 1000;
+  fake.device.assign(400, 0);
+  fake.allocated = 400;
+  ReplayMemory memory(driver);
+  memory.allocations().add(0, 100);
+  for (std::uint64_t v : {150, 250, 350}) memory.variables().add(v, 4);  // 96 bytes apart: 3 spans
+  std::fill(fake.device.begin(), fake.device.begin() + 400, 1);
+  REQUIRE(memory.save(nullptr, 0));
+  CHECK(fake.batches == 1);
+  CHECK(fake.batched == 4);
+  CHECK(fake.copies == 0);
+  CHECK(fake.batch_stream == CU_STREAM_PER_THREAD);  // not the legacy NULL stream
+  std::fill(fake.device.begin(), fake.device.begin() + 400, 7);
+  memory.restore(nullptr, 0);
+  CHECK(fake.batches == 2);
+  CHECK(memory.batched() == 2);
+  CHECK(fake.device[0] == 1);
+  CHECK(fake.device[250] == 1);
+  CHECK(fake.device[353] == 1);
+  CHECK(fake.device[354] == 7);  // between spans and past them: not copied
+  CHECK(fake.device[200] == 7);
+
+  // A driver that refuses the batch: one copy each, from then on.
+  fake.batch_result = CUDA_ERROR_NOT_SUPPORTED;
+  std::fill(fake.device.begin(), fake.device.begin() + 400, 3);
+  memory.restore(nullptr, 0);
+  CHECK(fake.copies == 4);
+  CHECK(fake.device[0] == 1);
+  CHECK(fake.device[353] == 1);
+  fake.batch_result = CUDA_SUCCESS;
+  REQUIRE(memory.save(nullptr, 0));
+  CHECK(fake.batches == 2);
+  CHECK(fake.copies == 8);
+
+  // Another error is the driver's answer to the copy itself: it is thrown.
+  ReplayMemory other(driver);
+  other.allocations().add(0, 100);
+  other.variables().add(150, 4);
+  fake.batch_result = CUDA_ERROR_ILLEGAL_ADDRESS;
+  CHECK_THROWS_WITH(other.save(nullptr, 0), "saving device memory: another error");
 }
 
 TEST_CASE("interrupt_kind: the host's waits replay a batch, asynchronous copies and memsets do not") {

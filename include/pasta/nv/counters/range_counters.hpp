@@ -97,6 +97,8 @@ class RangeCounters {
   // those packed beside one another: VariableSpans); a module's unload takes
   // its variables out, so at the end there may be none.
   std::size_t variable_spans() const { return spans_most_; }
+  // Saves and restores whose copies went in one batched call (ReplayMemory).
+  std::uint64_t batched_copies() const { return memory_.batched(); }
   std::size_t variables_missed() const { return variables_.missed(); }
 
   // Whether the handler has CUPTI's kernel activity records on (user replay
@@ -440,11 +442,15 @@ class RangeCounters {
   // measured).
   bool save(std::size_t slot);
   // The launch's kernel's `__device__` variables among the memory saved (on
-  // the worker, in the measured context).
+  // the worker, in the measured context), until its batch runs: a slot then
+  // holds the variables of its own launch and the batch's earlier ones, the
+  // slot the batch ends on (the last launch's, or one saved for the batch)
+  // all of the batch's, and no slot those of kernels the batch does not
+  // replay, which nothing it runs writes.
   void add_variables(const Launch& launch) {
     for (const auto& r : variables_.of(driver_, launch_function(launch))) {
-      if (std::ranges::find(variable_ranges_, r) != variable_ranges_.end()) continue;
       memory_.variables().add(r.base, r.bytes);
+      if (std::ranges::find(variable_ranges_, r) != variable_ranges_.end()) continue;
       variable_ranges_.push_back(r);
       ++variables_seen_;
     }
@@ -498,6 +504,8 @@ class RangeCounters {
     for (const Member& m : batch_members_) plan_.lost(m.signature, index(&full_));
     tally_.dropped += batch_members_.size();
     batch_members_.clear();
+    // Its variables stay among the memory saved until the next batch runs:
+    // the launch that dropped it has added its own already.
   }
   // A user-replay pass ended: whether it was the last one.
   bool stop_pass();
@@ -615,7 +623,7 @@ class RangeCounters {
   L2Flush l2_{driver_};
   ReplayMemory memory_{driver_};
   ModuleVariables variables_;
-  std::vector<Allocations::Range> variable_ranges_;  // among memory_'s variables
+  std::vector<Allocations::Range> variable_ranges_;  // every variable saved so far
   std::size_t variables_seen_ = 0, spans_most_ = 0;
   bool user_replay_ = true;
   bool kernel_records_ = false;
@@ -677,6 +685,8 @@ template <class Emit>
 void RangeCounters::run_batch(std::size_t now, Emit& emit) {
   std::vector<Member> members = std::move(batch_members_);
   batch_members_.clear();
+  // Every slot of the batch is saved: the next batch saves its own kernels' variables.
+  memory_.variables().clear();
   // CUPTI's kernel records off while replaying: with them on, the
   // SASS-instruction counts (the flop count) of a user replay read 0
   // (measured on the H100, bench/gpu/probe). The program's work is waited

@@ -176,11 +176,7 @@ class ReplayMemory {
     api_.call(api_.ctx_synchronize(), "waiting for the program's work before saving its memory");
     if (!reserve(s, need, slot == 0)) return false;
     s.ranges = std::move(ranges);
-    std::uint64_t at = 0;
-    for (const auto& r : s.ranges) {
-      api_.call(api_.copy(s.backup + at, r.base, r.bytes, stream), "saving device memory");
-      at += r.bytes;
-    }
+    copy_all(s, true, stream);
     s.bytes = need;
     return true;
   }
@@ -190,14 +186,9 @@ class ReplayMemory {
     return reserve(slot_at(slot), allocations_.bytes() + variables_.bytes(), slot == 0);
   }
   // Copies `slot`'s backup back over the allocations it saved.
-  void restore(CUstream stream, std::size_t slot = 0) {
-    const Slot& s = slots_.at(slot);
-    std::uint64_t at = 0;
-    for (const auto& r : s.ranges) {
-      api_.call(api_.copy(r.base, s.backup + at, r.bytes, stream), "restoring device memory");
-      at += r.bytes;
-    }
-  }
+  void restore(CUstream stream, std::size_t slot = 0) { copy_all(slots_.at(slot), false, stream); }
+  // Saves and restores made in one batched call (copy_all()).
+  std::uint64_t batched() const { return batched_; }
   // Bytes `slot`'s last save copied, and in how many copies (allocations and
   // spans of variables).
   std::uint64_t saved_bytes(std::size_t slot = 0) const {
@@ -225,6 +216,46 @@ class ReplayMemory {
     CUdeviceptr backup = 0;
     std::uint64_t capacity = 0, bytes = 0;
   };
+
+  // `s`'s ranges copied to its backup (`saving`) or back. Many small ranges
+  // (a library's `__device__` variables, each module's apart: hundreds on a
+  // cuDNN model) cost a driver call each, about 4 us: they go in one batched
+  // call where the driver has it, on the calling thread's default stream
+  // for the NULL stream (the batch refuses the legacy one; the per-thread
+  // stream is ordered with it). A driver that refuses the batch gets one
+  // copy each, from then on.
+  void copy_all(const Slot& s, bool saving, CUstream stream) {
+    const char* what = saving ? "saving device memory" : "restoring device memory";
+    if (api_.copy_batch && batch_works_ && s.ranges.size() > 1) {
+      std::vector<CUdeviceptr> to, from;
+      std::vector<std::size_t> sizes;
+      std::uint64_t at = 0;
+      for (const auto& r : s.ranges) {
+        (saving ? to : from).push_back(s.backup + at);
+        (saving ? from : to).push_back(r.base);
+        sizes.push_back(r.bytes);
+        at += r.bytes;
+      }
+      CUmemcpyAttributes order{};
+      order.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+      std::size_t first = 0;
+      const CUresult r = api_.copy_batch(to.data(), from.data(), sizes.data(), sizes.size(), &order,
+                                         &first, 1, stream ? stream : CU_STREAM_PER_THREAD);
+      if (r == CUDA_SUCCESS) {
+        ++batched_;
+        return;
+      }
+      if (r != CUDA_ERROR_NOT_SUPPORTED && r != CUDA_ERROR_INVALID_VALUE) api_.call(r, what);
+      batch_works_ = false;
+    }
+    std::uint64_t at = 0;
+    for (const auto& r : s.ranges) {
+      api_.call(saving ? api_.copy(s.backup + at, r.base, r.bytes, stream)
+                       : api_.copy(r.base, s.backup + at, r.bytes, stream),
+                what);
+      at += r.bytes;
+    }
+  }
 
   Slot& slot_at(std::size_t slot) {
     if (slot >= slots_.size()) slots_.resize(slot + 1);
@@ -270,6 +301,8 @@ class ReplayMemory {
   Allocations allocations_;
   VariableSpans variables_;
   std::vector<Slot> slots_;
+  bool batch_works_ = true;
+  std::uint64_t batched_ = 0;
   std::string why_;
 };
 

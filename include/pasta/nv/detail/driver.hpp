@@ -59,6 +59,10 @@ struct Driver {
   CUresult (*kernel_library)(CUlibrary*, CUkernel) = nullptr;
   CUresult (*library_global)(CUdeviceptr*, std::size_t*, CUlibrary, const char*) = nullptr;
   CUresult (*kernel_function)(CUfunction*, CUkernel) = nullptr;
+  // Many copies in one call, in any order among themselves (CUDA 13.0's
+  // cuMemcpyBatchAsync_v2; nullptr before). Not on the legacy NULL stream.
+  CUresult (*copy_batch)(CUdeviceptr*, CUdeviceptr*, std::size_t*, std::size_t,
+                         CUmemcpyAttributes*, std::size_t*, std::size_t, CUstream) = nullptr;
   // A function's or a CUkernel's name (CUDA 12.3 and later; nullptr before).
   CUresult (*function_name)(const char**, CUfunction) = nullptr;
   CUresult (*kernel_name)(const char**, CUkernel) = nullptr;
@@ -115,6 +119,7 @@ struct Driver {
           reinterpret_cast<decltype(library_global)>(dlsym(lib, "cuLibraryGetGlobal"));
       kernel_function =
           reinterpret_cast<decltype(kernel_function)>(dlsym(lib, "cuKernelGetFunction"));
+      copy_batch = reinterpret_cast<decltype(copy_batch)>(dlsym(lib, "cuMemcpyBatchAsync_v2"));
     } catch (...) {
       dlclose(lib);
       error_name = nullptr;
