@@ -14,7 +14,7 @@ TEST_CASE(
     "an image's ranges are its launches in order, flushes and launches passed over included") {
   RangeLedger l;
   l.fresh_image();
-  l.add_flush();
+  l.add_own();
   l.add_measured(11, 1);
   l.pass_over_launch(12, 2);
   l.add_measured(13, 1);
@@ -97,7 +97,7 @@ TEST_CASE("a batch's ranges fit in the image's room with those pending and decod
   RangeLedger l;
   CHECK(l.fits(RangeLedger::room));  // a batch of 24 launches, a flush range before each
   CHECK_FALSE(l.fits(RangeLedger::room + 1));
-  l.add_flush();
+  l.add_own();
   l.add_measured(1, 1);
   CHECK(l.fits(RangeLedger::room - 2));
   CHECK_FALSE(l.fits(RangeLedger::room - 1));

@@ -53,6 +53,9 @@ struct Fake {
   int batches = 0, batched = 0;
   CUstream batch_stream{};
   CUresult batch_result = CUDA_SUCCESS;
+  // pasta's copy kernel: its launches run here, reading their rows from `device`.
+  int span_launches = 0;
+  unsigned span_grid = 0;
 };
 Fake fake;
 
@@ -93,8 +96,38 @@ void record(CUfunction f, unsigned grid, void** args, void** extra) {
     fake.buffer.assign(p, p + *static_cast<const std::size_t*>(extra[3]));
   }
 }
+// The module and function of pasta's copy kernel (SpanCopy).
+int copier_module = 0, copier_function = 0;
+CUresult module_load_data(CUmodule* m, const void* image) {
+  if (std::strstr(static_cast<const char*>(image), ".entry pasta_copy_spans(") == nullptr)
+    return CUDA_ERROR_INVALID_IMAGE;
+  *m = reinterpret_cast<CUmodule>(&copier_module);
+  return CUDA_SUCCESS;
+}
+CUresult module_function(CUfunction* f, CUmodule m, const char* name) {
+  if (m != reinterpret_cast<CUmodule>(&copier_module) || std::string(name) != "pasta_copy_spans")
+    return CUDA_ERROR_NOT_FOUND;
+  *f = reinterpret_cast<CUfunction>(&copier_function);
+  return CUDA_SUCCESS;
+}
+// The copy kernel's work: `n` rows of (to, from, bytes) at `table`.
+void copy_spans(unsigned grid, void** args) {
+  const auto table = *static_cast<CUdeviceptr*>(args[0]);
+  const auto n = *static_cast<std::uint64_t*>(args[1]);
+  for (std::uint64_t e = 0; e < n; ++e) {
+    std::uint64_t row[3];
+    std::memcpy(row, fake.device.data() + table + 24 * e, sizeof row);
+    std::memmove(fake.device.data() + row[0], fake.device.data() + row[1], row[2]);
+  }
+  ++fake.span_launches;
+  fake.span_grid = grid;
+}
 CUresult launch(CUfunction f, unsigned gx, unsigned, unsigned, unsigned, unsigned, unsigned,
                 unsigned shared, CUstream, void** args, void** extra) {
+  if (f == reinterpret_cast<CUfunction>(&copier_function)) {
+    copy_spans(gx, args);
+    return CUDA_SUCCESS;
+  }
   if (shared > static_cast<unsigned>(fake.shared_limit)) return CUDA_ERROR_INVALID_VALUE;
   record(f, gx, args, extra);
   return CUDA_SUCCESS;
@@ -176,6 +209,11 @@ CUresult copy(CUdeviceptr to, CUdeviceptr from, std::size_t bytes, CUstream) {
   return CUDA_SUCCESS;
 }
 
+CUresult copy_to_device(CUdeviceptr to, const void* from, std::size_t bytes) {
+  std::memcpy(fake.device.data() + to, from, bytes);
+  return CUDA_SUCCESS;
+}
+
 CUresult copy_batch(CUdeviceptr* to, CUdeviceptr* from, std::size_t* sizes, std::size_t count,
                     CUmemcpyAttributes* attrs, std::size_t* first, std::size_t attrs_count,
                     CUstream stream) {
@@ -210,6 +248,9 @@ Driver fake_driver() {
   d.mem_alloc = mem_alloc;
   d.mem_free = mem_free;
   d.copy = copy;
+  d.copy_to_device = copy_to_device;
+  d.module_load_data = module_load_data;
+  d.module_function = module_function;
   return d;
 }
 
@@ -493,7 +534,7 @@ TEST_CASE("ReplayMemory: each slot restores its own moment; slots after the firs
   CHECK(fake.allocs.back().second == 150);
 }
 
-TEST_CASE("ReplayMemory: a module's variables saved and restored in one copy") {
+TEST_CASE("ReplayMemory: a module's variables saved in one copy, restored by pasta's kernel") {
   Driver driver = fake_driver();
   fake.free = 1000;
   fake.device.assign(200, 0);  // an allocation [0, 100), a module's variables in [100, 140)
@@ -506,18 +547,65 @@ TEST_CASE("ReplayMemory: a module's variables saved and restored in one copy") {
   REQUIRE(memory.save(nullptr, 0));
   CHECK(fake.copies == 2);  // the allocation, then the variables' span
   CHECK(memory.saved_bytes(0) == 140);
+  CHECK(memory.saved_allocations(0) == 2);
   std::fill(fake.device.begin(), fake.device.begin() + 200, 7);
-  memory.restore(nullptr, 0);
-  CHECK(fake.copies == 4);
+  CHECK(memory.restore(nullptr, 0));  // the allocation copied, the span by the kernel
+  CHECK(fake.copies == 3);
+  CHECK(fake.span_launches == 1);
+  CHECK(memory.kernel_restores() == 1);
   CHECK(fake.device[0] == 1);
+  CHECK(fake.device[99] == 1);
+  CHECK(fake.device[100] == 1);
   CHECK(fake.device[139] == 1);  // the last variable's last byte
   CHECK(fake.device[140] == 7);  // past the span: not the program's to restore
   memory.variables().clear();  // a module unloads: its variables leave the saved memory
   REQUIRE(memory.save(nullptr, 0));
   CHECK(memory.saved_bytes(0) == 100);
+  CHECK_FALSE(memory.restore(nullptr, 0));  // no variables: no kernel
+  CHECK(fake.span_launches == 1);
 }
 
-TEST_CASE("ReplayMemory: a save's or restore's copies in one batched call where there is one") {
+TEST_CASE("ReplayMemory: many spans restored by one launch, each at its own moment per slot") {
+  Driver driver = fake_driver();
+  fake.free = 4000;
+  fake.device.assign(1000, 0);
+  fake.allocated = 1000;
+  ReplayMemory memory(driver);
+  memory.allocations().add(0, 97);  // an odd size: the spans after it are aligned in the backup
+  // Five spans over 64 bytes apart, of odd sizes and addresses (byte copies) and even ones.
+  const std::vector<std::pair<std::uint64_t, std::uint64_t>> vars{
+      {200, 8}, {301, 3}, {400, 64}, {541, 13}, {640, 24}};
+  for (auto [base, bytes] : vars) memory.variables().add(base, bytes);
+  auto fill = [](unsigned char v) {  // the program's memory, not the backups after it
+    std::fill(fake.device.begin(), fake.device.begin() + 1000, v);
+  };
+  fill(1);
+  REQUIRE(memory.save(nullptr, 0));
+  fill(2);
+  REQUIRE(memory.save(nullptr, 1));
+  fill(9);
+  CHECK(memory.restore(nullptr, 0));
+  CHECK(fake.span_launches == 1);
+  CHECK(fake.span_grid == 5);  // a block per span
+  auto expect_slot = [&](unsigned char v) {
+    for (std::uint64_t a = 0; a < 97; ++a) CHECK(fake.device[a] == v);
+    CHECK(fake.device[97] == 9);
+    for (auto [base, bytes] : vars) {
+      CAPTURE(base);
+      for (std::uint64_t a = base; a < base + bytes; ++a) CHECK(fake.device[a] == v);
+      CHECK(fake.device[base - 1] == 9);
+      CHECK(fake.device[base + bytes] == 9);
+    }
+  };
+  expect_slot(1);
+  fill(9);
+  CHECK(memory.restore(nullptr, 1));
+  expect_slot(2);
+  // The bytes copied: the allocation and the spans (not the alignment or the rows).
+  CHECK(memory.saved_bytes(0) == 97 + 8 + 3 + 64 + 13 + 24);
+}
+
+TEST_CASE("ReplayMemory: a save's copies in one batched call where there is one") {
   Driver driver = fake_driver();
   driver.copy_batch = copy_batch;
   fake.free = 1000;
@@ -532,10 +620,12 @@ TEST_CASE("ReplayMemory: a save's or restore's copies in one batched call where 
   CHECK(fake.batched == 4);
   CHECK(fake.copies == 0);
   CHECK(fake.batch_stream == CU_STREAM_PER_THREAD);  // not the legacy NULL stream
+  CHECK(memory.batched() == 1);
   std::fill(fake.device.begin(), fake.device.begin() + 400, 7);
-  memory.restore(nullptr, 0);
-  CHECK(fake.batches == 2);
-  CHECK(memory.batched() == 2);
+  memory.restore(nullptr, 0);  // never batched: it may run inside a replay pass
+  CHECK(fake.batches == 1);
+  CHECK(fake.copies == 1);
+  CHECK(fake.span_launches == 1);
   CHECK(fake.device[0] == 1);
   CHECK(fake.device[250] == 1);
   CHECK(fake.device[353] == 1);
@@ -545,14 +635,16 @@ TEST_CASE("ReplayMemory: a save's or restore's copies in one batched call where 
   // A driver that refuses the batch: one copy each, from then on.
   fake.batch_result = CUDA_ERROR_NOT_SUPPORTED;
   std::fill(fake.device.begin(), fake.device.begin() + 400, 3);
-  memory.restore(nullptr, 0);
-  CHECK(fake.copies == 4);
-  CHECK(fake.device[0] == 1);
-  CHECK(fake.device[353] == 1);
+  REQUIRE(memory.save(nullptr, 0));
+  CHECK(fake.copies == 5);
   fake.batch_result = CUDA_SUCCESS;
   REQUIRE(memory.save(nullptr, 0));
-  CHECK(fake.batches == 2);
-  CHECK(fake.copies == 8);
+  CHECK(fake.batches == 1);
+  CHECK(fake.copies == 9);
+  std::fill(fake.device.begin(), fake.device.begin() + 400, 7);
+  memory.restore(nullptr, 0);
+  CHECK(fake.device[0] == 3);
+  CHECK(fake.device[353] == 3);
 
   // Another error is the driver's answer to the copy itself: it is thrown.
   ReplayMemory other(driver);

@@ -59,9 +59,10 @@ class RangeCounters {
   void set_user_replay(bool on) { user_replay_ = on; }
   // Under user replay, measured launches replayed together (1: each at its
   // own launch). At most as many as an image's ranges allow, a range for each
-  // launch and one for the L2 flush before it.
+  // launch and for the restore of its variables and the L2 flush before it.
+  static constexpr std::uint64_t ranges_per_member = 3;
   void set_batch(std::uint64_t n) {
-    batch_ = std::clamp<std::uint64_t>(n, 1, RangeLedger::room / 2);
+    batch_ = std::clamp<std::uint64_t>(n, 1, RangeLedger::room / ranges_per_member);
   }
   bool user_replay() const { return user_replay_; }
   std::uint64_t batch() const { return batch_; }
@@ -97,8 +98,10 @@ class RangeCounters {
   // those packed beside one another: VariableSpans); a module's unload takes
   // its variables out, so at the end there may be none.
   std::size_t variable_spans() const { return spans_most_; }
-  // Saves and restores whose copies went in one batched call (ReplayMemory).
+  // Saves whose copies went in one batched call, restores whose variables
+  // pasta's copy kernel copied (ReplayMemory).
   std::uint64_t batched_copies() const { return memory_.batched(); }
+  std::uint64_t kernel_restores() const { return memory_.kernel_restores(); }
   std::size_t variables_missed() const { return variables_.missed(); }
 
   // Whether the handler has CUPTI's kernel activity records on (user replay
@@ -386,7 +389,7 @@ class RangeCounters {
     // a range passed over.
     if (flush && flush_cache_ && with_l2([&] { return l2_.flush(ctx_, stream); })) {
       ++tally_.flushes;
-      ledger_.add_flush();
+      ledger_.add_own();
     }
     ledger_.add_measured(correlation, signature);
     launch_ = {&set == &full_ ? &spent_.full : &spent_.cache, Clock::now()};
@@ -695,7 +698,7 @@ void RangeCounters::run_batch(std::size_t now, Emit& emit) {
   // Each launch's pass takes a range for its L2 flush too, when profiling
   // runs over several launches (the flush is then inside it).
   const bool inside = members.size() > 1;
-  if (profiler_.configured() != &full_ || !ledger_.fits(members.size() * (inside ? 2 : 1)))
+  if (profiler_.configured() != &full_ || !ledger_.fits(members.size() * (inside ? ranges_per_member : 1)))
     arm(full_);
   for (;;) {
     try {
@@ -734,11 +737,12 @@ inline void RangeCounters::run_passes(const std::vector<Member>& members, std::s
   const CUstream stream = nullptr;
   constexpr std::size_t dirty = ~std::size_t{0};
   std::size_t at = now;  // the slot the memory holds (dirty: none)
+  // Whether it launched pasta's copy kernel (for the variables): a range.
   auto restore = [&](std::size_t slot) {
-    if (at == slot) return;
+    if (at == slot) return false;
     Timer t(spent_.copy);
-    memory_.restore(stream, slot);
     at = slot;
+    return memory_.restore(stream, slot);
   };
   try {
     const bool flush = flush_cache_ && with_l2([&] {
@@ -758,12 +762,14 @@ inline void RangeCounters::run_passes(const std::vector<Member>& members, std::s
         flush_l2();
       }
       start();
+      // Every pass takes the same ranges, as the ledger counts them in the first.
+      if (inside) at = dirty;
       for (std::size_t k = 0; k < members.size(); ++k) {
         const Member& m = members[k];
         if (m.left_out) continue;
         if (inside) {
-          restore(k);
-          if (flush_l2() && pass == 0) ledger_.add_flush();
+          if (restore(k) && pass == 0) ledger_.add_own();
+          if (flush_l2() && pass == 0) ledger_.add_own();
         }
         const CUresult launched = m.launch.launch(driver_, stream);
         at = dirty;

@@ -21,10 +21,10 @@ class RangeLedger {
   static constexpr std::uint32_t pass_over = 4;
 
   // A range of the image not decoded yet: a launch measured, or one profiled
-  // and passed over (the L2 flush, a launch not measured).
+  // and passed over (pasta's own kernels, a launch not measured).
   struct Pending {
     std::uint64_t correlation, signature;
-    bool measured;  // not: a range passed over (the L2 flush, a launch not measured)
+    bool measured;  // not: a range passed over (pasta's own kernels, a launch not measured)
   };
   // The ranges a decode found past those decoded before: the first one's
   // index, how many, whether they are as many as the launches pending (if
@@ -55,8 +55,9 @@ class RangeLedger {
   }
   // A launch to measure ends a run of launches passed over.
   void end_run() { passed_in_row_ = 0; }
-  // The L2 flush kernel, profiled: a range passed over.
-  void add_flush() { pending_.push_back({0, 0, false}); }
+  // A range of pasta's own kernel, profiled and passed over (the L2 flush,
+  // a restore's copies of variables).
+  void add_own() { pending_.push_back({0, 0, false}); }
   void add_measured(std::uint64_t correlation, std::uint64_t signature) {
     pending_.push_back({correlation, signature, true});
   }

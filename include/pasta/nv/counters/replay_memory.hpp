@@ -25,6 +25,7 @@
 #include <vector>
 
 #include <pasta/core/detail/fmt.hpp>
+#include <pasta/nv/counters/span_copy.hpp>
 #include <pasta/nv/detail/driver.hpp>
 
 namespace pasta::nv::detail {
@@ -161,34 +162,65 @@ class ReplayMemory {
   VariableSpans& variables() { return variables_; }
   const VariableSpans& variables() const { return variables_; }
 
-  // Copies every allocation to `slot`'s backup, after all work queued
-  // before (on any stream) finished; the slot's earlier save is gone.
-  // Returns false, saving nothing, when the backup cannot be as large as the
-  // allocations (why() says so); throws std::runtime_error when the driver
-  // refuses a copy. Slot 0 may take all the free memory; every other slot
-  // at most half of it, so a batch leaves the program room to grow.
+  // Copies every allocation and span of variables to `slot`'s backup, after
+  // all work queued before (on any stream) finished; the slot's earlier save
+  // is gone. Returns false, saving nothing, when the backup cannot be as
+  // large as the allocations (why() says so); throws std::runtime_error when
+  // the driver refuses a copy. Slot 0 may take all the free memory; every
+  // other slot at most half of it, so a batch leaves the program room to grow.
   bool save(CUstream stream, std::size_t slot = 0) {
     Slot& s = slot_at(slot);
     std::vector<Allocations::Range> ranges = allocations_.ranges();
-    std::ranges::copy(variables_.ranges(), std::back_inserter(ranges));
-    std::uint64_t need = 0;
-    for (const auto& r : ranges) need += r.bytes;
+    const std::vector<Allocations::Range> spans = variables_.ranges();
+    ranges.insert(ranges.end(), spans.begin(), spans.end());
+    const Layout layout = lay_out(ranges, spans.size());
     api_.call(api_.ctx_synchronize(), "waiting for the program's work before saving its memory");
-    if (!reserve(s, need, slot == 0)) return false;
+    if (!reserve(s, layout.need, slot == 0)) return false;
     s.ranges = std::move(ranges);
-    copy_all(s, true, stream);
-    s.bytes = need;
+    s.at = layout.at;
+    s.spans = spans.size();
+    save_copies(s, stream);
+    // The variables' restores read their rows from the backup's end.
+    s.table = s.spans ? s.backup + layout.table : 0;
+    if (s.table) {
+      std::vector<SpanCopy::Row> rows;
+      for (std::size_t i = s.ranges.size() - s.spans; i < s.ranges.size(); ++i)
+        rows.push_back({s.ranges[i].base, s.backup + s.at[i], s.ranges[i].bytes});
+      api_.call(api_.copy_to_device(s.table, rows.data(), rows.size() * sizeof(SpanCopy::Row)),
+                "saving the variables' copy table");
+    }
+    s.bytes = 0;
+    for (const auto& r : s.ranges) s.bytes += r.bytes;
     return true;
   }
   // Whether `slot` has room for a save of the allocations as they are now
   // (made if it can be, on save()'s terms); saves nothing.
   bool reserve(std::size_t slot) {
-    return reserve(slot_at(slot), allocations_.bytes() + variables_.bytes(), slot == 0);
+    const std::uint64_t spans = variables_.count();
+    return reserve(slot_at(slot),
+                   allocations_.bytes() + variables_.bytes() +
+                       spans * (alignment + sizeof(SpanCopy::Row)) + alignment,
+                   slot == 0);
   }
-  // Copies `slot`'s backup back over the allocations it saved.
-  void restore(CUstream stream, std::size_t slot = 0) { copy_all(slots_.at(slot), false, stream); }
-  // Saves and restores made in one batched call (copy_all()).
+  // Copies `slot`'s backup back over the memory it saved, on `stream`: the
+  // allocations one copy each, the variables by one launch of pasta's copy
+  // kernel (SpanCopy). Returns whether it launched the kernel (a range of
+  // its own while the range profiler runs).
+  bool restore(CUstream stream, std::size_t slot = 0) {
+    const Slot& s = slots_.at(slot);
+    const std::size_t allocations = s.ranges.size() - s.spans;
+    for (std::size_t i = 0; i < allocations; ++i)
+      api_.call(api_.copy(s.ranges[i].base, s.backup + s.at[i], s.ranges[i].bytes, stream),
+                "restoring device memory");
+    if (!s.table) return false;
+    copier_.copy(s.table, s.spans, stream);
+    ++kernel_restores_;
+    return true;
+  }
+  // Saves made in one batched call (cuMemcpyBatchAsync), and restores whose
+  // variables pasta's copy kernel copied.
   std::uint64_t batched() const { return batched_; }
+  std::uint64_t kernel_restores() const { return kernel_restores_; }
   // Bytes `slot`'s last save copied, and in how many copies (allocations and
   // spans of variables).
   std::uint64_t saved_bytes(std::size_t slot = 0) const {
@@ -207,34 +239,55 @@ class ReplayMemory {
       api_.in_context(ctx, [&] { api_.mem_free(s.backup); });
       s.backup = 0;
       s.capacity = 0;
+      s.table = 0;
     }
+    copier_.release(ctx);
   }
 
  private:
   struct Slot {
-    std::vector<Allocations::Range> ranges;  // what the last save copied, in order
-    CUdeviceptr backup = 0;
+    std::vector<Allocations::Range> ranges;  // what the last save copied: allocations, then spans
+    std::vector<std::uint64_t> at;           // where in the backup each range is
+    std::size_t spans = 0;                   // the last ranges: variables
+    CUdeviceptr backup = 0, table = 0;       // table: the spans' rows for SpanCopy
     std::uint64_t capacity = 0, bytes = 0;
   };
+  // Where a save puts its ranges in the backup: the allocations packed, then
+  // each span at an `alignment` boundary (so the copy kernel moves 8-byte
+  // words wherever the variable is aligned so), then the spans' rows.
+  static constexpr std::uint64_t alignment = 16;
+  struct Layout {
+    std::vector<std::uint64_t> at;
+    std::uint64_t table = 0, need = 0;
+  };
+  static Layout lay_out(const std::vector<Allocations::Range>& ranges, std::size_t spans) {
+    Layout l;
+    const std::size_t allocations = ranges.size() - spans;
+    std::uint64_t end = 0;
+    for (std::size_t i = 0; i < ranges.size(); ++i) {
+      if (i >= allocations) end = (end + alignment - 1) / alignment * alignment;
+      l.at.push_back(end);
+      end += ranges[i].bytes;
+    }
+    l.table = (end + alignment - 1) / alignment * alignment;
+    l.need = spans ? l.table + spans * sizeof(SpanCopy::Row) : end;
+    return l;
+  }
 
-  // `s`'s ranges copied to its backup (`saving`) or back. Many small ranges
-  // (a library's `__device__` variables, each module's apart: hundreds on a
-  // cuDNN model) cost a driver call each, about 4 us: they go in one batched
-  // call where the driver has it, on the calling thread's default stream
-  // for the NULL stream (the batch refuses the legacy one; the per-thread
-  // stream is ordered with it). A driver that refuses the batch gets one
-  // copy each, from then on.
-  void copy_all(const Slot& s, bool saving, CUstream stream) {
-    const char* what = saving ? "saving device memory" : "restoring device memory";
+  // A save's copies in one batched call where the driver has it (outside
+  // the replay passes: a save is never inside one), on the calling thread's
+  // default stream for the NULL stream (the batch refuses the legacy one;
+  // the per-thread stream is ordered with it). A driver that refuses the
+  // batch gets one copy each, from then on.
+  void save_copies(const Slot& s, CUstream stream) {
+    const char* what = "saving device memory";
     if (api_.copy_batch && batch_works_ && s.ranges.size() > 1) {
       std::vector<CUdeviceptr> to, from;
       std::vector<std::size_t> sizes;
-      std::uint64_t at = 0;
-      for (const auto& r : s.ranges) {
-        (saving ? to : from).push_back(s.backup + at);
-        (saving ? from : to).push_back(r.base);
-        sizes.push_back(r.bytes);
-        at += r.bytes;
+      for (std::size_t i = 0; i < s.ranges.size(); ++i) {
+        to.push_back(s.backup + s.at[i]);
+        from.push_back(s.ranges[i].base);
+        sizes.push_back(s.ranges[i].bytes);
       }
       CUmemcpyAttributes order{};
       order.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
@@ -248,13 +301,8 @@ class ReplayMemory {
       if (r != CUDA_ERROR_NOT_SUPPORTED && r != CUDA_ERROR_INVALID_VALUE) api_.call(r, what);
       batch_works_ = false;
     }
-    std::uint64_t at = 0;
-    for (const auto& r : s.ranges) {
-      api_.call(saving ? api_.copy(s.backup + at, r.base, r.bytes, stream)
-                       : api_.copy(r.base, s.backup + at, r.bytes, stream),
-                what);
-      at += r.bytes;
-    }
+    for (std::size_t i = 0; i < s.ranges.size(); ++i)
+      api_.call(api_.copy(s.backup + s.at[i], s.ranges[i].base, s.ranges[i].bytes, stream), what);
   }
 
   Slot& slot_at(std::size_t slot) {
@@ -301,8 +349,9 @@ class ReplayMemory {
   Allocations allocations_;
   VariableSpans variables_;
   std::vector<Slot> slots_;
+  SpanCopy copier_{api_};
   bool batch_works_ = true;
-  std::uint64_t batched_ = 0;
+  std::uint64_t batched_ = 0, kernel_restores_ = 0;
   std::string why_;
 };
 

@@ -89,8 +89,8 @@ inline constexpr pasta::detail::Variable<CuptiSettings> cupti_variables[] = {
         "PASTA_COUNTER_REPLAY",
         "pasta (pasta replays kernels, saving and restoring device memory) or cupti (CUPTI's "
         "kernel replay)"),
-    var::whole<&S::counter_batch, 1, 24>(
-        "PASTA_COUNTER_BATCH", "a whole number from 1 to 24 (1 = each launch replayed at its own)"),
+    var::whole<&S::counter_batch, 1, 16>(
+        "PASTA_COUNTER_BATCH", "a whole number from 1 to 16 (1 = each launch replayed at its own)"),
     {"PASTA_PC_SAMPLING_PERIOD",
      "a whole number from 5 to 31 (a sample every 2^N cycles per SM; 0 = CUPTI's choice)",
      [](S& s, std::string_view v, std::string&) {

@@ -26,6 +26,7 @@ struct Driver {
   CUresult (*mem_free)(CUdeviceptr) = nullptr;
   CUresult (*mem_info)(std::size_t*, std::size_t*) = nullptr;
   CUresult (*copy)(CUdeviceptr, CUdeviceptr, std::size_t, CUstream) = nullptr;
+  CUresult (*copy_to_device)(CUdeviceptr, const void*, std::size_t) = nullptr;  // synchronous
   CUresult (*stream_synchronize)(CUstream) = nullptr;
   CUresult (*stream_is_capturing)(CUstream, CUstreamCaptureStatus*) = nullptr;
   CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
@@ -87,6 +88,7 @@ struct Driver {
       get(lib, mem_free, "cuMemFree_v2");
       get(lib, mem_info, "cuMemGetInfo_v2");
       get(lib, copy, "cuMemcpyDtoDAsync_v2");
+      get(lib, copy_to_device, "cuMemcpyHtoD_v2");
       get(lib, stream_synchronize, "cuStreamSynchronize");
       get(lib, stream_is_capturing, "cuStreamIsCapturing");
       get(lib, launch, "cuLaunchKernel");
