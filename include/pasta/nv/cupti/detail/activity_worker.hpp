@@ -130,6 +130,7 @@ class ActivityRecords {
   OwnCalls own_calls_;
   std::unordered_map<const char*, NameId> kernel_names_;
   const NameId l2_flush_name_ = intern("pasta_l2_flush");
+  const NameId copy_spans_name_ = intern("pasta_copy_spans");
   std::unordered_map<std::uint32_t, std::uint32_t> context_device_;
   OpCorrelations op_of_;  // also written by the threads that call CUDA: atomics
   bool graph_tags_ = false, verbose_ = false;
@@ -378,7 +379,8 @@ std::uint64_t ActivityRecords::process(Sink& sink, std::uint8_t* buffer, std::si
           const auto& k = *reinterpret_cast<const CUpti_ActivityKernel10*>(record);
           if (own_calls_.take(k.correlationId)) break;  // a replay pass
           const NameId name = kernel_name(k.name);
-          if (name == l2_flush_name_) break;  // pasta's own (hardware counters)
+          if (name == l2_flush_name_ || name == copy_spans_name_)
+            break;  // pasta's own (hardware counters)
           context_device_[k.contextId] = k.deviceId;
           if constexpr (Sink::template wants<KernelLaunch>())
             if (!host_launches_) s.emit(kernel_launch(k, name));
