@@ -17,7 +17,8 @@
 
 using pasta::nv::detail::Driver;
 using pasta::nv::detail::ModuleVariables;
-using Range = ModuleVariables::Range;
+using Range = pasta::nv::detail::Allocations::Range;
+using pasta::nv::detail::Variable;
 
 namespace module_variables_test {
 
@@ -100,7 +101,7 @@ TEST_CASE("ModuleVariables: a kernel's variables found in its module, once per h
   CHECK(vf.lookups == 0);
   variables.forget();
   variables.loaded(test_cubin());
-  const std::vector<Range> both{{0x7000, 4}, {0x7100, 16}};
+  const std::vector<Variable> both{{0x7000, 4}, {0x7100, 16}};
   auto found = variables.of(driver, function);
   std::sort(found.begin(), found.end(), [](auto& a, auto& b) { return a.base < b.base; });
   CHECK(found == both);
@@ -117,6 +118,21 @@ TEST_CASE("ModuleVariables: a kernel's variables found in its module, once per h
   CHECK(vf.lookups == 4);
 }
 
+TEST_CASE("ModuleVariables: each variable with the driver allocation that holds it") {
+  Driver driver = variables_driver();
+  driver.address_range = [](CUdeviceptr* base, std::size_t* bytes, CUdeviceptr at) {
+    if (at == 0x7100) return CUDA_ERROR_NOT_FOUND;  // the driver would not say: none
+    *base = at & ~CUdeviceptr{0xfff};
+    *bytes = 0x1000;
+    return CUDA_SUCCESS;
+  };
+  ModuleVariables variables;
+  variables.loaded(test_cubin());
+  auto found = variables.of(driver, function);
+  std::sort(found.begin(), found.end(), [](auto& a, auto& b) { return a.base < b.base; });
+  CHECK(found == std::vector<Variable>{{0x7000, 4, 0x7000}, {0x7100, 16, 0}});
+}
+
 TEST_CASE("ModuleVariables: a CUkernel's in its library, else in its function's module") {
   Driver driver = variables_driver();
   ModuleVariables variables;
@@ -124,18 +140,18 @@ TEST_CASE("ModuleVariables: a CUkernel's in its library, else in its function's 
   // `table` is not in the library: the function's module has it.
   auto found = variables.of(driver, kernel);
   std::sort(found.begin(), found.end(), [](auto& a, auto& b) { return a.base < b.base; });
-  CHECK(found == std::vector<Range>{{0x7100, 16}, {0x9000, 4}});
+  CHECK(found == std::vector<Variable>{{0x7100, 16}, {0x9000, 4}});
   CHECK(variables.missed() == 0);
   // Without cuKernelGetLibrary: all through the function.
   variables.forget();
   vf.library_api = false;
   found = variables.of(driver, kernel);
   std::sort(found.begin(), found.end(), [](auto& a, auto& b) { return a.base < b.base; });
-  CHECK(found == std::vector<Range>{{0x7000, 4}, {0x7100, 16}});
+  CHECK(found == std::vector<Variable>{{0x7000, 4}, {0x7100, 16}});
   // A variable the driver does not find is counted.
   variables.forget();
   vf.in_module.erase("table");
-  CHECK(variables.of(driver, kernel) == std::vector<Range>{{0x7000, 4}});
+  CHECK(variables.of(driver, kernel) == std::vector<Variable>{{0x7000, 4}});
   CHECK(variables.missed() == 1);
   // A driver without the lookups finds none, and says so.
   Driver bare;
@@ -164,7 +180,7 @@ TEST_CASE("ModuleVariables: a lazily loaded module is loaded first, its image ta
   auto found = variables.of(driver, kernel);
   lazy = nullptr;
   std::sort(found.begin(), found.end(), [](auto& a, auto& b) { return a.base < b.base; });
-  CHECK(found == std::vector<Range>{{0x7100, 16}, {0x9000, 4}});
+  CHECK(found == std::vector<Variable>{{0x7100, 16}, {0x9000, 4}});
 }
 
 TEST_CASE("ModuleVariables: an image without variables, or not an ELF, adds nothing") {

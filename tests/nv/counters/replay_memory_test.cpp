@@ -75,6 +75,21 @@ TEST_CASE("VariableSpans: variables within 64 bytes of one another are one span"
   CHECK(spans.bytes() == 0);
 }
 
+TEST_CASE("VariableSpans: variables in different driver allocations are never one span") {
+  pasta::nv::detail::VariableSpans spans;
+  spans.add(1000, 16, 1000);  // one module's section, in its allocation [1000, 1020)
+  spans.add(1004, 8, 1000);
+  spans.add(1024, 8, 1024);  // the next module's, 8 bytes on: a copy over both is refused
+  spans.add(1036, 4, 1024);
+  spans.add(1100, 4);  // where the driver would not say: joins only others like it
+  spans.add(1120, 4);
+  CHECK(spans.ranges() == std::vector<Range>{{1100, 24}, {1000, 16}, {1024, 16}});
+  CHECK(spans.count() == 3);
+  CHECK(spans.bytes() == 56);
+  spans.add(pasta::nv::detail::Variable{990, 4, 1000});  // before the first, in its allocation
+  CHECK(spans.ranges() == std::vector<Range>{{1100, 24}, {990, 26}, {1024, 16}});
+}
+
 TEST_CASE("memory_change reads the allocation calls' parameter blocks") {
   std::uint64_t ptr = 0x7f0000200000;  // what the call wrote through its T** parameter
   std::uint64_t pitch = 512;           // what a pitched allocation wrote through size_t*

@@ -11,7 +11,8 @@
 // CUPTI hands over as each module loads (its ELF symbol table), filed under
 // the names of the image's kernels; a replayed kernel's variables are then
 // looked up by name in its own module (or its CUkernel's library) in the
-// current context, once per launch handle.
+// current context, with the allocation that holds each, once per launch
+// handle.
 #pragma once
 
 #include <cuda.h>
@@ -33,7 +34,6 @@ namespace pasta::nv::detail {
 
 class ModuleVariables {
  public:
-  using Range = Allocations::Range;
 
   // A module's image, as it loads (any thread): its variables' names under
   // each of its kernels' names. An image with no variable costs nothing more.
@@ -59,7 +59,7 @@ class ModuleVariables {
   // launch runs, and a replay comes before that), so its image has come to
   // loaded(); no lock is held across a driver call, since a load hands its
   // image to loaded() on this thread.
-  std::vector<Range> of(const Driver& driver, CUfunction f) {
+  std::vector<Variable> of(const Driver& driver, CUfunction f) {
     {
       std::lock_guard lock(mutex_);
       if (auto it = cache_.find(f); it != cache_.end()) return it->second;
@@ -83,16 +83,19 @@ class ModuleVariables {
       if (const auto it = name ? by_kernel_.find(name) : by_kernel_.end(); it != by_kernel_.end())
         names = it->second;
     }
-    std::vector<Range> out;
+    std::vector<Variable> out;
     std::size_t missed = 0;
     for (const std::string& variable : names) {
-      CUdeviceptr base = 0;
-      std::size_t bytes = 0;
-      if (address(driver, kernel ? in_context : f, f, kernel, variable.c_str(), base, bytes) &&
-          bytes)
-        out.push_back({base, bytes});
-      else
+      CUdeviceptr base = 0, region = 0;
+      std::size_t bytes = 0, region_bytes = 0;
+      if (!address(driver, kernel ? in_context : f, f, kernel, variable.c_str(), base, bytes) ||
+          !bytes) {
         ++missed;
+        continue;
+      }
+      if (!driver.address_range || driver.address_range(&region, &region_bytes, base) != CUDA_SUCCESS)
+        region = 0;
+      out.push_back({base, bytes, region});
     }
     std::lock_guard lock(mutex_);
     missed_ += missed;
@@ -134,7 +137,7 @@ class ModuleVariables {
 
   mutable std::mutex mutex_;
   std::unordered_map<std::string, std::vector<std::string>> by_kernel_;
-  std::unordered_map<CUfunction, std::vector<Range>> cache_;
+  std::unordered_map<CUfunction, std::vector<Variable>> cache_;
   std::size_t missed_ = 0;
 };
 

@@ -452,7 +452,7 @@ class RangeCounters {
   // replay, which nothing it runs writes.
   void add_variables(const Launch& launch) {
     for (const auto& r : variables_.of(driver_, launch_function(launch))) {
-      memory_.variables().add(r.base, r.bytes);
+      memory_.variables().add(r);
       if (std::ranges::find(variable_ranges_, r) != variable_ranges_.end()) continue;
       variable_ranges_.push_back(r);
       ++variables_seen_;
@@ -626,7 +626,7 @@ class RangeCounters {
   L2Flush l2_{driver_};
   ReplayMemory memory_{driver_};
   ModuleVariables variables_;
-  std::vector<Allocations::Range> variable_ranges_;  // every variable saved so far
+  std::vector<Variable> variable_ranges_;  // every variable saved so far
   std::size_t variables_seen_ = 0, spans_most_ = 0;
   bool user_replay_ = true;
   bool kernel_records_ = false;

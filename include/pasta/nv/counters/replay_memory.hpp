@@ -90,35 +90,48 @@ class Allocations {
   std::uint64_t total_ = 0;
 };
 
+// A `__device__` variable: its address range, and the driver allocation that
+// holds it (cuMemGetAddressRange; 0 where the driver does not say).
+struct Variable {
+  std::uint64_t base = 0, bytes = 0, region = 0;
+  friend bool operator==(const Variable&, const Variable&) = default;
+};
+
 // The `__device__` variables of replayed kernels (module_variables.hpp), as
 // address spans: a variable that overlaps a span or lies within `near` bytes
-// of one joins it. A module's variables lie packed in its global sections
-// (with a few bytes of alignment between them), so a section is copied once
-// rather than each variable. On a torchvision ResNet-18 step, 891 variables
-// (most of them cuDNN's) copied one by one made saving and restoring 19 times
-// as slow as the program's 49 allocations alone; as spans, a quarter less:
-// most of them lie apart (docs/internals-counters.md). The bytes between two
-// variables of a span are module memory, copied back to what they held at the
-// launch as the variables are. Safe from any thread.
+// of one, in the same driver allocation, joins it. A module's variables lie
+// packed in its global sections (with a few bytes of alignment between
+// them), so a section is copied once rather than each variable; two modules'
+// sections may lie closer than `near` in allocations of their own, and one
+// copy over both the driver refuses (CUDA_ERROR_INVALID_VALUE, a transformers
+// GPT-2 step on the H200). On a torchvision ResNet-18 step, 891 variables
+// (most of them cuDNN's) copied one by one made saving and restoring 19
+// times as slow as the program's 49 allocations alone; as spans, a quarter
+// less: most of them lie apart (docs/internals-counters.md). The bytes
+// between two variables of a span are module memory, copied back to what
+// they held at the launch as the variables are. Safe from any thread.
 class VariableSpans {
  public:
   static constexpr std::uint64_t near = 64;
 
-  void add(std::uint64_t base, std::uint64_t bytes) {
+  void add(std::uint64_t base, std::uint64_t bytes, std::uint64_t region = 0) {
     if (!bytes) return;
     std::lock_guard lock(mutex_);
     std::uint64_t lo = base, hi = base + bytes;
-    auto it = spans_.upper_bound(lo);
-    if (it != spans_.begin() && std::prev(it)->second + near >= lo) --it;
-    while (it != spans_.end() && it->first <= hi + near) {
-      lo = std::min(lo, it->first);
+    auto it = spans_.upper_bound({region, lo});
+    if (it != spans_.begin() && std::prev(it)->first.first == region &&
+        std::prev(it)->second + near >= lo)
+      --it;
+    while (it != spans_.end() && it->first.first == region && it->first.second <= hi + near) {
+      lo = std::min(lo, it->first.second);
       hi = std::max(hi, it->second);
-      bytes_ -= it->second - it->first;
+      bytes_ -= it->second - it->first.second;
       it = spans_.erase(it);
     }
-    spans_.emplace(lo, hi);
+    spans_.emplace(std::pair{region, lo}, hi);
     bytes_ += hi - lo;
   }
+  void add(const Variable& v) { add(v.base, v.bytes, v.region); }
   void clear() {
     std::lock_guard lock(mutex_);
     spans_.clear();
@@ -132,17 +145,18 @@ class VariableSpans {
     std::lock_guard lock(mutex_);
     return spans_.size();
   }
+  // By allocation, then address.
   std::vector<Allocations::Range> ranges() const {
     std::lock_guard lock(mutex_);
     std::vector<Allocations::Range> out;
     out.reserve(spans_.size());
-    for (const auto& [lo, hi] : spans_) out.push_back({lo, hi - lo});
+    for (const auto& [start, hi] : spans_) out.push_back({start.second, hi - start.second});
     return out;
   }
 
  private:
   mutable std::mutex mutex_;
-  std::map<std::uint64_t, std::uint64_t> spans_;  // start -> end
+  std::map<std::pair<std::uint64_t, std::uint64_t>, std::uint64_t> spans_;  // region, start -> end
   std::uint64_t bytes_ = 0;
 };
 
@@ -302,7 +316,13 @@ class ReplayMemory {
       batch_works_ = false;
     }
     for (std::size_t i = 0; i < s.ranges.size(); ++i)
-      api_.call(api_.copy(s.backup + s.at[i], s.ranges[i].base, s.ranges[i].bytes, stream), what);
+      if (const CUresult r = api_.copy(s.backup + s.at[i], s.ranges[i].base, s.ranges[i].bytes,
+                                       stream);
+          r != CUDA_SUCCESS)
+        throw std::runtime_error(fmt::format(
+            "{} ({} bytes at {:#x}, {}): {}", what, s.ranges[i].bytes, s.ranges[i].base,
+            i < s.ranges.size() - s.spans ? "an allocation" : "`__device__` variables",
+            api_.name(r)));
   }
 
   Slot& slot_at(std::size_t slot) {

@@ -27,6 +27,8 @@ struct Driver {
   CUresult (*mem_info)(std::size_t*, std::size_t*) = nullptr;
   CUresult (*copy)(CUdeviceptr, CUdeviceptr, std::size_t, CUstream) = nullptr;
   CUresult (*copy_to_device)(CUdeviceptr, const void*, std::size_t) = nullptr;  // synchronous
+  // The allocation that holds an address (nullptr if the driver lacks it).
+  CUresult (*address_range)(CUdeviceptr*, std::size_t*, CUdeviceptr) = nullptr;
   CUresult (*stream_synchronize)(CUstream) = nullptr;
   CUresult (*stream_is_capturing)(CUstream, CUstreamCaptureStatus*) = nullptr;
   CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
@@ -122,6 +124,8 @@ struct Driver {
       kernel_function =
           reinterpret_cast<decltype(kernel_function)>(dlsym(lib, "cuKernelGetFunction"));
       copy_batch = reinterpret_cast<decltype(copy_batch)>(dlsym(lib, "cuMemcpyBatchAsync_v2"));
+      address_range =
+          reinterpret_cast<decltype(address_range)>(dlsym(lib, "cuMemGetAddressRange_v2"));
     } catch (...) {
       dlclose(lib);
       error_name = nullptr;
