@@ -534,7 +534,7 @@ TEST_CASE("ReplayMemory: each slot restores its own moment; slots after the firs
   CHECK(fake.allocs.back().second == 150);
 }
 
-TEST_CASE("ReplayMemory: a module's variables saved in one copy, restored by pasta's kernel") {
+TEST_CASE("ReplayMemory: a module's variables saved and restored by a launch of pasta's kernel") {
   Driver driver = fake_driver();
   fake.free = 1000;
   fake.device.assign(200, 0);  // an allocation [0, 100), a module's variables in [100, 140)
@@ -545,14 +545,15 @@ TEST_CASE("ReplayMemory: a module's variables saved in one copy, restored by pas
   std::fill(fake.device.begin(), fake.device.begin() + 200, 1);
   fake.copies = 0;
   REQUIRE(memory.save(nullptr, 0));
-  CHECK(fake.copies == 2);  // the allocation, then the variables' span
+  CHECK(fake.copies == 1);  // the allocation; the variables' span by the kernel
+  CHECK(fake.span_launches == 1);
   CHECK(memory.saved_bytes(0) == 140);
   CHECK(memory.saved_allocations(0) == 2);
   std::fill(fake.device.begin(), fake.device.begin() + 200, 7);
   CHECK(memory.restore(nullptr, 0));  // the allocation copied, the span by the kernel
-  CHECK(fake.copies == 3);
-  CHECK(fake.span_launches == 1);
-  CHECK(memory.kernel_restores() == 1);
+  CHECK(fake.copies == 2);
+  CHECK(fake.span_launches == 2);
+  CHECK(memory.kernel_copies() == 2);
   CHECK(fake.device[0] == 1);
   CHECK(fake.device[99] == 1);
   CHECK(fake.device[100] == 1);
@@ -562,7 +563,7 @@ TEST_CASE("ReplayMemory: a module's variables saved in one copy, restored by pas
   REQUIRE(memory.save(nullptr, 0));
   CHECK(memory.saved_bytes(0) == 100);
   CHECK_FALSE(memory.restore(nullptr, 0));  // no variables: no kernel
-  CHECK(fake.span_launches == 1);
+  CHECK(fake.span_launches == 2);
 }
 
 TEST_CASE("ReplayMemory: many spans restored by one launch, each at its own moment per slot") {
@@ -583,9 +584,10 @@ TEST_CASE("ReplayMemory: many spans restored by one launch, each at its own mome
   REQUIRE(memory.save(nullptr, 0));
   fill(2);
   REQUIRE(memory.save(nullptr, 1));
+  CHECK(fake.span_launches == 2);  // each save's spans by one launch
   fill(9);
   CHECK(memory.restore(nullptr, 0));
-  CHECK(fake.span_launches == 1);
+  CHECK(fake.span_launches == 3);
   CHECK(fake.span_grid == 5);  // a block per span
   auto expect_slot = [&](unsigned char v) {
     for (std::uint64_t a = 0; a < 97; ++a) CHECK(fake.device[a] == v);
@@ -605,28 +607,31 @@ TEST_CASE("ReplayMemory: many spans restored by one launch, each at its own mome
   CHECK(memory.saved_bytes(0) == 97 + 8 + 3 + 64 + 13 + 24);
 }
 
-TEST_CASE("ReplayMemory: a save's copies in one batched call where there is one") {
+TEST_CASE("ReplayMemory: a save's allocations in one batched call where there is one") {
   Driver driver = fake_driver();
   driver.copy_batch = copy_batch;
   fake.free = 1000;
   fake.device.assign(400, 0);
   fake.allocated = 400;
   ReplayMemory memory(driver);
-  memory.allocations().add(0, 100);
+  memory.allocations().add(0, 60);
+  memory.allocations().add(60, 40);
   for (std::uint64_t v : {150, 250, 350}) memory.variables().add(v, 4);  // 96 bytes apart: 3 spans
   std::fill(fake.device.begin(), fake.device.begin() + 400, 1);
   REQUIRE(memory.save(nullptr, 0));
   CHECK(fake.batches == 1);
-  CHECK(fake.batched == 4);
+  CHECK(fake.batched == 2);  // the allocations; the spans by the kernel
+  CHECK(fake.span_launches == 1);
   CHECK(fake.copies == 0);
   CHECK(fake.batch_stream == CU_STREAM_PER_THREAD);  // not the legacy NULL stream
   CHECK(memory.batched() == 1);
   std::fill(fake.device.begin(), fake.device.begin() + 400, 7);
   memory.restore(nullptr, 0);  // never batched: it may run inside a replay pass
   CHECK(fake.batches == 1);
-  CHECK(fake.copies == 1);
-  CHECK(fake.span_launches == 1);
+  CHECK(fake.copies == 2);
+  CHECK(fake.span_launches == 2);
   CHECK(fake.device[0] == 1);
+  CHECK(fake.device[99] == 1);
   CHECK(fake.device[250] == 1);
   CHECK(fake.device[353] == 1);
   CHECK(fake.device[354] == 7);  // between spans and past them: not copied
@@ -636,22 +641,37 @@ TEST_CASE("ReplayMemory: a save's copies in one batched call where there is one"
   fake.batch_result = CUDA_ERROR_NOT_SUPPORTED;
   std::fill(fake.device.begin(), fake.device.begin() + 400, 3);
   REQUIRE(memory.save(nullptr, 0));
-  CHECK(fake.copies == 5);
+  CHECK(fake.copies == 4);
   fake.batch_result = CUDA_SUCCESS;
   REQUIRE(memory.save(nullptr, 0));
   CHECK(fake.batches == 1);
-  CHECK(fake.copies == 9);
+  CHECK(fake.copies == 6);
   std::fill(fake.device.begin(), fake.device.begin() + 400, 7);
   memory.restore(nullptr, 0);
   CHECK(fake.device[0] == 3);
   CHECK(fake.device[353] == 3);
 
-  // Another error is the driver's answer to the copy itself: it is thrown.
+  // Another error is the driver's answer to the copy itself: it is thrown,
+  // naming the range.
   ReplayMemory other(driver);
   other.allocations().add(0, 100);
-  other.variables().add(150, 4);
+  other.allocations().add(100, 20);
   fake.batch_result = CUDA_ERROR_ILLEGAL_ADDRESS;
   CHECK_THROWS_WITH(other.save(nullptr, 0), "saving device memory: another error");
+}
+
+TEST_CASE("ReplayMemory: a copy the driver refuses names its range") {
+  Driver driver = fake_driver();
+  driver.copy = [](CUdeviceptr, CUdeviceptr from, std::size_t, CUstream) {
+    return from == 0x10 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+  };
+  fake.free = 1000;
+  fake.device.assign(100, 0);
+  fake.allocated = 100;
+  ReplayMemory memory(driver);
+  memory.allocations().add(0x10, 64);
+  CHECK_THROWS_WITH(memory.save(nullptr, 0),
+                    "saving device memory (64 bytes at 0x10, an allocation): another error");
 }
 
 TEST_CASE("interrupt_kind: the host's waits replay a batch, asynchronous copies and memsets do not") {

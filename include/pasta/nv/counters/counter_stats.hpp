@@ -59,7 +59,7 @@ struct CounterTiming {
     ~Timer() { into.add(start); }
   };
 
-  Spent startup, full, cache, passed, use, arm, start, drain, flush, copy;
+  Spent startup, full, cache, passed, use, arm, start, drain, flush, save, restore;
   // User replay: the profiler stopped after a pass; backups made ready for a
   // batch's next launch; batches replayed early, outside the launches (at
   // the host's waits and frees: not in `full`).
@@ -72,12 +72,13 @@ struct CounterTiming {
         "passed over {:.0f} ms ({}); range profiler set up for another metric set {:.0f} ms ({}); "
         "images configured {:.0f} "
         "ms ({}); profiling started {:.0f} ms ({}), stopped and decoded {:.0f} ms ({}); L2 "
-        "flushes {:.0f} ms ({}); memory saved and restored {:.0f} ms ({}); passes stopped {:.0f} "
+        "flushes {:.0f} ms ({}); memory saved {:.0f} ms ({}), restored {:.0f} ms ({}); passes "
+        "stopped {:.0f} "
         "ms ({}); backups made ready for batches {:.0f} ms ({}); batches replayed early, outside "
         "the launches {:.0f} ms ({})",
         s.startup.ms, s.full.ms, s.full.n, s.cache.ms, s.cache.n, s.passed.ms, s.passed.n, s.use.ms,
         s.use.n, s.arm.ms, s.arm.n, s.start.ms, s.start.n, s.drain.ms, s.drain.n, s.flush.ms,
-        s.flush.n, s.copy.ms, s.copy.n, s.stop.ms, s.stop.n, s.reserve.ms, s.reserve.n, s.early.ms,
+        s.flush.n, s.save.ms, s.save.n, s.restore.ms, s.restore.n, s.stop.ms, s.stop.n, s.reserve.ms, s.reserve.n, s.early.ms,
         s.early.n);
   }
 };

@@ -98,10 +98,10 @@ class RangeCounters {
   // those packed beside one another: VariableSpans); a module's unload takes
   // its variables out, so at the end there may be none.
   std::size_t variable_spans() const { return spans_most_; }
-  // Saves whose copies went in one batched call, restores whose variables
-  // pasta's copy kernel copied (ReplayMemory).
+  // Saves whose allocations went in one batched call, saves and restores
+  // whose variables pasta's copy kernel copied (ReplayMemory).
   std::uint64_t batched_copies() const { return memory_.batched(); }
-  std::uint64_t kernel_restores() const { return memory_.kernel_restores(); }
+  std::uint64_t kernel_copies() const { return memory_.kernel_copies(); }
   std::size_t variables_missed() const { return variables_.missed(); }
 
   // Whether the handler has CUPTI's kernel activity records on (user replay
@@ -671,7 +671,7 @@ inline bool RangeCounters::save(std::size_t slot) {
   bool saved = false;
   {
     pasta::detail::DispatchScope own;  // the copies are pasta's work
-    Timer t(spent_.copy);
+    Timer t(spent_.save);
     saved = memory_.save(nullptr, slot);
   }
   if (saved || slot) return saved;  // a later slot's failure drops the batch (the caller's)
@@ -740,7 +740,7 @@ inline void RangeCounters::run_passes(const std::vector<Member>& members, std::s
   // Whether it launched pasta's copy kernel (for the variables): a range.
   auto restore = [&](std::size_t slot) {
     if (at == slot) return false;
-    Timer t(spent_.copy);
+    Timer t(spent_.restore);
     at = slot;
     return memory_.restore(stream, slot);
   };

@@ -193,15 +193,22 @@ class ReplayMemory {
     s.ranges = std::move(ranges);
     s.at = layout.at;
     s.spans = spans.size();
-    save_copies(s, stream);
-    // The variables' restores read their rows from the backup's end.
+    // The spans' rows at the backup's end: the restores' (backup to
+    // variables), then the save's (variables to backup).
     s.table = s.spans ? s.backup + layout.table : 0;
     if (s.table) {
       std::vector<SpanCopy::Row> rows;
       for (std::size_t i = s.ranges.size() - s.spans; i < s.ranges.size(); ++i)
         rows.push_back({s.ranges[i].base, s.backup + s.at[i], s.ranges[i].bytes});
+      for (std::size_t i = 0; i < s.spans; ++i)
+        rows.push_back({rows[i].from, rows[i].to, rows[i].bytes});
       api_.call(api_.copy_to_device(s.table, rows.data(), rows.size() * sizeof(SpanCopy::Row)),
                 "saving the variables' copy table");
+    }
+    save_copies(s, stream);
+    if (s.table) {
+      copier_.copy(s.table + s.spans * sizeof(SpanCopy::Row), s.spans, stream);
+      ++kernel_copies_;
     }
     s.bytes = 0;
     for (const auto& r : s.ranges) s.bytes += r.bytes;
@@ -213,7 +220,7 @@ class ReplayMemory {
     const std::uint64_t spans = variables_.count();
     return reserve(slot_at(slot),
                    allocations_.bytes() + variables_.bytes() +
-                       spans * (alignment + sizeof(SpanCopy::Row)) + alignment,
+                       spans * (alignment + 2 * sizeof(SpanCopy::Row)) + alignment,
                    slot == 0);
   }
   // Copies `slot`'s backup back over the memory it saved, on `stream`: the
@@ -228,13 +235,13 @@ class ReplayMemory {
                 "restoring device memory");
     if (!s.table) return false;
     copier_.copy(s.table, s.spans, stream);
-    ++kernel_restores_;
+    ++kernel_copies_;
     return true;
   }
-  // Saves made in one batched call (cuMemcpyBatchAsync), and restores whose
-  // variables pasta's copy kernel copied.
+  // Saves whose allocations went in one batched call (cuMemcpyBatchAsync),
+  // and saves and restores whose variables pasta's copy kernel copied.
   std::uint64_t batched() const { return batched_; }
-  std::uint64_t kernel_restores() const { return kernel_restores_; }
+  std::uint64_t kernel_copies() const { return kernel_copies_; }
   // Bytes `slot`'s last save copied, and in how many copies (allocations and
   // spans of variables).
   std::uint64_t saved_bytes(std::size_t slot = 0) const {
@@ -284,21 +291,23 @@ class ReplayMemory {
       end += ranges[i].bytes;
     }
     l.table = (end + alignment - 1) / alignment * alignment;
-    l.need = spans ? l.table + spans * sizeof(SpanCopy::Row) : end;
+    l.need = spans ? l.table + 2 * spans * sizeof(SpanCopy::Row) : end;
     return l;
   }
 
-  // A save's copies in one batched call where the driver has it (outside
-  // the replay passes: a save is never inside one), on the calling thread's
-  // default stream for the NULL stream (the batch refuses the legacy one;
-  // the per-thread stream is ordered with it). A driver that refuses the
-  // batch gets one copy each, from then on.
+  // A save's copies of the allocations in one batched call where the driver
+  // has it (outside the replay passes: a save is never inside one), on the
+  // calling thread's default stream for the NULL stream (the batch refuses
+  // the legacy one; the per-thread stream is ordered with it); with the
+  // spans too where no copy table was made. A driver that refuses the batch
+  // gets one copy each, from then on.
   void save_copies(const Slot& s, CUstream stream) {
     const char* what = "saving device memory";
-    if (api_.copy_batch && batch_works_ && s.ranges.size() > 1) {
+    const std::size_t n = s.table ? s.ranges.size() - s.spans : s.ranges.size();
+    if (api_.copy_batch && batch_works_ && n > 1) {
       std::vector<CUdeviceptr> to, from;
       std::vector<std::size_t> sizes;
-      for (std::size_t i = 0; i < s.ranges.size(); ++i) {
+      for (std::size_t i = 0; i < n; ++i) {
         to.push_back(s.backup + s.at[i]);
         from.push_back(s.ranges[i].base);
         sizes.push_back(s.ranges[i].bytes);
@@ -315,7 +324,7 @@ class ReplayMemory {
       if (r != CUDA_ERROR_NOT_SUPPORTED && r != CUDA_ERROR_INVALID_VALUE) api_.call(r, what);
       batch_works_ = false;
     }
-    for (std::size_t i = 0; i < s.ranges.size(); ++i)
+    for (std::size_t i = 0; i < n; ++i)
       if (const CUresult r = api_.copy(s.backup + s.at[i], s.ranges[i].base, s.ranges[i].bytes,
                                        stream);
           r != CUDA_SUCCESS)
@@ -371,7 +380,7 @@ class ReplayMemory {
   std::vector<Slot> slots_;
   SpanCopy copier_{api_};
   bool batch_works_ = true;
-  std::uint64_t batched_ = 0, kernel_restores_ = 0;
+  std::uint64_t batched_ = 0, kernel_copies_ = 0;
   std::string why_;
 };
 
