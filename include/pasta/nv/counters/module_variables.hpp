@@ -34,7 +34,6 @@ namespace pasta::nv::detail {
 
 class ModuleVariables {
  public:
-
   // A module's image, as it loads (any thread): its variables' names under
   // each of its kernels' names. An image with no variable costs nothing more.
   void loaded(std::span<const std::byte> image) {
@@ -93,7 +92,8 @@ class ModuleVariables {
         ++missed;
         continue;
       }
-      if (!driver.address_range || driver.address_range(&region, &region_bytes, base) != CUDA_SUCCESS)
+      if (!driver.address_range ||
+          driver.address_range(&region, &region_bytes, base) != CUDA_SUCCESS)
         region = 0;
       out.push_back({base, bytes, region});
     }

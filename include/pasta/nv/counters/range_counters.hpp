@@ -695,10 +695,12 @@ void RangeCounters::run_batch(std::size_t now, Emit& emit) {
   // (measured on the H100, bench/gpu/probe). The program's work is waited
   // for first, so no record of it is lost.
   KernelRecordsOff off(kernel_records_, driver_);
-  // Each launch's pass takes a range for its L2 flush too, when profiling
-  // runs over several launches (the flush is then inside it).
+  // Each launch's pass takes a range for its L2 flush and one for the
+  // restore of its variables too, when profiling runs over several launches
+  // (they are then inside it).
   const bool inside = members.size() > 1;
-  if (profiler_.configured() != &full_ || !ledger_.fits(members.size() * (inside ? ranges_per_member : 1)))
+  if (profiler_.configured() != &full_ ||
+      !ledger_.fits(members.size() * (inside ? ranges_per_member : 1)))
     arm(full_);
   for (;;) {
     try {

@@ -294,7 +294,8 @@ inline void CounterCallbacks::log_summary(bool verbose) const {
             ? fmt::format(" ({} named in their modules' images were not found there)",
                           counters_.variables_missed())
             : std::string(),
-        counters_.batched_copies(), counters_.kernel_copies(), t.unsaved, t.unreplayed, t.dropped, t.unrelaunched));
+        counters_.batched_copies(), counters_.kernel_copies(), t.unsaved, t.unreplayed, t.dropped,
+        t.unrelaunched));
   if (t.outside && verbose)
     pasta::detail::log(fmt::format(
         "cupti handler: hardware counters: {} launches outside the capture window were not "
