@@ -231,33 +231,6 @@ class Aten {
   }
 
  private:
-  // Freed operator contexts, per thread (a context may end on another
-  // thread than it began: it joins that thread's cache).
-  class ContextCache {
-   public:
-    static void* take(std::size_t size) {
-      ContextCache& c = pasta::detail::ThreadSlot<ContextCache>::get();
-      if (c.count_ > 0) return c.free_[--c.count_];
-      return ::operator new(size);
-    }
-    static void give(void* p) {
-      ContextCache& c = pasta::detail::ThreadSlot<ContextCache>::get();
-      if (c.count_ < kept) {
-        c.free_[c.count_++] = p;
-        return;
-      }
-      ::operator delete(p);
-    }
-    ~ContextCache() {
-      while (count_ > 0) ::operator delete(free_[--count_]);
-    }
-
-   private:
-    static constexpr std::size_t kept = 64;
-    void* free_[kept];
-    std::size_t count_ = 0;
-  };
-
   // One operator call, carried from the start callback to the end callback
   // (which may run on another thread for asynchronous scopes).
   struct OpContext : at::ObserverContext {
@@ -271,8 +244,8 @@ class Aten {
 
     // One is made at every operator call and deleted at its end: the
     // thread's recent ones are reused instead of going back to the heap.
-    static void* operator new(std::size_t size) { return ContextCache::take(size); }
-    static void operator delete(void* p) { ContextCache::give(p); }
+    static void* operator new(std::size_t size);
+    static void operator delete(void* p);
   };
   // An operator open on a thread, with what the operators it calls inherit.
   struct Open {
@@ -292,7 +265,17 @@ class Aten {
     std::uint64_t torch_thread = 0;  // at::RecordFunction::currentThreadId(), once known
     bool deferring = false;          // `deferred` holds a wrapper's OpBegin
     bool reporter_seen = false;      // the memory hook was on this thread at a check
+    bool in_graph = false;           // !graphs.empty(), read by every operator
     std::uint32_t tid = pasta::detail::thread_id();  // at hand with the rest
+    // Freed operator contexts (a context may end on another thread than it
+    // began: it joins that thread's): the recent ones are taken first, so
+    // a call usually reads the line after this one.
+    std::uint32_t contexts_kept = 0;
+    static constexpr std::size_t contexts_max = 64;
+    void* contexts[contexts_max];
+    ~ThreadState() {
+      while (contexts_kept > 0) ::operator delete(contexts[--contexts_kept]);
+    }
     // Recent name pointers, direct-mapped: a pointer, its name and the
     // interned text (which lives as long as the name table), so a hit is
     // one load and a compare, with no lock of the table. Bounded, unlike a
@@ -326,6 +309,19 @@ class Aten {
   };
   static constexpr std::uint32_t poll_every = 16;
   static ThreadState& thread_state() { return pasta::detail::ThreadSlot<ThreadState>::get(); }
+  static void* take_context(std::size_t size) {
+    ThreadState& t = thread_state();
+    if (t.contexts_kept > 0) return t.contexts[--t.contexts_kept];
+    return ::operator new(size);
+  }
+  static void give_context(void* p) {
+    ThreadState& t = thread_state();
+    if (t.contexts_kept < ThreadState::contexts_max) {
+      t.contexts[t.contexts_kept++] = p;
+      return;
+    }
+    ::operator delete(p);
+  }
   // The calling thread's open operators as device handlers see them
   // (core/detail/op_correlation.hpp): asked at each launch they tag.
   static std::uint64_t innermost_open() {
@@ -416,7 +412,7 @@ class Aten {
       if (--t.polls_in == 0) [[unlikely]]
         self->poll_helpers(t);
       mark<Timed>(part, 0);
-      const auto& window = pasta::detail::capture_window();
+      const auto& window = *self->window_;
       const bool windowed = !window.whole();
       // Outside a capture window only user scopes (ranges, optimizer steps) matter.
       if (windowed && !window.open() && fn.scope() != at::RecordScope::USER_SCOPE) [[unlikely]]
@@ -562,7 +558,8 @@ class Aten {
       if (modules_) open.module = detail::ModuleTracker::current();
       if (source_lines_) open.source = detail::ModuleTracker::op_source(ctx.name);
     }
-    if (track && !t.graphs.empty()) graph_place(t, caller, ctx, open);
+    if (track && t.in_graph) [[unlikely]]
+      graph_place(t, caller, ctx, open);
     if (track && !open.backward) {
       if (!t.torch_thread) t.torch_thread = at::RecordFunction::currentThreadId();
       origins_.put(t.torch_thread, fn.seqNr(), {open.module, open.source});
@@ -597,13 +594,15 @@ class Aten {
 
   // A compiled graph's call begins and ends on this thread (InductorBridge).
   static void enter_graph(long long graph) {
-    thread_state().graphs.push_back(
-        {.graph = static_cast<std::uint64_t>(graph),
-         .first_op = shared().next_id.load(std::memory_order_relaxed)});
+    ThreadState& t = thread_state();
+    t.graphs.push_back({.graph = static_cast<std::uint64_t>(graph),
+                        .first_op = shared().next_id.load(std::memory_order_relaxed)});
+    t.in_graph = true;
   }
   static void leave_graph() {
     ThreadState& t = thread_state();
     if (!t.graphs.empty()) t.graphs.pop_back();
+    t.in_graph = !t.graphs.empty();
   }
 
   // PASTA_OP_INPUTS: the operator's input shapes and dtypes, interned.
@@ -971,6 +970,7 @@ class Aten {
   bool active_ = false;
   bool compiled_ = false;  // compiled kernels' launches are operator calls (a tool wants them)
   void* sink_ = nullptr;
+  const pasta::detail::CaptureWindow* window_ = &pasta::detail::capture_window();
   void (*emit_begin_)(void*, const OpBegin&) = nullptr;
   void (*emit_end_)(void*, const OpEnd&) = nullptr;
   void (*emit_alloc_)(void*, const TensorAlloc&) = nullptr;
@@ -991,5 +991,9 @@ class Aten {
   std::string error_;
   std::uint64_t first_id_ = 0;  // shared().next_id at start()
 };
+
+// The contexts come from their thread's state (Aten::ThreadState).
+inline void* Aten::OpContext::operator new(std::size_t size) { return take_context(size); }
+inline void Aten::OpContext::operator delete(void* p) { give_context(p); }
 
 }  // namespace pasta::torch

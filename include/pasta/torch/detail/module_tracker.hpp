@@ -62,6 +62,7 @@ struct ModuleThread {
   std::vector<ModuleFrame> stack;
   std::uint32_t outside_ops = 0;  // operators from Python outside every module, since the last root
   bool walking = false;           // inside a frame walk (a finaliser may run operators)
+  std::uint32_t site_hits = 0;    // sites found in `sites`, not yet added to the stats
   std::unordered_map<SiteKey, NameId, SiteKeyHash> sites;
 };
 inline ModuleThread& module_thread() { return pasta::detail::ThreadSlot<ModuleThread>::get(); }
@@ -86,6 +87,7 @@ class ModuleTracker {
     s.emit = emit;
     s.modules = modules;
     s.sources = sources;
+    hot().lines.store(sources && s.installed.load());
     s.verbose = verbose;
     {
       std::scoped_lock lock(s.mutex);
@@ -100,6 +102,7 @@ class ModuleTracker {
   static void stop() {
     State& s = state();
     if (!s.active.exchange(false)) return;
+    add_site_hits(module_thread());
     if (s.verbose)
       pasta::detail::log(fmt::format(
           "modules: {} module calls; source lines: {} call sites looked up, {} operators found "
@@ -126,7 +129,7 @@ class ModuleTracker {
   static const Stats& stats() { return state().stats; }
   // Paused from Python (pasta_modules.follow(False)): operators look up no
   // module and no line, as with PASTA_MODULES=0 PASTA_SOURCE_LINES=0.
-  static bool paused() { return state().paused.load(std::memory_order_relaxed); }
+  static bool paused() { return hot().paused.load(std::memory_order_relaxed); }
 
   // From an operator callback: until the monitoring is in, looks for
   // torch.nn, at most every retry_ns: at once when the calling thread runs
@@ -170,13 +173,13 @@ class ModuleTracker {
 
   // The source line of operator `op`, called from Python on this thread now.
   static NameId op_source(NameId op) {
-    State& s = state();
-    if (!s.sources || !s.installed.load(std::memory_order_relaxed)) return {};
+    const Hot& h = hot();
+    if (!h.lines.load(std::memory_order_relaxed)) return {};
     ModuleThread& t = module_thread();
     if (t.walking) return {};
     // Outside every module only the main thread's operators are looked up:
     // another thread's (autograd's, a data loader's) run no Python code.
-    if (t.stack.empty() && pasta::detail::thread_id() != s.main_thread.load(std::memory_order_relaxed))
+    if (t.stack.empty() && pasta::detail::thread_id() != h.main_thread.load(std::memory_order_relaxed))
       return {};
     SiteKey key{.op = op.value};
     if (t.stack.empty()) {
@@ -186,12 +189,15 @@ class ModuleTracker {
       key.ordinal = ++t.stack.back().ops;
     }
     if (auto it = t.sites.find(key); it != t.sites.end()) {
-      // Counted without a locked add (every operator comes here): a count
-      // two threads raise at once may lose one; it is only said, verbose.
-      s.stats.site_hits.store(s.stats.site_hits.load(std::memory_order_relaxed) + 1,
-                              std::memory_order_relaxed);
+      // Counted on the thread (every operator comes here, and a shared
+      // count is a write to a shared line) and added to the stats in blocks;
+      // stop() adds the stopping thread's rest, another thread's last
+      // site_hits_block - 1 at most are left out of the verbose count.
+      if (++t.site_hits == site_hits_block) [[unlikely]]
+        add_site_hits(t);
       return it->second;
     }
+    State& s = state();
     if (t.sites.size() >= max_sites) {
       if (s.stats.dropped.fetch_add(1, std::memory_order_relaxed) == 0)
         pasta::detail::log(fmt::format(
@@ -271,9 +277,7 @@ class ModuleTracker {
     bool resolved = false, python = false, verbose = false;
     bool modules = false, sources = false;
     std::atomic<bool> exiting{false};  // the interpreter is finalising: no frame walks
-    std::atomic<bool> paused{false};   // pasta_modules.follow(False)
     std::atomic<bool> finished{false};  // the capture window never opens again (finish())
-    std::atomic<std::uint32_t> main_thread{0};  // pasta's id of the thread that runs pending calls
     Emit emit = nullptr;
     Stats stats;
     PythonApi::Obj install = nullptr, module_name = nullptr, call_impl_code = nullptr;
@@ -288,6 +292,22 @@ class ModuleTracker {
   static State& state() {
     static State s;
     return s;
+  }
+  // What every operator call reads (paused(), op_source()), constant-
+  // initialized, so that no guard is checked, in a line of its own.
+  struct alignas(64) Hot {
+    std::atomic<bool> paused{false};  // pasta_modules.follow(False)
+    std::atomic<bool> lines{false};   // source lines asked for, and the monitoring is in
+    std::atomic<std::uint32_t> main_thread{0};  // pasta's id of the thread that runs pending calls
+  };
+  static Hot& hot() {
+    static constinit Hot h;
+    return h;
+  }
+  // A thread's counted site hits, given to the stats (the verbose line's count).
+  static constexpr std::uint32_t site_hits_block = 1024;
+  static void add_site_hits(ModuleThread& t) {
+    state().stats.site_hits.fetch_add(std::exchange(t.site_hits, 0), std::memory_order_relaxed);
   }
 
   static constexpr const char* python_source = R"PY(
@@ -372,8 +392,9 @@ followed and follow() switches nothing. For benchmarks that time both in one pro
         python_source, {&start, &ret, &unwind, &configure, &exiting, &pause}, s.install, s.verbose, failed);
     if (r == 0) return 0;  // torch.nn not imported yet: asked again later
     if (r == 1) {
-      s.main_thread.store(pasta::detail::thread_id());
+      hot().main_thread.store(pasta::detail::thread_id());
       s.installed.store(true);
+      hot().lines.store(s.sources);
       if (s.verbose)
         pasta::detail::log(fmt::format("modules: nn.Module calls followed{}",
                                        s.sources ? ", source lines looked up" : ""));
@@ -411,7 +432,7 @@ followed and follow() switches nothing. For benchmarks that time both in one pro
   static PythonApi::Obj py_pause(PythonApi::Obj, PythonApi::Obj const* args, long n) {
     State& s = state();
     if (n == 1) {
-      s.paused.store(s.api.long_as(args[0]) != 0, std::memory_order_relaxed);
+      hot().paused.store(s.api.long_as(args[0]) != 0, std::memory_order_relaxed);
       module_thread().stack.clear();
     }
     return s.api.new_none();
