@@ -70,16 +70,14 @@ struct CounterTiming {
     return fmt::format(
         "start-up {:.0f} ms; launches measured in full {:.0f} ms ({}), in one pass {:.0f} ms ({}), "
         "passed over {:.0f} ms ({}); range profiler set up for another metric set {:.0f} ms ({}); "
-        "images configured {:.0f} "
-        "ms ({}); profiling started {:.0f} ms ({}), stopped and decoded {:.0f} ms ({}); L2 "
-        "flushes {:.0f} ms ({}); memory saved {:.0f} ms ({}), restored {:.0f} ms ({}); passes "
-        "stopped {:.0f} "
-        "ms ({}); backups made ready for batches {:.0f} ms ({}); batches replayed early, outside "
-        "the launches {:.0f} ms ({})",
+        "images configured {:.0f} ms ({}); profiling started {:.0f} ms ({}), stopped and decoded "
+        "{:.0f} ms ({}); L2 flushes {:.0f} ms ({}); memory saved {:.0f} ms ({}), restored {:.0f} "
+        "ms ({}); passes stopped {:.0f} ms ({}); backups made ready for batches {:.0f} ms ({}); "
+        "batches replayed early, outside the launches {:.0f} ms ({})",
         s.startup.ms, s.full.ms, s.full.n, s.cache.ms, s.cache.n, s.passed.ms, s.passed.n, s.use.ms,
         s.use.n, s.arm.ms, s.arm.n, s.start.ms, s.start.n, s.drain.ms, s.drain.n, s.flush.ms,
-        s.flush.n, s.save.ms, s.save.n, s.restore.ms, s.restore.n, s.stop.ms, s.stop.n, s.reserve.ms, s.reserve.n, s.early.ms,
-        s.early.n);
+        s.flush.n, s.save.ms, s.save.n, s.restore.ms, s.restore.n, s.stop.ms, s.stop.n,
+        s.reserve.ms, s.reserve.n, s.early.ms, s.early.n);
   }
 };
 
