@@ -138,7 +138,7 @@ TEST_CASE("kernel symbols lose the descriptor suffix") {
   CHECK(names.find(8) == KernelNames::unknown());
 }
 
-TEST_CASE("agents number GPUs as HIP does; other agents are device 0") {
+TEST_CASE("agents number GPUs as HIP does, other agents are device 0") {
   Agents agents;
   agents.add(Agent{.id = {0x100}, .logical_node_type_id = 0}, false);  // a CPU
   agents.add(Agent{.id = {0x200}, .logical_node_type_id = 0}, true);

@@ -168,7 +168,7 @@ TEST_CASE("a thread that finds the pipeline busy queues its events, and they arr
   CHECK(std::get<OpEnd>(events[2]).id == 1);
 }
 
-TEST_CASE("queue_always: program threads only queue; settle() processes in order; "
+TEST_CASE("queue_always: program threads only queue, settle() processes in order, "
           "PASTA_HOST_QUEUE=0 keeps every event on its thread") {
   test::TempDir dir;
   for (const bool queue : {true, false}) {
@@ -259,7 +259,7 @@ TEST_CASE("the host queue under Pipeline::emit's pattern: a thread that queued e
   CHECK(out_of_order == 0);
 }
 
-TEST_CASE("queue_always under load: 4 program threads, 6 queue laps, the worker settling; "
+TEST_CASE("queue_always under load: 4 program threads, 6 queue laps, the worker settling, "
           "every event once, each thread's in its order") {
   test::TempDir dir;
   detail::Pipeline<proc::PassThrough, test::Collect> pipeline(test::quiet(dir));

@@ -20,7 +20,7 @@ TEST_CASE("an address maps to the live allocation that contains it") {
   CHECK(m.find(0x2010) == nullptr);
 }
 
-TEST_CASE("freeing removes the range; unknown frees are reported") {
+TEST_CASE("freeing removes the range, unknown frees are reported") {
   AddressMap m;
   m.insert({.base = 0x1000, .bytes = 0x100});
   CHECK_FALSE(m.erase(0x1004));

@@ -237,7 +237,7 @@ TEST_CASE("a window that never opens: the reports are marked, the program runs o
                      "scopes; only pasta scopes named \"missing\" open the window"));
 }
 
-TEST_CASE("PASTA_CAPTURE_RANGE sets Config::capture; a malformed value is kept and captures nothing") {
+TEST_CASE("PASTA_CAPTURE_RANGE sets Config::capture, a malformed value is kept and captures nothing") {
   Config cfg;
   auto errors = apply_env(cfg, [](const char* name) -> const char* {
     return std::string_view(name) == "PASTA_CAPTURE_RANGE" ? "steps:3-4" : nullptr;

@@ -318,7 +318,7 @@ TEST_CASE("PASTA_COUNTER_REPLAY: pasta (the default) or cupti") {
   CHECK_FALSE(cfg.counter_user_replay);
 }
 
-TEST_CASE("PASTA_TOOLS: a comma list of tool names, duplicates folded; malformed lists refused") {
+TEST_CASE("PASTA_TOOLS: a comma list of tool names, duplicates folded, malformed lists refused") {
   Config cfg;
   CHECK(apply_env(cfg, FakeEnv{{{"PASTA_TOOLS", "timeline,kernel_freq,timeline"}}}).empty());
   CHECK(cfg.tools == std::vector<std::string>{"timeline", "kernel_freq"});

@@ -336,7 +336,7 @@ TEST_CASE("PASTA_TOOLS naming a tool the profiler lacks: one line, and every too
         "alloc_watcher); running every tool");
 }
 
-TEST_CASE("SelfTimer adds its time and one call; off, nothing; the sums read as a line") {
+TEST_CASE("SelfTimer adds its time and one call, off, nothing, the sums read as a line") {
   pasta::detail::SelfTime t;
   {
     pasta::detail::SelfTimer on(&t);

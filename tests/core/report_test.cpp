@@ -161,7 +161,7 @@ TEST_CASE("kernel names shorten to the function and its template arguments") {
   CHECK(detail::short_kernel_name("sm90_xmma_gemm_kernel") == "sm90_xmma_gemm_kernel");
 }
 
-TEST_CASE("the console's form leaves out tables with no rows; a tool with nothing is one line") {
+TEST_CASE("the console's form leaves out tables with no rows, a tool with nothing is one line") {
   Report r("mixed");
   r.summary("kernels", 2);
   r.table("empty", "Nothing here", {"a"});

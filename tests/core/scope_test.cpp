@@ -59,7 +59,7 @@ TEST_CASE("scopes on other threads carry their own thread id and depth") {
   CHECK(prof.tool<tools::ScopeTime>().stats("inner")->calls == 1);
 }
 
-TEST_CASE("PASTA_SCOPE interns its name once per call site; pasta::Scope on every entry") {
+TEST_CASE("PASTA_SCOPE interns its name once per call site, pasta::Scope on every entry") {
   test::TempDir dir;
   ScopeProf prof(test::quiet(dir));
   for (std::string_view name : {"first", "second"}) {

@@ -85,7 +85,7 @@ TEST_CASE("completions without launch events are selected in completion order") 
   CHECK(std::get<std::uint64_t>(r.summary()[2].second) == 4);  // without a launch
 }
 
-TEST_CASE("memory accesses learn their allocation; misses and bad frees are counted") {
+TEST_CASE("memory accesses learn their allocation, misses and bad frees are counted") {
   Rig rig;
   rig.emit(MemAlloc{.address = 0x1000, .bytes = 0x100, .mem_kind = MemKind::managed});
   rig.emit(MemAccess{.address = 0x10ff, .bytes = 1});

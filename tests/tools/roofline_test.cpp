@@ -57,7 +57,7 @@ TEST_CASE("roofline: a GEMM on tensor cores is compute-bound, an elementwise op 
   CHECK(to_string(add.bound) == "memory-bound");
 }
 
-TEST_CASE("roofline: little work at low throughput is launch- or latency-bound; FP work, FP pipes") {
+TEST_CASE("roofline: little work at low throughput is launch- or latency-bound, FP work, FP pipes") {
   const Ceilings none{};
   const Verdict tiny = judge({.device_ns = 3e4, .launches = 10, .dram_pct = 5, .sm_pct = 8}, none);
   CHECK(tiny.bound == Bound::launch);  // 3 us a launch

@@ -336,7 +336,7 @@ TEST_CASE("Aten: steps:A-B keeps the operators of optimizer steps A to B, whole"
   CHECK(s.opened == 1);
 }
 
-TEST_CASE("Aten: nvtx:NAME opens at a record_function of that name; a missing one says so") {
+TEST_CASE("Aten: nvtx:NAME opens at a record_function of that name, a missing one says so") {
   test::TempDir dir;
   Config cfg = test::quiet(dir);
   cfg.capture = parse_capture_range("nvtx:measured");
@@ -477,7 +477,7 @@ TEST_CASE("Aten: a memory hook that a state guard removed comes back within 16 o
         "may be missing");
 }
 
-TEST_CASE("Aten: outside the capture window operators reach no callback but a sampled poll; "
+TEST_CASE("Aten: outside the capture window operators reach no callback but a sampled poll, "
           "ranges and the memory hook still do, and other threads follow the window") {
   test::TempDir dir;
   Config cfg = test::quiet(dir);

@@ -419,7 +419,7 @@ static std::string with_header_edit(const std::string& whole, std::string_view f
   return other;
 }
 
-TEST_CASE("a trace with other fields is read by name; a changed field type is a version error") {
+TEST_CASE("a trace with other fields is read by name, a changed field type is a version error") {
   test::TempDir dir;
   write_trace(dir.file("whole.pasta"), every_event());
   const std::string whole = bytes_of(dir.file("whole.pasta"));

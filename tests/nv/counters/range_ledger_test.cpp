@@ -64,7 +64,7 @@ TEST_CASE("a count below the ranges decoded is a fresh image's, counted from its
 }
 
 TEST_CASE(
-    "at most pass_over launches in a row are passed over; a launch measured starts a new run") {
+    "at most pass_over launches in a row are passed over, a launch measured starts a new run") {
   RangeLedger l;
   std::size_t passed = 0;
   while (l.can_pass_over()) {

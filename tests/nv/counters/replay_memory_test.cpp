@@ -17,7 +17,7 @@ using pasta::nv::detail::MemoryCall;
 using pasta::nv::detail::MemoryChange;
 using Range = Allocations::Range;
 
-TEST_CASE("Allocations: added, freed by start, unmapped by range; a reused address replaces") {
+TEST_CASE("Allocations: added, freed by start, unmapped by range, a reused address replaces") {
   Allocations a;
   a.add(0x1000, 0x100);
   a.add(0x3000, 0x200);

@@ -484,7 +484,7 @@ TEST_CASE("KeptLaunch: what cannot be kept says why") {
   CHECK(why == "a launch's `extra` array holds more than a parameter buffer and its size");
 }
 
-TEST_CASE("ReplayMemory: each slot restores its own moment; slots after the first take half") {
+TEST_CASE("ReplayMemory: each slot restores its own moment, slots after the first take half") {
   Driver driver = fake_driver();
   fake.free = 1000;
   fake.device.assign(100, 0);  // the program's memory: [0, 100)

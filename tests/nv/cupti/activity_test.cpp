@@ -84,7 +84,7 @@ TEST_CASE("memory records become allocations and frees of the right kind") {
   CHECK(mem_free(m).address == 0x7f0000000000);
 }
 
-TEST_CASE("synchronisation records keep their kind; an absent stream is 0") {
+TEST_CASE("synchronisation records keep their kind, an absent stream is 0") {
   CUpti_ActivitySynchronization2 s{};
   s.type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
   s.streamId = 7;

@@ -21,7 +21,7 @@ std::set<std::string> tagged(CUpti_CallbackDomain domain, std::uint32_t size) {
 }
 }  // namespace
 
-TEST_CASE("tag_callback: the driver's launches, copies and memsets; the runtime's copies and memsets") {
+TEST_CASE("tag_callback: the driver's launches, copies and memsets, the runtime's copies and memsets") {
   const auto runtime = tagged(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE);
   const auto driver = tagged(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE);
   for (const char* name : {"cuLaunchKernel", "cuLaunchKernel_ptsz", "cuLaunchKernelEx",

@@ -217,10 +217,12 @@ class ReplayMemory {
   // Whether `slot` has room for a save of the allocations as they are now
   // (made if it can be, on save()'s terms); saves nothing.
   bool reserve(std::size_t slot) {
+    // lay_out()'s need at most: each span and the rows' table aligned up,
+    // the rows; with no spans, the allocations alone.
     const std::uint64_t spans = variables_.count();
     return reserve(slot_at(slot),
                    allocations_.bytes() + variables_.bytes() +
-                       spans * (alignment + 2 * sizeof(SpanCopy::Row)) + alignment,
+                       (spans ? spans * (alignment + 2 * sizeof(SpanCopy::Row)) + alignment : 0),
                    slot == 0);
   }
   // Copies `slot`'s backup back over the memory it saved, on `stream`: the
