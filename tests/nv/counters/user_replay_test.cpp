@@ -56,6 +56,9 @@ struct Fake {
   // pasta's copy kernel: its launches run here, reading their rows from `device`.
   int span_launches = 0;
   unsigned span_grid = 0;
+  // The L2 flush's launches, and the rows they copied first.
+  int flushes = 0;
+  std::uint64_t flushed_rows = 0;
 };
 Fake fake;
 
@@ -96,36 +99,49 @@ void record(CUfunction f, unsigned grid, void** args, void** extra) {
     fake.buffer.assign(p, p + *static_cast<const std::size_t*>(extra[3]));
   }
 }
-// The module and function of pasta's copy kernel (SpanCopy).
-int copier_module = 0, copier_function = 0;
+// The modules and functions of pasta's copy kernel (SpanCopy) and L2 flush
+// (L2Flush), each found by its entry's name in the PTX.
+int copier_module = 0, copier_function = 0, flush_module = 0, flush_function = 0;
 CUresult module_load_data(CUmodule* m, const void* image) {
-  if (std::strstr(static_cast<const char*>(image), ".entry pasta_copy_spans(") == nullptr)
+  const auto* text = static_cast<const char*>(image);
+  if (std::strstr(text, ".entry pasta_copy_spans(") != nullptr)
+    *m = reinterpret_cast<CUmodule>(&copier_module);
+  else if (std::strstr(text, ".entry pasta_l2_flush(") != nullptr)
+    *m = reinterpret_cast<CUmodule>(&flush_module);
+  else
     return CUDA_ERROR_INVALID_IMAGE;
-  *m = reinterpret_cast<CUmodule>(&copier_module);
   return CUDA_SUCCESS;
 }
 CUresult module_function(CUfunction* f, CUmodule m, const char* name) {
-  if (m != reinterpret_cast<CUmodule>(&copier_module) || std::string(name) != "pasta_copy_spans")
+  if (m == reinterpret_cast<CUmodule>(&copier_module) && std::string(name) == "pasta_copy_spans")
+    *f = reinterpret_cast<CUfunction>(&copier_function);
+  else if (m == reinterpret_cast<CUmodule>(&flush_module) && std::string(name) == "pasta_l2_flush")
+    *f = reinterpret_cast<CUfunction>(&flush_function);
+  else
     return CUDA_ERROR_NOT_FOUND;
-  *f = reinterpret_cast<CUfunction>(&copier_function);
   return CUDA_SUCCESS;
 }
 // The copy kernel's work: `n` rows of (to, from, bytes) at `table`.
-void copy_spans(unsigned grid, void** args) {
-  const auto table = *static_cast<CUdeviceptr*>(args[0]);
-  const auto n = *static_cast<std::uint64_t*>(args[1]);
+void copy_rows(CUdeviceptr table, std::uint64_t n) {
   for (std::uint64_t e = 0; e < n; ++e) {
     std::uint64_t row[3];
     std::memcpy(row, fake.device.data() + table + 24 * e, sizeof row);
     std::memmove(fake.device.data() + row[0], fake.device.data() + row[1], row[2]);
   }
-  ++fake.span_launches;
-  fake.span_grid = grid;
 }
 CUresult launch(CUfunction f, unsigned gx, unsigned, unsigned, unsigned, unsigned, unsigned,
                 unsigned shared, CUstream, void** args, void** extra) {
   if (f == reinterpret_cast<CUfunction>(&copier_function)) {
-    copy_spans(gx, args);
+    copy_rows(*static_cast<CUdeviceptr*>(args[0]), *static_cast<std::uint64_t*>(args[1]));
+    ++fake.span_launches;
+    fake.span_grid = gx;
+    return CUDA_SUCCESS;
+  }
+  if (f == reinterpret_cast<CUfunction>(&flush_function)) {  // (buf, n, sink, table, rows)
+    const auto rows = *static_cast<std::uint64_t*>(args[4]);
+    copy_rows(*static_cast<CUdeviceptr*>(args[3]), rows);
+    ++fake.flushes;
+    fake.flushed_rows += rows;
     return CUDA_SUCCESS;
   }
   if (shared > static_cast<unsigned>(fake.shared_limit)) return CUDA_ERROR_INVALID_VALUE;
@@ -168,6 +184,14 @@ CUresult set_kernel_attribute(CUfunction_attribute a, int value, CUkernel k, CUd
 }
 CUresult ctx_get_device(CUdevice* dev) {
   *dev = 3;
+  return CUDA_SUCCESS;
+}
+CUresult device_attribute(int* value, CUdevice_attribute a, CUdevice) {
+  *value = a == CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE ? 64 : 2;  // bytes of L2; SMs
+  return CUDA_SUCCESS;
+}
+CUresult stream_is_capturing(CUstream, CUstreamCaptureStatus* status) {
+  *status = CU_STREAM_CAPTURE_STATUS_NONE;
   return CUDA_SUCCESS;
 }
 CUresult launch_ex(const CUlaunchConfig* config, CUfunction f, void** args, void** extra) {
@@ -242,6 +266,8 @@ Driver fake_driver() {
   d.kernel_attribute = kernel_attribute;
   d.set_kernel_attribute = set_kernel_attribute;
   d.ctx_get_device = ctx_get_device;
+  d.device_attribute = device_attribute;
+  d.stream_is_capturing = stream_is_capturing;
   d.error_name = error_name;
   d.ctx_synchronize = ctx_synchronize;
   d.mem_info = mem_info;
@@ -605,6 +631,53 @@ TEST_CASE("ReplayMemory: many spans restored by one launch, each at its own mome
   expect_slot(2);
   // The bytes copied: the allocation and the spans (not the alignment or the rows).
   CHECK(memory.saved_bytes(0) == 97 + 8 + 3 + 64 + 13 + 24);
+}
+
+TEST_CASE("ReplayMemory: a pass's variables restored in the L2 flush's launch where they fit") {
+  Driver driver = fake_driver();
+  fake.free = 100000;
+  fake.device.assign(10000, 0);
+  fake.allocated = 10000;
+  ReplayMemory memory(driver);
+  pasta::nv::detail::L2Flush flush(driver);
+  memory.allocations().add(0, 100);
+  memory.variables().add(200, 8);
+  memory.variables().add(301, 13);
+  std::fill(fake.device.begin(), fake.device.begin() + 400, 1);
+  REQUIRE(memory.save(nullptr, 0));
+  CHECK(fake.span_launches == 1);  // the save's copy kernel
+  std::fill(fake.device.begin(), fake.device.begin() + 400, 9);
+  ReplayMemory::Rows rows;
+  CHECK_FALSE(memory.restore(nullptr, 0, &rows));  // no launch of its own: left to the flush
+  CHECK(rows.count == 2);
+  CHECK(fake.span_launches == 1);
+  CHECK(fake.device[0] == 1);    // the allocation, copied at once
+  CHECK(fake.device[200] == 9);  // the variables: not yet
+  const auto ctx = reinterpret_cast<CUcontext>(&fake);  // loads the kernel once, in "ctx"
+  REQUIRE(flush.flush(ctx, nullptr, rows.table, rows.count));
+  CHECK(fake.flushes == 1);
+  CHECK(fake.flushed_rows == 2);
+  for (std::uint64_t a : {200, 207, 301, 313}) CHECK(fake.device[a] == 1);
+  CHECK(fake.device[199] == 9);
+  CHECK(fake.device[314] == 9);
+  CHECK(memory.kernel_copies() == 2);  // the save's and the restore's, in the flush's launch
+  CHECK(memory.copies_with_flush() == 1);
+  // A flush that does not come: the rows get the copy kernel's launch.
+  std::fill(fake.device.begin(), fake.device.begin() + 400, 9);
+  rows = {};
+  CHECK_FALSE(memory.restore(nullptr, 0, &rows));
+  memory.copy_rows(rows, nullptr);
+  CHECK(fake.span_launches == 2);
+  CHECK(fake.device[200] == 1);
+  CHECK(memory.copies_with_flush() == 1);
+  // A variable over L2Flush::max_row_bytes: the copy kernel's own launch, nothing left.
+  memory.variables().add(5000, pasta::nv::detail::L2Flush::max_row_bytes + 8);
+  REQUIRE(memory.save(nullptr, 0));
+  rows = {};
+  CHECK(memory.restore(nullptr, 0, &rows));
+  CHECK_FALSE(rows);
+  CHECK(fake.span_launches == 4);  // the save's and the restore's
+  CHECK(fake.flushes == 1);
 }
 
 TEST_CASE("ReplayMemory: a save's allocations in one batched call where there is one") {

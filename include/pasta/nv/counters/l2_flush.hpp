@@ -19,22 +19,38 @@
 
 #include <cstdint>
 
+#include <pasta/nv/counters/span_copy.hpp>
 #include <pasta/nv/detail/driver.hpp>
 
 namespace pasta::nv::detail {
 
 class L2Flush {
  public:
-  // Reads `n` 16-byte words from `buf` (grid-stride); stores only if their
-  // XOR is a value it never is in practice, so the loads are not dead code.
-  static constexpr const char* ptx = R"(.version 7.0
-.target sm_70
-.address_size 64
-.visible .entry pasta_l2_flush(.param .u64 buf, .param .u64 n, .param .u64 sink)
+  // Copies `rows` rows of `table` first (SpanCopy's rows: a replay pass's
+  // restore of variables, in this launch rather than a kernel of its own),
+  // then reads `n` 16-byte words from `buf` (grid-stride); stores only if
+  // their XOR is a value it never is in practice, so the loads are not dead
+  // code. The copies' lines are written in the kernel's first microseconds
+  // and its reads of twice L2 evict them after (with_rows() bounds them).
+  static constexpr char entry_ptx[] = R"(
+.visible .entry pasta_l2_flush(.param .u64 buf, .param .u64 n, .param .u64 sink,
+                               .param .u64 table, .param .u64 rows)
 {
   .reg .pred p;
   .reg .b32 r<10>;
-  .reg .b64 rd<8>;
+  .reg .b64 rd<8>, tb, nr;
+  ld.param.u64 tb, [table];
+  ld.param.u64 nr, [rows];
+  setp.eq.u64 p, nr, 0;
+  @p bra FLUSH;
+  {
+    .param .u64 t0;
+    .param .u64 t1;
+    st.param.u64 [t0], tb;
+    st.param.u64 [t1], nr;
+    call.uni pasta_copy_rows, (t0, t1);
+  }
+FLUSH:
   ld.param.u64 rd1, [buf];
   ld.param.u64 rd2, [n];
   ld.param.u64 rd3, [sink];
@@ -68,20 +84,22 @@ END:
   ret;
 }
 )";
+  static constexpr auto ptx = join_ptx(ptx_header, SpanCopy::copy_rows_ptx, entry_ptx);
 
   explicit L2Flush(Driver& driver) : api_(driver) {}
   L2Flush(const L2Flush&) = delete;
   L2Flush& operator=(const L2Flush&) = delete;
 
-  // Evicts L2 on `stream`, before the work launched on it next. Returns
-  // false, flushing nothing, for a stream being captured into a graph (its
-  // launches do not run now). The first call, in `ctx` (current), loads the
-  // kernel and allocates the scratch buffer. Throws std::runtime_error when
-  // the driver refuses (no memory for the buffer).
-  bool flush(CUcontext ctx, CUstream stream) {
+  // Evicts L2 on `stream`, before the work launched on it next, after
+  // copying `rows` rows of SpanCopy's `table` (with_rows() says which fit).
+  // Returns false, flushing and copying nothing, for a stream being captured
+  // into a graph (its launches do not run now). The first call, in `ctx`
+  // (current), loads the kernel and allocates the scratch buffer. Throws
+  // std::runtime_error when the driver refuses (no memory for the buffer).
+  bool flush(CUcontext ctx, CUstream stream, CUdeviceptr table = 0, std::uint64_t rows = 0) {
     prepare(ctx);
     if (api_.capturing(stream)) return false;
-    void* args[] = {&buffer_, &words_, &sink_};
+    void* args[] = {&buffer_, &words_, &sink_, &table, &rows};
     api_.call(api_.launch(function_, blocks_, 1, 1, threads, 1, 1, 0, stream, args, nullptr),
               "launching the L2 flush");
     return true;
@@ -92,6 +110,15 @@ END:
     if (!ctx_) setup(ctx);
   }
   bool ready() const { return ctx_ != nullptr; }
+  // Whether `rows` rows of at most `largest` bytes each go in a flush's
+  // launch: a block each (a few on a GPU of under 128 SMs), each row done in
+  // two strides of the block's threads, well before the flush's reads of
+  // twice L2 are done (they evict what the copies wrote). Others are copied
+  // by SpanCopy's own launch before the flush.
+  static constexpr bool with_rows(std::uint64_t rows, std::uint64_t largest) {
+    return rows <= max_rows && largest <= max_row_bytes;
+  }
+  static constexpr std::uint64_t max_rows = 1024, max_row_bytes = 4096;
 
   // Frees what setup() made, in its context, if that context still exists
   // (cuMemFree waits for a flush still running). Not from a launch callback.
@@ -120,7 +147,7 @@ END:
     api_.call(api_.device_attribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device),
               "counting the SMs");
     ctx_ = ctx;  // from here on, release() frees what was made
-    api_.call(api_.module_load_data(&module_, ptx), "loading the L2 flush kernel");
+    api_.call(api_.module_load_data(&module_, ptx.data()), "loading the L2 flush kernel");
     api_.call(api_.module_function(&function_, module_, "pasta_l2_flush"),
               "finding the L2 flush kernel");
     // Twice L2, and a 16-byte word after it for the store that never happens.

@@ -102,6 +102,7 @@ class RangeCounters {
   // whose variables pasta's copy kernel copied (ReplayMemory).
   std::uint64_t batched_copies() const { return memory_.batched(); }
   std::uint64_t kernel_copies() const { return memory_.kernel_copies(); }
+  std::uint64_t copies_with_flush() const { return memory_.copies_with_flush(); }
   std::size_t variables_missed() const { return variables_.missed(); }
 
   // Whether the handler has CUPTI's kernel activity records on (user replay
@@ -740,28 +741,35 @@ inline void RangeCounters::run_passes(const std::vector<Member>& members, std::s
   constexpr std::size_t dirty = ~std::size_t{0};
   std::size_t at = now;  // the slot the memory holds (dirty: none)
   // Whether it launched pasta's copy kernel (for the variables): a range.
-  auto restore = [&](std::size_t slot) {
+  // Given `rows`, variables the L2 flush can copy are left to it.
+  auto restore = [&](std::size_t slot, ReplayMemory::Rows* rows = nullptr) {
     if (at == slot) return false;
     Timer t(spent_.restore);
     at = slot;
-    return memory_.restore(stream, slot);
+    return memory_.restore(stream, slot, rows);
   };
   try {
     const bool flush = flush_cache_ && with_l2([&] {
                          l2_.prepare(ctx_);
                          return true;
                        });
-    auto flush_l2 = [&] {
-      if (!flush || !flush_cache_ || !with_l2([&] { return l2_.flush(ctx_, stream); }))
-        return false;
+    // The flush's launch copies `rows` first, or they get the copy kernel's
+    // (a range of its own) when it does not flush.
+    auto flush_l2 = [&](ReplayMemory::Rows rows = {}) {
+      if (!flush || !flush_cache_ ||
+          !with_l2([&] { return l2_.flush(ctx_, stream, rows.table, rows.count); })) {
+        memory_.copy_rows(rows, stream);  // timed with the flush's try
+        return rows ? 1 : 0;              // the copy kernel's range
+      }
       ++tally_.flushes;
-      return true;
+      return 1;
     };
     const bool inside = members.size() > 1;
     for (std::uint32_t pass = 0;; ++pass) {
       if (!inside) {
-        restore(0);
-        flush_l2();
+        ReplayMemory::Rows rows;
+        restore(0, flush && flush_cache_ ? &rows : nullptr);
+        flush_l2(rows);
       }
       start();
       // Every pass takes the same ranges, as the ledger counts them in the first.
@@ -770,8 +778,13 @@ inline void RangeCounters::run_passes(const std::vector<Member>& members, std::s
         const Member& m = members[k];
         if (m.left_out) continue;
         if (inside) {
-          if (restore(k) && pass == 0) ledger_.add_own();
-          if (flush_l2() && pass == 0) ledger_.add_own();
+          // Ranges of pasta's own: the copy kernel's, the flush's (the
+          // variables' copy inside it where they fit).
+          ReplayMemory::Rows rows;
+          int own = restore(k, flush && flush_cache_ ? &rows : nullptr) ? 1 : 0;
+          own += flush_l2(rows);
+          if (pass == 0)
+            for (; own > 0; --own) ledger_.add_own();
         }
         const CUresult launched = m.launch.launch(driver_, stream);
         at = dirty;

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include <pasta/core/detail/fmt.hpp>
+#include <pasta/nv/counters/l2_flush.hpp>
 #include <pasta/nv/counters/span_copy.hpp>
 #include <pasta/nv/detail/driver.hpp>
 
@@ -193,6 +194,8 @@ class ReplayMemory {
     s.ranges = std::move(ranges);
     s.at = layout.at;
     s.spans = spans.size();
+    s.largest_span = 0;
+    for (const auto& r : spans) s.largest_span = std::max(s.largest_span, r.bytes);
     // The spans' rows at the backup's end: the restores' (backup to
     // variables), then the save's (variables to backup).
     s.table = s.spans ? s.backup + layout.table : 0;
@@ -225,25 +228,47 @@ class ReplayMemory {
                        (spans ? spans * (alignment + 2 * sizeof(SpanCopy::Row)) + alignment : 0),
                    slot == 0);
   }
+  // The rows that copy a slot's variables back (SpanCopy's table).
+  struct Rows {
+    CUdeviceptr table = 0;
+    std::uint64_t count = 0;
+    explicit operator bool() const { return count > 0; }
+  };
   // Copies `slot`'s backup back over the memory it saved, on `stream`: the
   // allocations one copy each, the variables by one launch of pasta's copy
   // kernel (SpanCopy). Returns whether it launched the kernel (a range of
-  // its own while the range profiler runs).
-  bool restore(CUstream stream, std::size_t slot = 0) {
+  // its own while the range profiler runs). Given `rows`, variables that
+  // the L2 flush's launch can copy (L2Flush::with_rows) are left to it:
+  // their rows are put there, for the caller's next flush (or copy_rows()).
+  bool restore(CUstream stream, std::size_t slot = 0, Rows* rows = nullptr) {
     const Slot& s = slots_.at(slot);
     const std::size_t allocations = s.ranges.size() - s.spans;
     for (std::size_t i = 0; i < allocations; ++i)
       api_.call(api_.copy(s.ranges[i].base, s.backup + s.at[i], s.ranges[i].bytes, stream),
                 "restoring device memory");
     if (!s.table) return false;
-    copier_.copy(s.table, s.spans, stream);
     ++kernel_copies_;
+    if (rows && L2Flush::with_rows(s.spans, s.largest_span)) {
+      *rows = {.table = s.table, .count = s.spans};
+      ++with_flush_;
+      return false;
+    }
+    copier_.copy(s.table, s.spans, stream);
     return true;
   }
+  // Copies rows restore() left to a flush that did not come, by the copy
+  // kernel's own launch.
+  void copy_rows(const Rows& rows, CUstream stream) {
+    if (!rows) return;
+    copier_.copy(rows.table, rows.count, stream);
+    --with_flush_;
+  }
   // Saves whose allocations went in one batched call (cuMemcpyBatchAsync),
-  // and saves and restores whose variables pasta's copy kernel copied.
+  // saves and restores whose variables pasta's copy kernel copied, and of
+  // those, restores whose copy went in an L2 flush's launch.
   std::uint64_t batched() const { return batched_; }
   std::uint64_t kernel_copies() const { return kernel_copies_; }
+  std::uint64_t copies_with_flush() const { return with_flush_; }
   // Bytes `slot`'s last save copied, and in how many copies (allocations and
   // spans of variables).
   std::uint64_t saved_bytes(std::size_t slot = 0) const {
@@ -272,6 +297,7 @@ class ReplayMemory {
     std::vector<Allocations::Range> ranges;  // what the last save copied: allocations, then spans
     std::vector<std::uint64_t> at;           // where in the backup each range is
     std::size_t spans = 0;                   // the last ranges: variables
+    std::uint64_t largest_span = 0;          // bytes
     CUdeviceptr backup = 0, table = 0;       // table: the spans' rows for SpanCopy
     std::uint64_t capacity = 0, bytes = 0;
   };
@@ -382,7 +408,7 @@ class ReplayMemory {
   std::vector<Slot> slots_;
   SpanCopy copier_{api_};
   bool batch_works_ = true;
-  std::uint64_t batched_ = 0, kernel_copies_ = 0;
+  std::uint64_t batched_ = 0, kernel_copies_ = 0, with_flush_ = 0;
   std::string why_;
 };
 

@@ -12,11 +12,23 @@
 #include <cuda.h>
 
 #include <algorithm>
+#include <array>
+#include <cstddef>
 #include <cstdint>
 
 #include <pasta/nv/detail/driver.hpp>
 
 namespace pasta::nv::detail {
+
+// A PTX module's text from its parts, at compile time (each a string literal).
+template <std::size_t... N>
+constexpr auto join_ptx(const char (&... parts)[N]) {
+  std::array<char, (N + ...) - sizeof...(N) + 1> out{};
+  std::size_t at = 0;
+  ((std::copy_n(parts, N - 1, out.begin() + at), at += N - 1), ...);
+  return out;
+}
+inline constexpr char ptx_header[] = ".version 7.0\n.target sm_70\n.address_size 64\n";
 
 class SpanCopy {
  public:
@@ -28,10 +40,10 @@ class SpanCopy {
 
   // Block b copies rows b, b + gridDim, ...: 8-byte words where both
   // addresses are 8-aligned, then the bytes left (all of them otherwise).
-  static constexpr const char* ptx = R"(.version 7.0
-.target sm_70
-.address_size 64
-.visible .entry pasta_copy_spans(.param .u64 table, .param .u64 n)
+  // A PTX function of its own: L2Flush's kernel calls it too, to restore a
+  // pass's variables in the flush's launch (l2_flush.hpp).
+  static constexpr char copy_rows_ptx[] = R"(
+.func pasta_copy_rows(.param .u64 table, .param .u64 n)
 {
   .reg .pred p;
   .reg .b16 h;
@@ -92,6 +104,23 @@ DONE:
   ret;
 }
 )";
+  static constexpr char entry_ptx[] = R"(
+.visible .entry pasta_copy_spans(.param .u64 table, .param .u64 n)
+{
+  .reg .b64 a<2>;
+  ld.param.u64 a0, [table];
+  ld.param.u64 a1, [n];
+  {
+    .param .u64 t0;
+    .param .u64 t1;
+    st.param.u64 [t0], a0;
+    st.param.u64 [t1], a1;
+    call.uni pasta_copy_rows, (t0, t1);
+  }
+  ret;
+}
+)";
+  static constexpr auto ptx = join_ptx(ptx_header, copy_rows_ptx, entry_ptx);
 
   explicit SpanCopy(Driver& driver) : api_(driver) {}
   SpanCopy(const SpanCopy&) = delete;
@@ -103,7 +132,7 @@ DONE:
   void copy(CUdeviceptr table, std::uint64_t n, CUstream stream) {
     if (!n) return;
     if (!module_) {
-      api_.call(api_.module_load_data(&module_, ptx), "loading pasta's copy kernel");
+      api_.call(api_.module_load_data(&module_, ptx.data()), "loading pasta's copy kernel");
       api_.call(api_.module_function(&function_, module_, "pasta_copy_spans"),
                 "finding pasta's copy kernel");
     }

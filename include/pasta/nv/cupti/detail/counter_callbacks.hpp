@@ -279,7 +279,8 @@ inline void CounterCallbacks::log_summary(bool verbose) const {
         "free); {} launches replayed alone (not kept); {} `__device__` variables of replayed "
         "kernels saved with the allocations (in {} copies at most){}; {} saves' allocations "
         "copied in one batched call, {} saves' and restores' variables by one launch of pasta's "
-        "copy kernel; not measured: {} (no room to save memory), {} (no driver "
+        "copy kernel ({} of those restores in the launch of the L2 flush after them); not "
+        "measured: {} (no room to save memory), {} (no driver "
         "launch call seen), {} kept for a batch and dropped, {} left out of their batch (the "
         "driver refused to launch them again) (both measured at a later launch of their "
         "signature where there was one)",
@@ -294,7 +295,8 @@ inline void CounterCallbacks::log_summary(bool verbose) const {
             ? fmt::format(" ({} named in their modules' images were not found there)",
                           counters_.variables_missed())
             : std::string(),
-        counters_.batched_copies(), counters_.kernel_copies(), t.unsaved, t.unreplayed, t.dropped,
+        counters_.batched_copies(), counters_.kernel_copies(), counters_.copies_with_flush(),
+        t.unsaved, t.unreplayed, t.dropped,
         t.unrelaunched));
   if (t.outside && verbose)
     pasta::detail::log(fmt::format(
