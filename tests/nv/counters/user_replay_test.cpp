@@ -635,9 +635,10 @@ TEST_CASE("ReplayMemory: many spans restored by one launch, each at its own mome
 
 TEST_CASE("ReplayMemory: a pass's variables restored in the L2 flush's launch where they fit") {
   Driver driver = fake_driver();
-  fake.free = 100000;
-  fake.device.assign(10000, 0);
-  fake.allocated = 10000;
+  constexpr std::size_t program = 20000 + (4u << 20) + 4096;  // the last variable's end, and more
+  fake.free = 4 * program;
+  fake.device.assign(program, 0);
+  fake.allocated = program;
   ReplayMemory memory(driver);
   pasta::nv::detail::L2Flush flush(driver);
   memory.allocations().add(0, 100);
@@ -670,14 +671,30 @@ TEST_CASE("ReplayMemory: a pass's variables restored in the L2 flush's launch wh
   CHECK(fake.span_launches == 2);
   CHECK(fake.device[200] == 1);
   CHECK(memory.copies_with_flush() == 1);
-  // A variable over L2Flush::max_row_bytes: the copy kernel's own launch, nothing left.
-  memory.variables().add(5000, pasta::nv::detail::L2Flush::max_row_bytes + 8);
+  // A variable longer than a row: rows of max_row_bytes, in the flush's launch too.
+  constexpr std::uint64_t row = pasta::nv::detail::L2Flush::max_row_bytes;
+  memory.variables().add(5000, row + 8);
+  std::fill(fake.device.begin(), fake.device.begin() + 10000, 1);
   REQUIRE(memory.save(nullptr, 0));
+  std::fill(fake.device.begin(), fake.device.begin() + 10000, 9);
+  rows = {};
+  CHECK_FALSE(memory.restore(nullptr, 0, &rows));
+  CHECK(rows.count == 4);  // the two small variables', and the long one's two
+  REQUIRE(flush.flush(ctx, nullptr, rows.table, rows.count));
+  for (std::uint64_t a : {std::uint64_t{200}, std::uint64_t{5000}, 5000 + row, 5000 + row + 7})
+    CHECK(fake.device[a] == 1);
+  CHECK(fake.device[4999] == 9);
+  CHECK(fake.device[5000 + row + 8] == 9);
+  // More rows than a flush's launch takes: the copy kernel's own launch, nothing left.
+  memory.variables().clear();
+  memory.variables().add(20000, row * pasta::nv::detail::L2Flush::max_rows + 1);
+  REQUIRE(memory.save(nullptr, 0));
+  const int launches = fake.span_launches;
   rows = {};
   CHECK(memory.restore(nullptr, 0, &rows));
   CHECK_FALSE(rows);
-  CHECK(fake.span_launches == 4);  // the save's and the restore's
-  CHECK(fake.flushes == 1);
+  CHECK(fake.span_launches == launches + 1);
+  CHECK(fake.flushes == 2);
 }
 
 TEST_CASE("ReplayMemory: a save's allocations in one batched call where there is one") {

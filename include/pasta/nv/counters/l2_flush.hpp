@@ -110,14 +110,12 @@ END:
     if (!ctx_) setup(ctx);
   }
   bool ready() const { return ctx_ != nullptr; }
-  // Whether `rows` rows of at most `largest` bytes each go in a flush's
+  // Whether `rows` rows of at most max_row_bytes each go in a flush's
   // launch: a block each (a few on a GPU of under 128 SMs), each row done in
   // two strides of the block's threads, well before the flush's reads of
-  // twice L2 are done (they evict what the copies wrote). Others are copied
+  // twice L2 are done (they evict what the copies wrote). More are copied
   // by SpanCopy's own launch before the flush.
-  static constexpr bool with_rows(std::uint64_t rows, std::uint64_t largest) {
-    return rows <= max_rows && largest <= max_row_bytes;
-  }
+  static constexpr bool with_rows(std::uint64_t rows) { return rows <= max_rows; }
   static constexpr std::uint64_t max_rows = 1024, max_row_bytes = 4096;
 
   // Frees what setup() made, in its context, if that context still exists

@@ -188,29 +188,32 @@ class ReplayMemory {
     std::vector<Allocations::Range> ranges = allocations_.ranges();
     const std::vector<Allocations::Range> spans = variables_.ranges();
     ranges.insert(ranges.end(), spans.begin(), spans.end());
-    const Layout layout = lay_out(ranges, spans.size());
+    std::uint64_t rows = 0;  // a row per row_bytes of a span (the last one shorter)
+    for (const auto& r : spans) rows += (r.bytes + row_bytes - 1) / row_bytes;
+    const Layout layout = lay_out(ranges, spans.size(), rows);
     api_.call(api_.ctx_synchronize(), "waiting for the program's work before saving its memory");
     if (!reserve(s, layout.need, slot == 0)) return false;
     s.ranges = std::move(ranges);
     s.at = layout.at;
     s.spans = spans.size();
-    s.largest_span = 0;
-    for (const auto& r : spans) s.largest_span = std::max(s.largest_span, r.bytes);
+    s.rows = rows;
     // The spans' rows at the backup's end: the restores' (backup to
     // variables), then the save's (variables to backup).
     s.table = s.spans ? s.backup + layout.table : 0;
     if (s.table) {
-      std::vector<SpanCopy::Row> rows;
+      std::vector<SpanCopy::Row> table;
       for (std::size_t i = s.ranges.size() - s.spans; i < s.ranges.size(); ++i)
-        rows.push_back({s.ranges[i].base, s.backup + s.at[i], s.ranges[i].bytes});
-      for (std::size_t i = 0; i < s.spans; ++i)
-        rows.push_back({rows[i].from, rows[i].to, rows[i].bytes});
-      api_.call(api_.copy_to_device(s.table, rows.data(), rows.size() * sizeof(SpanCopy::Row)),
+        for (std::uint64_t at = 0; at < s.ranges[i].bytes; at += row_bytes)
+          table.push_back({s.ranges[i].base + at, s.backup + s.at[i] + at,
+                           std::min(row_bytes, s.ranges[i].bytes - at)});
+      for (std::size_t i = 0; i < s.rows; ++i)
+        table.push_back({table[i].from, table[i].to, table[i].bytes});
+      api_.call(api_.copy_to_device(s.table, table.data(), table.size() * sizeof(SpanCopy::Row)),
                 "saving the variables' copy table");
     }
     save_copies(s, stream);
     if (s.table) {
-      copier_.copy(s.table + s.spans * sizeof(SpanCopy::Row), s.spans, stream);
+      copier_.copy(s.table + s.rows * sizeof(SpanCopy::Row), s.rows, stream);
       ++kernel_copies_;
     }
     s.bytes = 0;
@@ -221,12 +224,15 @@ class ReplayMemory {
   // (made if it can be, on save()'s terms); saves nothing.
   bool reserve(std::size_t slot) {
     // lay_out()'s need at most: each span and the rows' table aligned up,
-    // the rows; with no spans, the allocations alone.
-    const std::uint64_t spans = variables_.count();
-    return reserve(slot_at(slot),
-                   allocations_.bytes() + variables_.bytes() +
-                       (spans ? spans * (alignment + 2 * sizeof(SpanCopy::Row)) + alignment : 0),
-                   slot == 0);
+    // the rows (a span's at most one more than its whole row_bytes); with
+    // no spans, the allocations alone.
+    const std::uint64_t spans = variables_.count(), variables = variables_.bytes();
+    const std::uint64_t rows = spans + variables / row_bytes;
+    return reserve(
+        slot_at(slot),
+        allocations_.bytes() + variables +
+            (spans ? spans * alignment + alignment + 2 * rows * sizeof(SpanCopy::Row) : 0),
+        slot == 0);
   }
   // The rows that copy a slot's variables back (SpanCopy's table).
   struct Rows {
@@ -248,12 +254,12 @@ class ReplayMemory {
                 "restoring device memory");
     if (!s.table) return false;
     ++kernel_copies_;
-    if (rows && L2Flush::with_rows(s.spans, s.largest_span)) {
-      *rows = {.table = s.table, .count = s.spans};
+    if (rows && L2Flush::with_rows(s.rows)) {
+      *rows = {.table = s.table, .count = s.rows};
       ++with_flush_;
       return false;
     }
-    copier_.copy(s.table, s.spans, stream);
+    copier_.copy(s.table, s.rows, stream);
     return true;
   }
   // Copies rows restore() left to a flush that did not come, by the copy
@@ -297,7 +303,7 @@ class ReplayMemory {
     std::vector<Allocations::Range> ranges;  // what the last save copied: allocations, then spans
     std::vector<std::uint64_t> at;           // where in the backup each range is
     std::size_t spans = 0;                   // the last ranges: variables
-    std::uint64_t largest_span = 0;          // bytes
+    std::uint64_t rows = 0;                  // the table's rows for a copy of the spans
     CUdeviceptr backup = 0, table = 0;       // table: the spans' rows for SpanCopy
     std::uint64_t capacity = 0, bytes = 0;
   };
@@ -305,11 +311,15 @@ class ReplayMemory {
   // each span at an `alignment` boundary (so the copy kernel moves 8-byte
   // words wherever the variable is aligned so), then the spans' rows.
   static constexpr std::uint64_t alignment = 16;
+  // A span is copied in rows of at most this many bytes (a block of the
+  // copy kernel each), so that a pass's restore fits in the L2 flush's launch.
+  static constexpr std::uint64_t row_bytes = L2Flush::max_row_bytes;
   struct Layout {
     std::vector<std::uint64_t> at;
     std::uint64_t table = 0, need = 0;
   };
-  static Layout lay_out(const std::vector<Allocations::Range>& ranges, std::size_t spans) {
+  static Layout lay_out(const std::vector<Allocations::Range>& ranges, std::size_t spans,
+                        std::uint64_t rows) {
     Layout l;
     const std::size_t allocations = ranges.size() - spans;
     std::uint64_t end = 0;
@@ -319,7 +329,7 @@ class ReplayMemory {
       end += ranges[i].bytes;
     }
     l.table = (end + alignment - 1) / alignment * alignment;
-    l.need = spans ? l.table + 2 * spans * sizeof(SpanCopy::Row) : end;
+    l.need = spans ? l.table + 2 * rows * sizeof(SpanCopy::Row) : end;
     return l;
   }
 
