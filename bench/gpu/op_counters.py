@@ -35,6 +35,11 @@ their L2 hit rate, ncu_metrics.L2_OWN), per metric, and the worst ones.
                    [--app-metrics all]
                    (ncu's application replay of the script, the metrics in APP_METRICS or
                    with --app-metrics all every metric, into OUT_DIR/ncu_app.csv)
+    op_counters.py --drift OLD_PROFILE_JSON NEW_PROFILE_JSON
+                   (pasta against pasta: two runs' profiles of the same script, the launches
+                   both measured, per metric how many values differ by the rule below and an
+                   additive metric's totals: what a change of pasta moved, beside two runs of
+                   one build)
     op_counters.py --ncu-twice BUILD_DIR OUT_DIR [--model ...] [--layers 12] [--ncu-cache ...]
     op_counters.py --ncu-twice BUILD_DIR NCU_A_CSV[.gz] NCU_B_CSV[.gz]
                    (ncu against itself: its kernel replay of the script twice, into
@@ -269,11 +274,40 @@ def same_launches(entries, launches):
         if not matched:
             continue
         key = (*sig, indices[0])
-        ours[key] = per_launch([entry_launches(e)], ncu_metrics.ADDITIVE)[sig]
+        ours[key] = measured_values(e)
         theirs[key] = per_launch([(*sig, 1, m) for m in matched])[sig]
         if len(indices) > 1:
             again.add(key)
     return ours, theirs, again, astray
+
+
+def measured_values(e):
+    """A profile kernel entry's metrics per launch (additive ones over its launches)."""
+    return per_launch([entry_launches(e)], ncu_metrics.ADDITIVE)[
+        (e["kernel"], tuple(e["grid"]), tuple(e["block"]))]
+
+
+def profile_drift(old, new):
+    """pasta against pasta: two profiles' entries of the same script, the signatures each
+    measured keyed by their first launch index (so the very launches), per metric: values in
+    both, how many differ by within()'s rule, and an additive metric's totals. Lines to print:
+    how much a change of pasta moved its own measurements, beside two runs of one build."""
+    def keyed(entries):
+        return {(e["kernel"], tuple(e["grid"]), tuple(e["block"]), e["measured_launches"][0]):
+                measured_values(e) for e in entries
+                if e["metrics"] and e.get("measured_launches")}
+    a, b = keyed(old), keyed(new)
+    keys = [k for k in a if k in b]
+    lines = [f"launches measured in both: {len(keys)} (old {len(a)}, new {len(b)})",
+             f"  {'metric':<26} {'values':>6} {'differ':>6} {'old total':>12} {'new - old':>12}"]
+    for m in sorted({m for k in keys for m in a[k]} | {m for k in keys for m in b[k]}):
+        pairs = [(a[k][m], b[k][m]) for k in keys
+                 if a[k].get(m) is not None and b[k].get(m) is not None]
+        differ = sum(not within(m, x, y) for x, y in pairs)
+        totals = (f" {sum(x for x, _ in pairs):12.4g} {sum(y - x for x, y in pairs):+12.4g}"
+                  if m in ncu_metrics.ADDITIVE else "")
+        lines.append(f"  {m:<26} {len(pairs):>6} {differ:>6}{totals}")
+    return lines
 
 
 # pasta's launch-by-launch line (PASTA_VERBOSE; range_counters.hpp's note()): a character for
@@ -641,6 +675,8 @@ def arguments(argv=None):
                       help="ncu's application replay only: BUILD_DIR OUT_DIR")
     mode.add_argument("--ncu-twice", action="store_true",
                       help="ncu against itself: BUILD_DIR OUT_DIR, or BUILD_DIR NCU_A NCU_B")
+    mode.add_argument("--drift", action="store_true",
+                      help="pasta against pasta: OLD_PROFILE_JSON NEW_PROFILE_JSON")
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="BUILD_DIR OUT_DIR (or as --compare and --ncu-app say)")
     p.add_argument("--model", choices=list(MODELS), default="gpt_block",
@@ -685,6 +721,7 @@ def arguments(argv=None):
                 (" or ".join(map(str, counts))) + ": " +
                 ("BUILD_DIR PROFILE_JSON NCU_CSV [NCU_APP_CSV]" if args.compare
                  else "BUILD_DIR OUT_DIR or BUILD_DIR NCU_A NCU_B" if args.ncu_twice
+                 else "OLD_PROFILE_JSON NEW_PROFILE_JSON" if args.drift
                  else "BUILD_DIR OUT_DIR"))
     return args
 
@@ -703,6 +740,11 @@ def tool_cost(t_native, t_pasta, t_ncu, ncu_killed=False):
 
 def main(argv=None):
     args = arguments(argv)
+    if args.drift:
+        # A measurement, not a test: two runs of pasta (.gz too), nothing judged.
+        old, new = (profile_entries(json.loads(read_text(x))) for x in args.paths)
+        print("\n".join(profile_drift(old, new)))
+        return 0
     if args.compare:
         # Offline: a run's files (.gz too).
         build, profile_path, ncu_csv, *app = args.paths

@@ -434,3 +434,30 @@ with contextlib.redirect_stdout(out):
                                {2: (0, 1)}, metrics=("sm_throughput_pct",))
 assert out.getvalue().splitlines()[2].split() == ["sm_throughput_pct", "first", "1", "0.200", "0"]
 print("launch-by-launch line: places in the replay batch and the throughputs by place, exact")
+
+# --drift: pasta against pasta, the launches both measured (by first launch index). Launch 0's
+# flops equal (per launch: 2e6 each time), its occupancy 0.4 points off (a percentage within
+# half a point); launch 3's flops 5% and more off; launch 1 in the old run alone.
+old_run = [entry("reduce", (8, 64, 1), 2, [0], 4.0e6, 70.0),
+           entry("reduce", (8, 64, 1), 2, [3], 14.0e6, 86.5),
+           entry("gemm", (16, 4, 2), 1, [1], 5.0e6, 41.0)]
+new_run = [entry("reduce", (8, 64, 1), 2, [0], 4.0e6, 70.4),
+           entry("reduce", (8, 64, 1), 2, [3], 16.0e6, 86.5)]
+drift = op_counters.profile_drift(old_run, new_run)
+assert drift[0] == "launches measured in both: 2 (old 3, new 2)", drift
+rows = {l.split()[0]: l.split()[1:] for l in drift[2:]}
+# flops per launch: 2e6 and 7e6 old, 2e6 and 8e6 new (14% off): one differs; totals 9e6, +1e6.
+assert rows == {"achieved_occupancy_pct": ["2", "0"],
+                "flops": ["2", "1", "9e+06", "+1e+06"]}, rows
+with tempfile.TemporaryDirectory() as tmp:
+    paths = []
+    for name, run in (("old", old_run), ("new", new_run)):
+        paths.append(os.path.join(tmp, f"{name}.json"))
+        with open(paths[-1], "w") as f:
+            json.dump({"unattributed": run, "operators": []}, f)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert op_counters.main(["--drift", *paths]) == 0
+    assert out.getvalue().splitlines() == drift, out.getvalue()
+refused(op_counters.arguments, ["--drift", "one.json"], "OLD_PROFILE_JSON NEW_PROFILE_JSON")
+print("pasta against pasta (--drift): the same launches per metric, exact")
