@@ -8,7 +8,8 @@
 // the program's thread only queues its events and another thread processes
 // them every 10 ms (`Settler` below plays pasta's worker).
 //
-//   pasta_bench_aten_ops native|empty-callback|torch|torch-shared|torch-inline [CALLS] [EVICT_KIB]
+//   pasta_bench_aten_ops native|empty-callback|ring-callback|torch|torch-shared|torch-inline
+//                        [CALLS] [EVICT_KIB]
 //                        [paired]
 //
 // torch-shared: torch's tools from libpasta_bench_aten_tools.so beside the program, loaded with
@@ -28,7 +29,9 @@
 //
 // empty-callback: a global RecordFunction callback that does nothing, with
 // the same scopes as torch::Aten's: what PyTorch's own machinery costs any
-// operator profiler (torch.profiler too).
+// operator profiler (torch.profiler too). ring-callback: the floor of an
+// operator record (ring_ops.hpp: an id, a time, the name's pointer and the
+// thread into the thread's ring at the start, a time at the end).
 // One variant a process (bench/aten_ops.py interleaves them): prints the
 // median of 20 blocks in ns per operator call. A benchmark, not a test.
 #include <dlfcn.h>
@@ -46,6 +49,7 @@
 #include <vector>
 
 #include "aten_ops_tools.hpp"
+#include "ring_ops.hpp"
 
 namespace {
 
@@ -163,12 +167,13 @@ int main(int argc, char** argv) {
   const long calls = argc > 2 ? std::atol(argv[2]) : 400'000;
   const long evict_kib = argc > 3 ? std::atol(argv[3]) : 0;
   const bool paired = argc > 4 && std::string_view(argv[4]) == "paired";
-  if ((variant != "native" && variant != "empty-callback" && variant != "torch" &&
-       variant != "torch-shared" && variant != "torch-inline") ||
+  if ((variant != "native" && variant != "empty-callback" && variant != "ring-callback" &&
+       variant != "torch" && variant != "torch-shared" && variant != "torch-inline") ||
       calls < (paired ? 41 : 20) || evict_kib < 0 || (argc > 4 && !paired) ||
       (paired && variant != "torch" && variant != "torch-shared")) {
     std::fprintf(stderr,
-                 "usage: %s native|empty-callback|torch|torch-shared|torch-inline [CALLS >= 20, 41 "
+                 "usage: %s native|empty-callback|ring-callback|torch|torch-shared|torch-inline "
+                 "[CALLS >= 20, 41 "
                  "paired] [EVICT_KIB >= 0] [paired: torch or torch-shared only]\n",
                  argv[0]);
     return 2;
@@ -202,6 +207,7 @@ int main(int argc, char** argv) {
                                    [](const at::RecordFunction&, at::ObserverContext*) {})
             .scopes({at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION,
                      at::RecordScope::USER_SCOPE}));
+  if (variant == "ring-callback") pasta_bench::ring::add();
   Paired p;
   if (paired) {
     auto* window = shared_tools ? shared_tools->window : +[](int open) {

@@ -35,8 +35,9 @@ data uncached. Per callback: instructions, instruction cache lines fetched (firs
 data lines read and written that missed; the difference of two runs (--calls and half as many)
 over the calls between; for the tools in the program (torch) and in a shared library it loads
 with dlopen (torch-shared), as `pasta run --torch` has them, where a thread-local variable of
-the default TLS model is reached through __tls_get_addr. The number of lines is what the
-callback costs a program whose caches its own work keeps full, at each operator call."""
+the default TLS model is reached through __tls_get_addr; and for ring-callback, the floor of an
+operator record (bench/ring_ops.hpp). The number of lines is what the callback costs a program
+whose caches its own work keeps full, at each operator call."""
 import argparse
 import json
 import os
@@ -47,7 +48,7 @@ import subprocess
 import sys
 import tempfile
 
-VARIANTS = ["native", "empty-callback", "torch", "torch-shared", "torch-inline"]
+VARIANTS = ["native", "empty-callback", "ring-callback", "torch", "torch-shared", "torch-inline"]
 
 
 def cpu_name():
@@ -109,9 +110,13 @@ def misses(args):
           f"callgrind, {args.calls} minus {low} calls, per call")
     print(f"  {'variant':13} {'callback':16} {'instructions':>12} {'code lines':>10} "
           f"{'data read':>9} {'data written':>12}")
-    for variant, label, fn in [(v, label, fn) for v in ("torch", "torch-shared") for label, fn in
-                               [("operator start", "pasta::torch::Aten::on_start*"),
-                                ("operator end", "pasta::torch::Aten::on_end*")]]:
+    callbacks = [(v, label, fn) for v in ("torch", "torch-shared") for label, fn in
+                 [("operator start", "pasta::torch::Aten::on_start*"),
+                  ("operator end", "pasta::torch::Aten::on_end*")]]
+    # The floor of an operator record (ring_ops.hpp), the same way.
+    callbacks += [("ring-callback", "operator start", "pasta_bench::ring::on_start*"),
+                  ("ring-callback", "operator end", "pasta_bench::ring::on_end*")]
+    for variant, label, fn in callbacks:
         counts = []
         for calls in (args.calls, low):
             with tempfile.TemporaryDirectory(prefix="pasta-aten-ops-cs-") as out:

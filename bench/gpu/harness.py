@@ -579,6 +579,15 @@ def mem_accesses(total):
     return check
 
 
+def ring_ops_recorded(_d, result, want=None):
+    """torch_step.py --ring-ops: None when the ring's callback recorded `want` operator starts
+    (torch.profiler's count of the same blocks' operators); otherwise what differs."""
+    got = (result or {}).get("ring_ops")
+    if got is not None and got == want:
+        return None
+    return f"the ring recorded {got} operator starts, torch.profiler counts {want}"
+
+
 def torch_profiler_saw_kernels(_d, result, at_least=1):
     """A torch.profiler variant is a baseline, not pasta: it must have seen device work, at
     least `at_least` events (the kernels it profiled, before copies and memsets)."""

@@ -70,6 +70,16 @@ VARIANTS = {
                              {"PASTA_CUPTI_SKIP": "memcpy,memset,sync,memory,nvtx,device"}),
     "default-detach": ("  default, PASTA_CUPTI_DETACH=every", [], [],
                        {"PASTA_CUPTI_DETACH": "every"}),
+    # The floor of an operator record (bench/ring_ops.hpp) beside the detached default
+    # pipeline: a RecordFunction callback writing an id, two times, the name's pointer and the
+    # thread to a ring per thread, on in the windows only (--windows N).
+    "default-detach-ring": ("  default detached, a ring-buffer record per operator",
+                            ["--ring-ops", "{lib:pasta_bench_ring_ops}"], [],
+                            {"PASTA_CUPTI_DETACH": "every"}),
+    # ... and RecordFunction's own path: the same callback doing nothing but count.
+    "default-detach-empty-callback": ("  default detached, an empty operator callback",
+                                      ["--ring-ops", "{lib:pasta_bench_ring_ops}",
+                                       "--ring-empty"], [], {"PASTA_CUPTI_DETACH": "every"}),
     # The detached default pipeline taken apart: the same record kinds with only KernelFreq at
     # work, then the default's tools with fewer record kinds.
     "default-detach-kernel-freq-tool": ("  default detached, only kernel_freq runs", [], [],
@@ -175,8 +185,11 @@ def torch_variants(bench, cmd, counted, keys, windows=0, switch="window"):
             env["PASTA_CAPTURE_RANGE"] = "cudaProfilerApi"
         if "PASTA_INJECT_LIB" in env:
             env["PASTA_INJECT_LIB"] = bench.lib(env["PASTA_INJECT_LIB"])
+        options = [bench.lib(o[5:-1]) if o.startswith("{lib:") else o for o in options]
         check = None
-        if options:  # torch.profiler: in windows, it must have seen every kernel inside them
+        if "--ring-ops" in options:  # every operator of the inside blocks recorded
+            check = functools.partial(harness.ring_ops_recorded, want=counted.operators)
+        elif options:  # torch.profiler: in windows, it must have seen every kernel inside them
             check = functools.partial(harness.torch_profiler_saw_kernels,
                                       at_least=counted.kernels if windows else 1)
         elif switch == "modules" and "--torch" in (pasta or []) and \

@@ -14,7 +14,7 @@ timed per step (synchronised) after warm-up.
     torch_step.py --model resnet18 --batch 32 [--warmup 10] [--steps 100]
                   [--torch-profiler cpu+cuda|cuda [--profile-memory]] [--count-kernels]
                   [--windows N [--switch modules]] [--layers N] [--autocast bf16|fp16]
-                  [--compile default|reduce-overhead]
+                  [--compile default|reduce-overhead] [--ring-ops LIB [--ring-empty]]
 
 Prints one JSON line: model, batch, steps, median and mean step time, the GPU.
 With several batch sizes (--batch 1,128) the model is built and run at each
@@ -55,6 +55,13 @@ With --torch-profiler too, every inside block runs under a torch.profiler of
 its own (started before the block's first step, stopped after its last):
 the same measure for torch.profiler; profiler_events_seconds and
 device_events_profiled are then the inside blocks' totals.
+--ring-ops LIB (with --windows N, --switch window): the floor of an operator
+record (bench/ring_ops.hpp: an id, two times, the name's pointer and the thread
+into a ring of the thread, through a global RecordFunction callback), on in
+the inside blocks only, from libpasta_bench_ring_ops.so; ring_ops is the
+operator starts it recorded, which a benchmark checks against torch.profiler's
+count of the inside blocks' operators. --ring-empty: a callback that does
+nothing but count (RecordFunction's own path) instead of the record.
 --count-kernels runs the whole workload (model built, warm-up, steps) under
 torch.profiler (CPU and CUDA activity) from right after CUDA is initialised and
 prints the kernels it launched ("kernels", the raw trace's kernel events;
@@ -66,6 +73,7 @@ own (torch.profiler and pasta's CUPTI cannot share a process).
 import argparse
 import collections
 import contextlib
+import ctypes
 import json
 import os
 import statistics
@@ -240,6 +248,13 @@ def run_windows(args, batch, step, profile, ProfilerActivity, torch_profiler=Non
     # Outside, inside, ..., outside: every inside block between two outside ones.
     blocks = 2 * max(1, round(args.steps / (2 * args.windows))) + 1
     enter, leave, switched = torch.cuda.profiler.start, torch.cuda.profiler.stop, "window"
+    ring = None
+    if args.ring_ops:
+        ring = ctypes.CDLL(args.ring_ops)
+        ring.pasta_bench_ring_ops_starts.restype = ctypes.c_uint64
+        mode = 2 if args.ring_empty else 1
+        enter = lambda: (torch.cuda.profiler.start(), ring.pasta_bench_ring_ops_on(mode))  # noqa: E731
+        leave = lambda: (ring.pasta_bench_ring_ops_on(0), torch.cuda.profiler.stop())  # noqa: E731
     if args.switch == "modules":
         try:
             import pasta_modules  # made by pasta run --torch once it follows modules
@@ -287,6 +302,8 @@ def run_windows(args, batch, step, profile, ProfilerActivity, torch_profiler=Non
                                                              medians["outside"])}
     if args.count_kernels and args.switch == "window":
         out["counted_inside"] = counted
+    if ring:
+        out["ring_ops"] = ring.pasta_bench_ring_ops_starts()
     if torch_profiler:
         out.update(done)
     return out
@@ -314,12 +331,22 @@ def main():
     p.add_argument("--windows", type=int, default=0, metavar="N",
                    help="time the steps in blocks of N, alternately outside and inside a "
                         "cudaProfilerStart/Stop window (see above)")
+    p.add_argument("--ring-ops", metavar="LIB",
+                   help="with --windows: libpasta_bench_ring_ops.so's operator record, inside "
+                        "only (see above)")
+    p.add_argument("--ring-empty", action="store_true",
+                   help="with --ring-ops: the callback that does nothing (RecordFunction's own "
+                        "path; ring_ops still counts its starts)")
     p.add_argument("--switch", choices=["window", "modules"], default="window",
                    help="with --windows: what the blocks switch (see above; window)")
     args = p.parse_args()
     if args.switch == "modules" and (not args.windows or args.warmup < 1 or args.compile):
         p.error("--switch modules goes with --windows N, at least one warm-up step and no "
                 "--compile")
+    if args.ring_ops and (not args.windows or args.switch != "window"):
+        p.error("--ring-ops goes with --windows N (and --switch window)")
+    if args.ring_empty and not args.ring_ops:
+        p.error("--ring-empty goes with --ring-ops LIB")
     if args.windows < 0:
         p.error(f"--windows takes a number of steps, not {args.windows}")
     if args.count_kernels and args.torch_profiler:
@@ -350,6 +377,8 @@ def main():
            **({"autocast": args.autocast} if args.autocast else {}),
            **{k: v for k, v in runs[0].items() if k not in ("batch", "counted_inside")},
            "device": torch.cuda.get_device_name()}
+    if "ring_ops" in runs[-1]:  # a count over the process: its last value holds every batch's
+        out["ring_ops"] = runs[-1]["ring_ops"]
     if len(runs) > 1:  # one entry per batch; the totals of what the profiler did
         out["batches"] = [{k: v for k, v in r.items() if k != "counted_inside"} for r in runs]
         for key in ("profiler_events_seconds", "device_events_profiled"):

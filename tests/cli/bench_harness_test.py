@@ -233,6 +233,15 @@ def modules_followed(tmp):
                   harness.module_calls_followed(summary("none", right),
                                                 dict(result, switched="nothing")),
                   "the program switched 'nothing', not modules")
+    # torch_step.py --ring-ops: the ring's operator starts against torch.profiler's count.
+    checks.expect("ring: every operator recorded",
+                  harness.ring_ops_recorded(d, {"ring_ops": 120}, want=120), None)
+    checks.expect("ring: one missed",
+                  harness.ring_ops_recorded(d, {"ring_ops": 119}, want=120),
+                  "the ring recorded 119 operator starts, torch.profiler counts 120")
+    checks.expect("ring: no count in the result",
+                  harness.ring_ops_recorded(d, {}, want=120),
+                  "the ring recorded None operator starts, torch.profiler counts 120")
     med, lo, hi = harness.bootstrap([1.0, 1.02, 0.98, 1.01, 0.99])
     checks.expect("bootstrap: the median, inside its interval",
                   (med, lo <= med <= hi, 0.98 <= lo, hi <= 1.02), (1.0, True, True, True))

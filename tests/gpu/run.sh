@@ -73,7 +73,7 @@ targets=()
 [ "$what" = multi ] && targets=(--target launches_pasta)
 [ "$what" = bench ] && targets=(--target empty_kernels pasta_inject pasta_bench_kernel_freq
   pasta_bench_kernel_freq_timeline pasta_bench_aten pasta_bench_op_floor inject_torch
-  inject_torch_bench pasta_bench_host_clock)
+  inject_torch_bench pasta_bench_host_clock pasta_bench_ring_ops)
 # The operator callback benchmark's program links libtorch (half a minute to build): only when it runs.
 [ "$what" = bench ] && [ "${ATEN_OPS_BENCH:-1}" != 0 ] && targets+=(pasta_bench_aten_ops)
 [ "$what" = torch ] && targets=(--target pasta_inject inject_torch inject_torch_memory
@@ -109,7 +109,7 @@ targets=()
   pasta_memory pasta_memory_cpu pasta_memory_record memory_workloads uvm_advice uvm_advice_pasta)
 # Everything (`all`) leaves out the benchmarks' own libraries: all and bench build them.
 [ "$what" = all ] && targets=(--target all pasta_bench_kernel_freq pasta_bench_kernel_freq_timeline
-  pasta_bench_aten pasta_bench_op_floor inject_torch_bench)
+  pasta_bench_aten pasta_bench_op_floor inject_torch_bench pasta_bench_ring_ops)
 cmake --build "$build" --parallel "$(nproc)" "${targets[@]}" >"$work/build.log" 2>&1 ||
   { grep -E "error|Error" "$work/build.log" | head -60 | tee "$out/build-errors.log"; exit 1; }
 
