@@ -753,24 +753,23 @@ inline void RangeCounters::run_passes(const std::vector<Member>& members, std::s
                          l2_.prepare(ctx_);
                          return true;
                        });
-    // The flush's launch copies `rows` first, or they get the copy kernel's
-    // (a range of its own) when it does not flush.
-    auto flush_l2 = [&](ReplayMemory::Rows rows = {}) {
+    // Restores `slot` and flushes L2, the variables' copy in the flush's
+    // launch where it fits (else, or when the flush does not come, the copy
+    // kernel's own). Returns the ranges of pasta's own it took.
+    auto restore_flushed = [&](std::size_t slot) {
+      ReplayMemory::Rows rows;
+      const int own = restore(slot, flush && flush_cache_ ? &rows : nullptr) ? 1 : 0;
       if (!flush || !flush_cache_ ||
           !with_l2([&] { return l2_.flush(ctx_, stream, rows.table, rows.count); })) {
         memory_.copy_rows(rows, stream);  // timed with the flush's try
-        return rows ? 1 : 0;              // the copy kernel's range
+        return own + (rows ? 1 : 0);
       }
       ++tally_.flushes;
-      return 1;
+      return own + 1;
     };
     const bool inside = members.size() > 1;
     for (std::uint32_t pass = 0;; ++pass) {
-      if (!inside) {
-        ReplayMemory::Rows rows;
-        restore(0, flush && flush_cache_ ? &rows : nullptr);
-        flush_l2(rows);
-      }
+      if (!inside) restore_flushed(0);
       start();
       // Every pass takes the same ranges, as the ledger counts them in the first.
       if (inside) at = dirty;
@@ -778,13 +777,9 @@ inline void RangeCounters::run_passes(const std::vector<Member>& members, std::s
         const Member& m = members[k];
         if (m.left_out) continue;
         if (inside) {
-          // Ranges of pasta's own: the copy kernel's, the flush's (the
-          // variables' copy inside it where they fit).
-          ReplayMemory::Rows rows;
-          int own = restore(k, flush && flush_cache_ ? &rows : nullptr) ? 1 : 0;
-          own += flush_l2(rows);
+          const int own = restore_flushed(k);
           if (pass == 0)
-            for (; own > 0; --own) ledger_.add_own();
+            for (int i = 0; i < own; ++i) ledger_.add_own();
         }
         const CUresult launched = m.launch.launch(driver_, stream);
         at = dirty;

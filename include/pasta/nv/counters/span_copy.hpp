@@ -5,8 +5,10 @@
 // ResNet-18 step: 7 s of its user replay). The driver's batched copy
 // (cuMemcpyBatchAsync) cannot serve inside a replay pass: the range
 // profiler then finds more ranges than launches (measured on the H200), as
-// if the driver ran kernels of its own for it; this kernel takes one range,
-// which RangeCounters counts as it counts the L2 flush's.
+// if the driver ran kernels of its own for it. Inside a pass a restore's rows
+// go in the L2 flush's launch where they fit (l2_flush.hpp calls this
+// kernel's row loop); otherwise this kernel takes a range of its own, which
+// RangeCounters counts as it counts the flush's.
 #pragma once
 
 #include <cuda.h>
