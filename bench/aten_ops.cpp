@@ -173,8 +173,7 @@ int main(int argc, char** argv) {
       (paired && variant != "torch" && variant != "torch-shared")) {
     std::fprintf(stderr,
                  "usage: %s native|empty-callback|ring-callback|torch|torch-shared|torch-inline "
-                 "[CALLS >= 20, 41 "
-                 "paired] [EVICT_KIB >= 0] [paired: torch or torch-shared only]\n",
+                 "[CALLS >= 20, 41 paired] [EVICT_KIB >= 0] [paired: torch or torch-shared only]\n",
                  argv[0]);
     return 2;
   }

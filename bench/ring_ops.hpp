@@ -46,7 +46,8 @@ inline Ring& ring() {
 inline std::uint64_t now_ns() {
   timespec t{};
   ::clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<std::uint64_t>(t.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(t.tv_nsec);
+  return static_cast<std::uint64_t>(t.tv_sec) * 1'000'000'000u +
+         static_cast<std::uint64_t>(t.tv_nsec);
 }
 
 inline void write(std::uint64_t id, const char* name) {

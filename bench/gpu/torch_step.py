@@ -252,9 +252,15 @@ def run_windows(args, batch, step, profile, ProfilerActivity, torch_profiler=Non
     if args.ring_ops:
         ring = ctypes.CDLL(args.ring_ops)
         ring.pasta_bench_ring_ops_starts.restype = ctypes.c_uint64
-        mode = 2 if args.ring_empty else 1
-        enter = lambda: (torch.cuda.profiler.start(), ring.pasta_bench_ring_ops_on(mode))  # noqa: E731
-        leave = lambda: (ring.pasta_bench_ring_ops_on(0), torch.cuda.profiler.stop())  # noqa: E731
+        mode = 2 if args.ring_empty else 1  # 2: the callback that does nothing
+
+        def enter():
+            torch.cuda.profiler.start()
+            ring.pasta_bench_ring_ops_on(mode)
+
+        def leave():
+            ring.pasta_bench_ring_ops_on(0)
+            torch.cuda.profiler.stop()
     if args.switch == "modules":
         try:
             import pasta_modules  # made by pasta run --torch once it follows modules
