@@ -1,11 +1,15 @@
 // What RangeCounters did, for its summaries: launches measured, passed over
-// or left out (CounterTally), and where its wall time went, step by step
-// (CounterTiming).
+// or left out (CounterTally), where its wall time went, step by step
+// (CounterTiming), and which calls replayed kept launches early
+// (EarlyReplays).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <pasta/core/detail/fmt.hpp>
 
@@ -40,6 +44,48 @@ struct CounterTally {
   // User replay: kept launches the driver refused to launch again (left out
   // of their batch, measured at their signature's next launch).
   std::uint64_t unrelaunched = 0;
+};
+
+// User replay: the program's calls at which kept launches were replayed
+// before their batch was full (a wait for the GPU, a free), by the call's
+// name, with the launches they replayed: each such replay costs a start of
+// the profiler a pass however few launches it holds. The first `most`
+// names are kept; later ones count under "other calls".
+class EarlyReplays {
+ public:
+  static constexpr std::size_t most = 8;
+  void add(std::string_view call, std::uint64_t launches) {
+    if (call.empty()) call = "a call not named";
+    Row* row = nullptr;
+    for (Row& r : rows_)
+      if (r.call == call) row = &r;
+    if (!row && rows_.size() < most) row = &rows_.emplace_back(Row{std::string(call)});
+    if (!row) row = &other_;
+    ++row->replays;
+    row->launches += launches;
+  }
+  // "cudaStreamSynchronize 12 (30 launches), cudaFree 3 (6 launches)", the
+  // most replays first; empty when there were none.
+  std::string summary() const {
+    std::vector<const Row*> rows;
+    for (const Row& r : rows_) rows.push_back(&r);
+    if (other_.replays) rows.push_back(&other_);
+    std::stable_sort(rows.begin(), rows.end(),
+                     [](const Row* a, const Row* b) { return a->replays > b->replays; });
+    std::string out;
+    for (const Row* r : rows)
+      out += fmt::format("{}{} {} ({} launch{})", out.empty() ? "" : ", ", r->call, r->replays,
+                         r->launches, r->launches == 1 ? "" : "es");
+    return out;
+  }
+
+ private:
+  struct Row {
+    std::string call;
+    std::uint64_t replays = 0, launches = 0;
+  };
+  std::vector<Row> rows_;
+  Row other_{"other calls"};
 };
 
 struct CounterTiming {

@@ -225,9 +225,10 @@ class RangeCounters {
   // or the context ends: dropped (counted and logged), since replaying then
   // is not safe (measured at their signatures' next launch, if there is
   // one); the host's waits replay them before that (interrupt()). Not on a
-  // thread inside before() and after().
+  // thread inside before() and after(). `call` names the program's call
+  // (the summary counts early replays by it).
   template <class Emit>
-  void releasing(Emit&& emit, bool replayable) {
+  void releasing(Emit&& emit, bool replayable, std::string_view call = {}) {
     std::lock_guard lock(mutex_);
     if (failed_ || batch_members_.empty()) return;
     if (!replayable) {
@@ -236,7 +237,7 @@ class RangeCounters {
     }
     try {
       ++tally_.early_at_free;
-      replay_early(emit);
+      replay_early(emit, call, 'D');
     } catch (const std::exception& e) {
       fail(e.what());
     }
@@ -252,13 +253,14 @@ class RangeCounters {
   // their results or end next. Asynchronous copies and memsets do not
   // replay them: a kept launch's memory is in its own slot, and the replay
   // saves and restores the program's memory of its own moment. Not on a
-  // thread inside before() and after().
+  // thread inside before() and after(). `call` names the program's call
+  // (the summary counts early replays by it).
   template <class Emit>
-  void interrupt(Emit&& emit, char kind) {
+  void interrupt(Emit&& emit, char kind, std::string_view call = {}) {
     std::lock_guard lock(mutex_);
     if (failed_) return;
     try {
-      if (kind == 's' || kind == 'c') replay_early(emit);
+      if (kind == 's' || kind == 'c') replay_early(emit, call, 'S');
       if (kind == 's' || !profiler_.running()) return;
       note(kind == 'c' ? 'y' : kind);
       ++tally_.interrupts;
@@ -285,6 +287,8 @@ class RangeCounters {
 
   // Launches measured, passed over or left out (CounterTally).
   const CounterTally& tally() const { return tally_; }
+  // The calls that replayed kept launches early (user replay).
+  const EarlyReplays& early_replays() const { return early_; }
   std::uint32_t passes() const { return full_.passes; }
   // The ncu metrics measured again in one pass: comma-separated, the sets
   // (one launch each) separated by semicolons.
@@ -297,8 +301,10 @@ class RangeCounters {
   std::uint64_t waited() const { return plan_.waits(); }
   const std::string& error() const { return error_; }
   // What each launch was, in order (verbose): F measured in full, C in one
-  // pass, p profiled and passed over, . not profiled; x, y, g profiling
-  // stopped for a memset, a copy, other GPU work; / another metric set, |
+  // pass, R kept for pasta's replay, p profiled and passed over, . not
+  // profiled, w outside the capture window; x, y, g profiling stopped for a
+  // memset, a copy, other GPU work; S, D kept launches replayed early where
+  // the host waited for the GPU, before a free; / another metric set, |
   // profiling started.
   const std::string& sequence() const { return sequence_; }
   // Where the time went, for the verbose summary.
@@ -478,11 +484,14 @@ class RangeCounters {
     else
       log_dropped(memory_.why());
   }
-  // The launches kept, if any, replayed before their batch is full.
+  // The launches kept, if any, replayed before their batch is full, at the
+  // program's `call` (`mark` in the sequence: S a wait, D a free).
   template <class Emit>
-  void replay_early(Emit& emit) {
+  void replay_early(Emit& emit, std::string_view call, char mark) {
     if (batch_members_.empty()) return;
     ++tally_.early_batches;
+    early_.add(call, batch_members_.size());
+    note(mark);
     Timer t(spent_.early);
     worker_.run([&] { replay_batch(emit); });
   }
@@ -647,6 +656,7 @@ class RangeCounters {
   std::uint64_t per_signature_ = 1;
   CounterPlan plan_;
   CounterTally tally_;
+  EarlyReplays early_;
   std::string error_;
   ReplayWorker worker_;  // last: stopped before what its jobs use is destroyed
 };
@@ -758,14 +768,14 @@ inline void RangeCounters::run_passes(const std::vector<Member>& members, std::s
     // kernel's own). Returns the ranges of pasta's own it took.
     auto restore_flushed = [&](std::size_t slot) {
       ReplayMemory::Rows rows;
-      const int own = restore(slot, flush && flush_cache_ ? &rows : nullptr) ? 1 : 0;
+      const int copy = restore(slot, flush && flush_cache_ ? &rows : nullptr) ? 1 : 0;
       if (!flush || !flush_cache_ ||
           !with_l2([&] { return l2_.flush(ctx_, stream, rows.table, rows.count); })) {
         memory_.copy_rows(rows, stream);  // timed with the flush's try
-        return own + (rows ? 1 : 0);
+        return copy + (rows ? 1 : 0);
       }
       ++tally_.flushes;
-      return own + 1;
+      return copy + 1;
     };
     const bool inside = members.size() > 1;
     for (std::uint32_t pass = 0;; ++pass) {
@@ -777,9 +787,9 @@ inline void RangeCounters::run_passes(const std::vector<Member>& members, std::s
         const Member& m = members[k];
         if (m.left_out) continue;
         if (inside) {
-          const int own = restore_flushed(k);
+          const int ranges = restore_flushed(k);
           if (pass == 0)
-            for (int i = 0; i < own; ++i) ledger_.add_own();
+            for (int i = 0; i < ranges; ++i) ledger_.add_own();
         }
         const CUresult launched = m.launch.launch(driver_, stream);
         at = dirty;

@@ -150,16 +150,18 @@ class CounterCallbacks {
       const auto& cb = *static_cast<const CUpti_CallbackData*>(data);
       if (cb.callbackSite == CUPTI_API_ENTER &&
           (call == MemoryCall::free || call == MemoryCall::unmap) && !counting())
-        counters_.releasing([&](const KernelCounters& c) { sink.emit(c); }, true);
+        counters_.releasing([&](const KernelCounters& c) { sink.emit(c); }, true,
+                            cb.functionName ? cb.functionName : "");
       if (cb.callbackSite == CUPTI_API_EXIT && cb.functionReturnValue &&
           *static_cast<const int*>(cb.functionReturnValue) == 0)
         if (const auto change = memory_change(call, cb.functionParams)) track(*change);
       return true;
     }
     if (const char kind = interrupts_(domain, cbid)) {
-      if (static_cast<const CUpti_CallbackData*>(data)->callbackSite == CUPTI_API_ENTER &&
-          !counting())
-        counters_.interrupt([&](const KernelCounters& c) { sink.emit(c); }, kind);
+      const auto& cb = *static_cast<const CUpti_CallbackData*>(data);
+      if (cb.callbackSite == CUPTI_API_ENTER && !counting())
+        counters_.interrupt([&](const KernelCounters& c) { sink.emit(c); }, kind,
+                            cb.functionName ? cb.functionName : "");
       // Only counters asked for these callbacks, but for synchronisations,
       // which the handler may report too.
       return kind != 's';
@@ -276,7 +278,7 @@ inline void CounterCallbacks::log_summary(bool verbose) const {
         "{:.2f} GiB of device memory saved per launch on average ({} allocations known at the "
         "end), L2 flushed before {} passes; {} batches of launches replayed together (up to {}); "
         "{} replays before their batch was full ({} where the host waited for the GPU, {} at a "
-        "free); {} launches replayed alone (not kept); {} `__device__` variables of replayed "
+        "free{}); {} launches replayed alone (not kept); {} `__device__` variables of replayed "
         "kernels saved with the allocations (in {} copies at most){}; {} saves' allocations "
         "copied in one batched call, {} saves' and restores' variables by one launch of pasta's "
         "copy kernel ({} of those restores in the launch of the L2 flush after them); not "
@@ -289,15 +291,15 @@ inline void CounterCallbacks::log_summary(bool verbose) const {
             ? static_cast<double>(t.replayed_bytes) / static_cast<double>(t.measured) / (1ull << 30)
             : 0.0,
         counters_.allocations(), t.flushes, t.batches, counters_.batch(), t.early_batches,
-        t.early_batches - t.early_at_free, t.early_at_free, t.alone, counters_.variables_saved(),
-        counters_.variable_spans(),
+        t.early_batches - t.early_at_free, t.early_at_free,
+        t.early_batches ? ": " + counters_.early_replays().summary() : std::string(), t.alone,
+        counters_.variables_saved(), counters_.variable_spans(),
         counters_.variables_missed()
             ? fmt::format(" ({} named in their modules' images were not found there)",
                           counters_.variables_missed())
             : std::string(),
         counters_.batched_copies(), counters_.kernel_copies(), counters_.copies_with_flush(),
-        t.unsaved, t.unreplayed, t.dropped,
-        t.unrelaunched));
+        t.unsaved, t.unreplayed, t.dropped, t.unrelaunched));
   if (t.outside && verbose)
     pasta::detail::log(fmt::format(
         "cupti handler: hardware counters: {} launches outside the capture window were not "
