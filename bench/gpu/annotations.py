@@ -39,7 +39,7 @@ def main():
     p.add_argument("--floats", type=int, default=1 << 24, help="vector length (2^24)")
     p.add_argument("--launches", type=int, default=20, help="timed launches per process (20)")
     args = harness.settle(p.parse_args())
-    bench = harness.Bench(args.build, args.out, args.timeout, args.cpus)
+    bench = harness.Bench(args.build, args.out, args.timeout, args.cpus, args.budget)
     workload = ["--vecadd", str(args.floats), str(args.launches)]
     plain = [f"{bench.build}/examples/annotated", *workload]
     # c = a + b reads two floats and writes one, a thread a float, in the warm-up and each launch.

@@ -34,8 +34,8 @@ TORCH_STEP = os.path.join(ROOT, "bench", "gpu", "torch_step.py")
 
 def arguments(doc, out):
     """The parser every benchmark starts from: BUILD_DIR [OUT_DIR] --rounds --quick
-    --timeout; unknown options are errors. Options whose default differs under --quick
-    default to None here and are settled by settle()."""
+    --timeout --cpus --budget; unknown options are errors. Options whose default differs
+    under --quick default to None here and are settled by settle()."""
     p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("build", metavar="BUILD_DIR", help="a pasta build (bin/pasta, inject/, examples/)")
     p.add_argument("out", metavar="OUT_DIR", nargs="?", default=out,
@@ -45,6 +45,10 @@ def arguments(doc, out):
     p.add_argument("--quick", action="store_true",
                    help="a first check on a GPU: 2 rounds, fewer steps and workloads")
     p.add_argument("--timeout", type=float, default=300, help="seconds one process may take (300)")
+    p.add_argument("--budget", type=float, default=0, metavar="SECONDS",
+                   help="start no round that would end more than SECONDS after the benchmark "
+                        "started, by the longest round so far: the rounds done are tabled, as a "
+                        "machine's time limit would leave none (0: no bound)")
     p.add_argument("--cpus", type=cpu_list, default=None,
                    help="run every process on these CPUs only, as 2-5 or 0,2,4 (default: all): "
                         "the same cores for every variant, fewer moves between them")
@@ -274,9 +278,13 @@ class Bench:
     """Runs variants in interleaved rounds, checks every profiled run, prints the
     table, writes the CSV; `failures` counts the FAILED lines."""
 
-    def __init__(self, build, out, timeout=300, cpus=None):
+    clock = staticmethod(time.monotonic)  # --budget's clock (a test's own)
+
+    def __init__(self, build, out, timeout=300, cpus=None, budget=0):
         self.build, self.out, self.timeout = os.path.abspath(build), os.path.abspath(out), timeout
         self.cpus = cpus
+        # --budget: seconds from here within which every round started must end (0: none).
+        self.budget, self.started = budget, self.clock()
         self.pasta_bin = os.path.join(self.build, "bin", "pasta")
         self.gpu = gpu_name()
         self.failures = 0
@@ -353,7 +361,11 @@ class Bench:
         if len(set(labels)) != len(labels):  # results are kept by label
             raise ValueError(f"two variants share a label: {labels}")
         results = {v.label: [] for v in variants}
+        longest = 0.0  # the longest round so far, in seconds
         for r in range(rounds):
+            if not self.round_fits(workload, r, rounds, longest):
+                break
+            round_start = self.clock()
             for v in variants:
                 if v.failed or (v.once and r > 0):
                     continue
@@ -379,8 +391,23 @@ class Bench:
                              f"{result['step_ms_later_outside_median']:.4f})")
                 print(f"{workload}: {v.label}, round {r + 1}: {x:.4f}{more}, {seconds:.1f} s",
                       flush=True)
+            longest = max(longest, self.clock() - round_start)
             print(f"{workload}: round {r + 1} of {rounds} done", flush=True)
         return results
+
+    def round_fits(self, workload, r, rounds, longest):
+        """Whether round r (from 0) may start under --budget: it would end in time if it took
+        as long as the longest round so far. The first round always starts. Says so when not."""
+        if not self.budget or r == 0:
+            return True
+        spent = self.clock() - self.started
+        if spent + longest <= self.budget:
+            return True
+        print(f"{workload}: rounds {r + 1}-{rounds} not started: one more would end "
+              f"{spent + longest:.0f} s after the start, past the --budget of {self.budget:.0f} s "
+              f"(the longest round took {longest:.0f} s); the table holds the {r} rounds done",
+              flush=True)
+        return False
 
     def table(self, workload, variants, results, unit, baseline="native", extra=None):
         """Prints median, min..max and the ratio to `baseline` for every variant that passed;

@@ -111,7 +111,7 @@ def main():
     unknown = only - set(WORKLOADS + ("uvm",))
     if unknown:
         p.error(f"unknown workload {', '.join(sorted(unknown))}")
-    bench = harness.Bench(args.build, args.out, args.timeout, args.cpus)
+    bench = harness.Bench(args.build, args.out, args.timeout, args.cpus, args.budget)
     memcheck = memcheck_tool()
     gpu = bench.gpu
     print(f"GPU: {gpu}; memcheck: {memcheck or 'not found'}")

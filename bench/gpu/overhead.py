@@ -297,7 +297,7 @@ def main():
         if unfit:
             p.error(f"--windows: {', '.join(unfit)} see(s) no launches to check a window by; "
                     "leave them out")
-    bench = harness.Bench(args.build, args.out, args.timeout, args.cpus)
+    bench = harness.Bench(args.build, args.out, args.timeout, args.cpus, args.budget)
     print(f"pasta overhead on {bench.gpu}: {args.rounds} interleaved rounds, {args.warmup} "
           f"warm-up and {args.steps} timed steps a process"
           + (f", every process on CPUs {sorted(args.cpus)}" if args.cpus else ""), flush=True)

@@ -137,7 +137,7 @@ def main():
     p.add_argument("--host-layers", default="2",
                    help="sizes the raw-trace variant runs on, once (2; empty: none)")
     args = harness.settle(p.parse_args(), rounds=(3, 2))
-    bench = harness.Bench(args.build, args.out, args.timeout, args.cpus)
+    bench = harness.Bench(args.build, args.out, args.timeout, args.cpus, args.budget)
     device_lib = bench.lib("pasta_torch_stall_access")
     host_lib = bench.lib("pasta_torch_stall_access_cpu")
     host_layers = {int(x) for x in args.host_layers.split(",") if x}

@@ -37,7 +37,7 @@ def main():
     p.add_argument("--steps", type=int, help="timed steps per process (50; 10 with --quick)")
     p.add_argument("--warmup", type=int, help="untimed steps first (10; 3 with --quick)")
     args = harness.settle(p.parse_args(), steps=(50, 10), warmup=(10, 3))
-    bench = harness.Bench(args.build, args.out, args.timeout, args.cpus)
+    bench = harness.Bench(args.build, args.out, args.timeout, args.cpus, args.budget)
     workload = f"{args.model} step, batch {args.batch}"
     cmd = harness.torch_workload(args.model, args.batch, args.warmup, args.steps)
     counted = bench.count_kernels(workload, cmd)

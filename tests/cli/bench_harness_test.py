@@ -685,6 +685,37 @@ def pins_cpus(tmp, build):
     checks.expect("a process of a pinned bench runs on its CPUs", proc.stdout.strip(), f"[{one}]")
 
 
+def budget_stops_rounds(tmp, build):
+    """--budget: no round starts that would end past it by the longest round so far; the
+    rounds done keep their pairing and are tabled. A fake clock: each process takes 10 s, the
+    second variant's 20 s in round 2."""
+    class Clocked(harness.Bench):
+        now = 0.0
+
+        def clock(self):
+            return self.now
+
+        def once(self, workload, v, r):
+            self.now += 20.0 if (v.label == "slow" and r == 1) else 10.0
+            return {"step_ms_median": 1.0 + r}, "", "", 10.0, ""
+
+    variants = [harness.Variant("native", ["true"]), harness.Variant("slow", ["true"])]
+    # Rounds take 20, 30, then 20 s each: 80 s after round 2 would follow a stop at 55 s
+    # (50 + 30 > 55), a third round at 80 s (50 + 30 = 80), and no second at 10 s.
+    for budget, want in ((0, 6), (55, 2), (80, 3), (10, 1)):
+        bench = Clocked(build, os.path.join(tmp, f"budget{budget}"), timeout=60, budget=budget)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            results = bench.rounds("w", variants, 6, harness.step_ms)
+        checks.expect(f"--budget {budget}: rounds done", [len(results["native"]),
+                                                          len(results["slow"])], [want, want])
+        said = re.search(r"rounds (\d+)-6 not started: one more would end (\d+) s after",
+                         out.getvalue())
+        checks.expect(f"--budget {budget}: the line says where it stopped",
+                      [int(said.group(1)), int(said.group(2))] if said else None,
+                      {0: None, 55: [3, 80], 80: [4, 100], 10: [2, 40]}[budget])
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="pasta-bench-harness-")
     try:
@@ -705,6 +736,7 @@ def main():
         batches_apart(tmp, build, workload)
         annotations_end_to_end(tmp, build)
         pins_cpus(tmp, build)
+        budget_stops_rounds(tmp, build)
         windows_table(tmp, build, workload)
         windows_torch_profiler(tmp, build, workload)
         operators_refused(tmp, build, workload)

@@ -45,7 +45,8 @@
 # Benchmark options: BENCH_ARGS (bench/gpu/overhead.py, e.g. "--quick", "--models gpt2 --together"
 # (both batch sizes in each process, half the processes) or "--models gpt2
 # --rounds 5"), TORCH_BENCH_ARGS (torch_overhead.py), MEMORY_BENCH_ARGS (memory.py),
-# ANNOTATIONS_BENCH_ARGS (annotations.py); each takes --quick for a first check. `bench` first
+# ANNOTATIONS_BENCH_ARGS (annotations.py); each takes --quick for a first check, and --budget
+# SECONDS to start no round that would end past SECONDS (a machine call's limit). `bench` first
 # times a read of each host clock (bench/host_clock.cpp) and the operator callbacks on CPU tensors
 # (bench/aten_ops.py; ATEN_OPS_ARGS, ATEN_OPS_BENCH=0 leaves it out); BENCH_TESTS, a regex of
 # GPU case names whose programs the bench targets build (e.g. torch_detach), runs them before the
