@@ -767,10 +767,10 @@ inline void RangeCounters::run_passes(const std::vector<Member>& members, std::s
     // launch where it fits (else, or when the flush does not come, the copy
     // kernel's own). Returns the ranges of pasta's own it took.
     auto restore_flushed = [&](std::size_t slot) {
+      const bool flushing = flush && flush_cache_;  // flush_cache_: off once a flush failed
       ReplayMemory::Rows rows;
-      const int copy = restore(slot, flush && flush_cache_ ? &rows : nullptr) ? 1 : 0;
-      if (!flush || !flush_cache_ ||
-          !with_l2([&] { return l2_.flush(ctx_, stream, rows.table, rows.count); })) {
+      const int copy = restore(slot, flushing ? &rows : nullptr) ? 1 : 0;
+      if (!flushing || !with_l2([&] { return l2_.flush(ctx_, stream, rows.table, rows.count); })) {
         memory_.copy_rows(rows, stream);  // timed with the flush's try
         return copy + (rows ? 1 : 0);
       }
