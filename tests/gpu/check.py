@@ -712,6 +712,54 @@ def case_counters_device_variables(build, out):
     return ok
 
 
+def case_counters_uploads(build, out):
+    """A wait right after an upload (a copy from the host to the device) leaves the launches
+    kept for a batch kept (examples/cuda/uploads.cu: 6 kernels of their own signature, each
+    followed by an upload and a wait, as PyTorch's copy of a model to the device makes them,
+    then a kernel that sums the 6 buffers and the host's read): one replay of all 7 launches,
+    at the read, where each wait replayed one launch before; the sums are what the host sent
+    (a replay after an upload leaves the upload), and the sum kernel's numbers are its own:
+    6 additions an element, 6 buffers of 16 MiB read from DRAM."""
+    program = f"{build}/examples/uploads"
+    plain = last_json(run([program]).stdout)
+    ok = expect("unprofiled: wrong sums", plain["wrong_sums"], 0)
+    proc = run([f"{build}/bin/pasta", "run", "--counters", "-o", out, "--", program],
+               {"PASTA_PRINT": "none", "PASTA_VERBOSE": "1"}, check=False)
+    got = last_json(proc.stdout) if "{" in proc.stdout else {}
+    ok &= expect("profiled: wrong sums, and the exit status",
+                 (got.get("wrong_sums"), proc.returncode), (0, 0))
+    summary = " ".join(l for l in proc.stderr.splitlines()
+                       if "hardware counters by user replay" in l)
+    print("  " + summary[:600])
+
+    def number(pattern):
+        m = re.search(pattern, summary)
+        return int(m.group(1)) if m else None
+    ok &= expect("launches replayed; replays before the batch was full; waits after an upload "
+                 "that kept them; kept and dropped",
+                 (number(r"(\d+) launches replayed by pasta"),
+                  number(r"(\d+) replays before their batch was full"),
+                  number(r"(\d+) waits after an upload that left them kept"),
+                  number(r"(\d+) kept for a batch and dropped")),
+                 (7, 1, 6, 0))
+    ok &= expect("the early replay's call and launches", "cudaMemcpy 1 (7 launches)" in summary,
+                 True)
+    profile, kernels = counter_kernels(out)
+    entries = list(profile["unattributed"]) + [k for op in profile["operators"]
+                                               for k in op["kernels"]]
+    ok &= expect("fill: grids measured (one launch each)",
+                 sorted(e["grid"][0] for e in entries
+                        if base_name(e["kernel"]) == "fill" and e["measured"] == 1),
+                 [1, 2, 3, 4, 5, 6])
+    m = (kernels.get("sum") or {}).get("metrics") or {}
+    elements, buffers = 1 << 22, 6
+    ok &= expect("sum: flops (one addition a buffer an element)", m.get("flops"),
+                 float(buffers * elements))
+    ok &= within("sum: DRAM bytes read (6 buffers of 16 MiB)", m.get("dram_bytes_read"),
+                 buffers * elements * 4, 0.02)
+    return ok
+
+
 def counters_against_ncu(build, out):
     """What counters_pasta --repeat 3 wrote to `out` against ncu on the plain program: each
     metric within 5%."""

@@ -83,7 +83,7 @@ targets=()
 [ "$what" = reliability ] && targets=(--target launches launches_pasta uvm_advice uvm_advice_pasta
   access_pattern access_pattern_cpu conv pasta_inject pasta_record pasta_counters pasta_memory pasta_memory_cpu
   pasta_memory_record inject_torch inject_torch_memory inject_torch_record tensor_access pasta-trace)
-[ "$what" = counters ] && targets=(--target counters counters_pasta device_variables pasta-trace pasta_counters
+[ "$what" = counters ] && targets=(--target counters counters_pasta device_variables uploads pasta-trace pasta_counters
   inject_torch_counters)
 [ "$what" = stalls ] && targets=(--target stalls async_copy pasta_stall_sample pasta_stall_access
   pasta_stall_access_cpu inject_torch_stall_sample inject_torch_stall_access

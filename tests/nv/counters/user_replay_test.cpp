@@ -797,3 +797,49 @@ TEST_CASE("interrupt_kind: the host's waits replay a batch, asynchronous copies 
   CHECK(interrupt_kind(name(rt, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020), true) == 0);
   CHECK(interrupt_kind(name(rt, CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_v3020), true) == 0);
 }
+
+TEST_CASE("upload_of: a wait after a copy to the device leaves kept launches kept") {
+  using pasta::nv::detail::RuntimeCopyParams;
+  using pasta::nv::detail::Upload;
+  using pasta::nv::detail::upload_of;
+  using pasta::nv::detail::uploads;
+  auto name = [](CUpti_CallbackDomain domain, CUpti_CallbackId id) {
+    const char* n = nullptr;
+    REQUIRE(cuptiGetCallbackName(domain, id, &n) == CUPTI_SUCCESS);
+    return std::string(n);
+  };
+  const auto rt = CUPTI_CB_DOMAIN_RUNTIME_API;
+  const auto drv = CUPTI_CB_DOMAIN_DRIVER_API;
+  // The runtime's copies say their direction in their kind (PyTorch passes
+  // cudaMemcpyHostToDevice); the driver's in their name.
+  for (auto id : {CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
+                  CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000,
+                  CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000})
+    CHECK(upload_of(name(rt, id)) == Upload::by_kind);
+  for (auto id : {CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2,
+                  CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2_ptds,
+                  CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2_ptsz,
+                  CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoA_v2})
+    CHECK(upload_of(name(drv, id)) == Upload::by_name);
+  // Reads, copies on the device, copies of no named direction and waits: no upload.
+  for (auto id : {CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2,
+                  CUPTI_DRIVER_TRACE_CBID_cuMemcpy, CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync,
+                  CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize})
+    CHECK(upload_of(name(drv, id)) == Upload::no);
+  for (auto id : {CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbol_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2D_v3020,
+                  CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeerAsync_v4000,
+                  CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020,
+                  CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020})
+    CHECK(upload_of(name(rt, id)) == Upload::no);
+
+  RuntimeCopyParams copy{nullptr, nullptr, 64, cudaMemcpyHostToDevice};
+  CHECK(uploads(Upload::by_kind, &copy));
+  for (cudaMemcpyKind other : {cudaMemcpyDeviceToHost, cudaMemcpyDeviceToDevice, cudaMemcpyDefault,
+                               cudaMemcpyHostToHost}) {
+    copy.kind = other;
+    CHECK_FALSE(uploads(Upload::by_kind, &copy));
+  }
+  CHECK_FALSE(uploads(Upload::by_kind, nullptr));
+  CHECK(uploads(Upload::by_name, nullptr));
+  CHECK_FALSE(uploads(Upload::no, &copy));
+}

@@ -41,6 +41,9 @@ struct CounterTally {
   // ended first), measured again at their signatures' next launch; launches
   // replayed alone because their arguments could not be copied.
   std::uint64_t batches = 0, early_batches = 0, early_at_free = 0, dropped = 0, alone = 0;
+  // User replay: the host's waits right after an upload (no launch since),
+  // where kept launches stayed kept for their batch.
+  std::uint64_t kept_at_uploads = 0;
   // User replay: kept launches the driver refused to launch again (left out
   // of their batch, measured at their signature's next launch).
   std::uint64_t unrelaunched = 0;

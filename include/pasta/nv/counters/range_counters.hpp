@@ -121,6 +121,7 @@ class RangeCounters {
   bool before(CUcontext ctx, CUstream stream, std::uint64_t correlation, std::uint64_t signature,
               Emit&& emit) {
     mutex_.lock();
+    uploaded_ = false;
     if (failed_) return false;
     if (!ctx) {  // no context to measure in (the callbacks give the driver launch's)
       ++tally_.other_context;
@@ -249,18 +250,32 @@ class RangeCounters {
   // interrupt_kind() names it (x a memset, y or c a copy, g other):
   // profiling stops, so the work is no range of its own. Where the host
   // waits for the GPU (s a synchronisation, c a synchronous copy), the
-  // launches kept for a batch are replayed first: the program may read
-  // their results or end next. Asynchronous copies and memsets do not
-  // replay them: a kept launch's memory is in its own slot, and the replay
-  // saves and restores the program's memory of its own moment. Not on a
-  // thread inside before() and after(). `call` names the program's call
-  // (the summary counts early replays by it).
+  // launches kept for a batch are replayed first: the program may end next,
+  // and a batch left at the end is dropped. Not where the wait follows an
+  // upload (`upload`: a copy from the host to the device) with no launch
+  // since: the program goes on to use what it sent (PyTorch's copy to the
+  // device waits for each tensor it sends). Asynchronous copies and
+  // memsets do not replay them either, nor does what the host reads: a kept
+  // launch's memory is in its own slot, and the replay saves and restores
+  // the program's memory of its own moment. Not on a thread inside before()
+  // and after(). `call` names the program's call (the summary counts early
+  // replays by it).
   template <class Emit>
-  void interrupt(Emit&& emit, char kind, std::string_view call = {}) {
+  void interrupt(Emit&& emit, char kind, std::string_view call = {}, bool upload = false) {
     std::lock_guard lock(mutex_);
     if (failed_) return;
     try {
-      if (kind == 's' || kind == 'c') replay_early(emit, call, 'S');
+      if (kind == 's' || kind == 'c') {
+        if (uploaded_ || (kind == 'c' && upload)) {
+          if (!batch_members_.empty()) {
+            ++tally_.kept_at_uploads;
+            note('u');
+          }
+        } else {
+          replay_early(emit, call, 'S');
+        }
+      }
+      if (kind != 's') uploaded_ = upload && (kind == 'y' || kind == 'c');
       if (kind == 's' || !profiler_.running()) return;
       note(kind == 'c' ? 'y' : kind);
       ++tally_.interrupts;
@@ -304,8 +319,8 @@ class RangeCounters {
   // pass, R kept for pasta's replay, p profiled and passed over, . not
   // profiled, w outside the capture window; x, y, g profiling stopped for a
   // memset, a copy, other GPU work; S, D kept launches replayed early where
-  // the host waited for the GPU, before a free; / another metric set, |
-  // profiling started.
+  // the host waited for the GPU, before a free; u a wait after an upload
+  // that left them kept; / another metric set, | profiling started.
   const std::string& sequence() const { return sequence_; }
   // Where the time went, for the verbose summary.
   std::string timing() const { return spent_.summary(); }
@@ -629,6 +644,8 @@ class RangeCounters {
   bool verbose_ = false;
   std::uint64_t listed_ = 0;  // images whose ranges were listed in the log
   std::string sequence_;      // sequence(), the first 8000 steps
+  // The last GPU work since the last launch was an upload (interrupt()).
+  bool uploaded_ = false;
   void note(char c) {
     if (verbose_ && sequence_.size() < 8000) sequence_ += c;
   }

@@ -27,8 +27,8 @@
 
 namespace pasta::nv::detail {
 
-// The parameter blocks of the launch callbacks pasta reads. They mirror
-// cudaLaunchKernel_v7000_params, cudaLaunchKernelExC_v11060_params,
+// The parameter blocks of the launch (and copy) callbacks pasta reads. They
+// mirror cudaLaunchKernel_v7000_params, cudaLaunchKernelExC_v11060_params,
 // cuLaunchKernel_params and cuLaunchKernelEx_params: the CUPTI headers that
 // define those need placeholder types that sanitizer.h defines again.
 struct RuntimeLaunchParams {  // cudaLaunchKernel, cudaLaunchCooperativeKernel
@@ -43,6 +43,14 @@ struct RuntimeLaunchExParams {  // cudaLaunchKernelExC
   const cudaLaunchConfig_t* config;
   const void* func;
   void** args;
+};
+// cudaMemcpy_v3020_params and cudaMemcpyAsync_v3020_params (and their
+// per-thread forms) begin alike: what a copy's kind is read from.
+struct RuntimeCopyParams {
+  void* dst;
+  const void* src;
+  size_t count;
+  cudaMemcpyKind kind;
 };
 struct DriverLaunchParams {  // cuLaunchKernel, cuLaunchCooperativeKernel
   CUfunction f;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -59,6 +60,34 @@ inline char interrupt_kind(std::string_view name, bool batches) {
   }
   return batches && std::ranges::any_of(syncs, starts) ? 's' : 0;
 }
+
+// How a copy call named `name` (CUPTI's callback name) says it sends the
+// host's data to the device (an upload): by its name (the driver's HtoD and
+// HtoA calls), by the kind it passes (the runtime's cudaMemcpy and
+// cudaMemcpyAsync, and their per-thread forms), or not at all (any other
+// call, a runtime copy of cudaMemcpyDefault included: no upload to pasta).
+// A wait after an upload leaves the launches kept for a batch kept: the
+// program goes on to use what it sent (RangeCounters::interrupt()).
+enum class Upload : std::uint8_t { no, by_name, by_kind };
+inline Upload upload_of(std::string_view name) {
+  static constexpr std::array<std::string_view, 4> by_kind{
+      "cudaMemcpy_v3020", "cudaMemcpyAsync_v3020", "cudaMemcpy_ptds_v7000",
+      "cudaMemcpyAsync_ptsz_v7000"};
+  if (std::ranges::find(by_kind, name) != by_kind.end()) return Upload::by_kind;
+  if (name.starts_with("cuMemcpyHtoD") || name.starts_with("cuMemcpyHtoA")) return Upload::by_name;
+  return Upload::no;
+}
+// Whether the call with parameters `params` (its callback's) uploads.
+inline bool uploads(Upload how, const void* params) {
+  if (how == Upload::by_kind)
+    return params && static_cast<const RuntimeCopyParams*>(params)->kind == cudaMemcpyHostToDevice;
+  return how == Upload::by_name;
+}
+// An interrupt callback (interrupt_kind()) and how its call says it uploads.
+struct Interrupt {
+  char kind = 0;
+  Upload upload = Upload::no;
+};
 
 class CounterCallbacks {
  public:
@@ -157,14 +186,22 @@ class CounterCallbacks {
         if (const auto change = memory_change(call, cb.functionParams)) track(*change);
       return true;
     }
-    if (const char kind = interrupts_(domain, cbid)) {
+    if (const Interrupt in = interrupts_(domain, cbid); in.kind) {
       const auto& cb = *static_cast<const CUpti_CallbackData*>(data);
-      if (cb.callbackSite == CUPTI_API_ENTER && !counting())
-        counters_.interrupt([&](const KernelCounters& c) { sink.emit(c); }, kind,
-                            cb.functionName ? cb.functionName : "");
+      // The driver's calls under a runtime one are the same work: only the
+      // runtime call (the outermost) is seen.
+      const bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
+      const bool enter = cb.callbackSite == CUPTI_API_ENTER;
+      int& inside = runtime_interrupt_depth();
+      if (runtime && !enter && inside > 0) --inside;
+      if (enter && (runtime || inside == 0) && !counting())
+        counters_.interrupt([&](const KernelCounters& c) { sink.emit(c); }, in.kind,
+                            cb.functionName ? cb.functionName : "",
+                            uploads(in.upload, cb.functionParams));
+      if (runtime && enter) ++inside;
       // Only counters asked for these callbacks, but for synchronisations,
       // which the handler may report too.
-      return kind != 's';
+      return in.kind != 's';
     }
     const auto& cb = *static_cast<const CUpti_CallbackData*>(data);
     // The outermost launch call: a runtime launch, or a driver launch outside
@@ -206,6 +243,11 @@ class CounterCallbacks {
     thread_local bool on = false;
     return on;
   }
+  // Inside a runtime call among the interrupt callbacks: how deep.
+  static int& runtime_interrupt_depth() {
+    thread_local int depth = 0;
+    return depth;
+  }
   // The interrupt callbacks (interrupt_kind()), found by name among CUPTI's
   // runtime and driver callbacks.
   void enable_interrupt_callbacks(CUpti_SubscriberHandle subscriber) {
@@ -218,7 +260,7 @@ class CounterCallbacks {
         if (cuptiGetCallbackName(domain, id, &name) != CUPTI_SUCCESS || !name) continue;
         if (const char kind = interrupt_kind(name, batches))
           if (cuptiEnableCallback(1, subscriber, domain, id) == CUPTI_SUCCESS)
-            interrupts_.set(domain, id, kind);
+            interrupts_.set(domain, id, {kind, upload_of(name)});
       }
     }
   }
@@ -260,8 +302,8 @@ class CounterCallbacks {
   }
 
   RangeCounters counters_;
-  // What GPU work a callback is: interrupt_kind() of its name.
-  ByCallback<char> interrupts_;
+  // What GPU work a callback is: interrupt_kind() and upload_of() of its name.
+  ByCallback<Interrupt> interrupts_;
   ByCallback<MemoryCall> memory_calls_;  // enable_memory_callbacks
   bool own_records_ = false;             // kernel or copy records on: own calls are kept
 };
@@ -278,7 +320,8 @@ inline void CounterCallbacks::log_summary(bool verbose) const {
         "{:.2f} GiB of device memory saved per launch on average ({} allocations known at the "
         "end), L2 flushed before {} passes; {} batches of launches replayed together (up to {}); "
         "{} replays before their batch was full ({} where the host waited for the GPU, {} at a "
-        "free{}); {} launches replayed alone (not kept); {} `__device__` variables of replayed "
+        "free{}), {} waits after an upload that left them kept (the program launches next); {} "
+        "launches replayed alone (not kept); {} `__device__` variables of replayed "
         "kernels saved with the allocations (in {} copies at most){}; {} saves' allocations "
         "copied in one batched call, {} saves' and restores' variables by one launch of pasta's "
         "copy kernel ({} of those restores in the launch of the L2 flush after them); not "
@@ -292,7 +335,8 @@ inline void CounterCallbacks::log_summary(bool verbose) const {
             : 0.0,
         counters_.allocations(), t.flushes, t.batches, counters_.batch(), t.early_batches,
         t.early_batches - t.early_at_free, t.early_at_free,
-        t.early_batches ? ": " + counters_.early_replays().summary() : std::string(), t.alone,
+        t.early_batches ? ": " + counters_.early_replays().summary() : std::string(),
+        t.kept_at_uploads, t.alone,
         counters_.variables_saved(), counters_.variable_spans(),
         counters_.variables_missed()
             ? fmt::format(" ({} named in their modules' images were not found there)",
