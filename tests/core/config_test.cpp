@@ -267,19 +267,19 @@ TEST_CASE("PASTA_COUNTER_LAUNCHES: a whole number, 0 measuring every launch") {
   CHECK(cfg.counter_launches == 0);
 }
 
-TEST_CASE("PASTA_COUNTER_BATCH: 1 to 16 launches replayed together (3 ranges each), 16 unless set") {
+TEST_CASE("PASTA_COUNTER_BATCH: 1 to 24 launches replayed together (3 ranges each), 24 unless set") {
   ConfigWithAll cfg;
-  CHECK(cfg.counter_batch == 16);
+  CHECK(cfg.counter_batch == 24);
   CHECK(apply_env(cfg, FakeEnv{{{"PASTA_COUNTER_BATCH", "1"}}}).empty());
   CHECK(cfg.counter_batch == 1);
   CHECK(apply_env(cfg, FakeEnv{{{"PASTA_COUNTER_BATCH", "16"}}}).empty());
   CHECK(cfg.counter_batch == 16);
   CHECK(apply_env(cfg, FakeEnv{{{"PASTA_COUNTER_BATCH", "12"}}}).empty());
-  for (const char* bad : {"0", "17", "eight"}) {
+  for (const char* bad : {"0", "25", "eight"}) {
     const auto errors = apply_env(cfg, FakeEnv{{{"PASTA_COUNTER_BATCH", bad}}});
     REQUIRE(errors.size() == 1);
     CHECK(errors[0] == fmt::format("PASTA_COUNTER_BATCH=\"{}\" is not accepted: expected a whole "
-                                   "number from 1 to 16 (1 = each launch replayed at its own); "
+                                   "number from 1 to 24 (1 = each launch replayed at its own); "
                                    "using 12",
                                    bad));
     CHECK(cfg.counter_batch == 12);

@@ -77,7 +77,7 @@ TEST_CASE(
 }
 
 TEST_CASE("an image takes room ranges, the rest kept for ranges no launch explains") {
-  static_assert(RangeLedger::room == 48);
+  static_assert(RangeLedger::room == 72);
   RangeLedger l;
   for (std::size_t i = 0; i + 1 < RangeLedger::room; ++i) l.add_measured(i, i);
   CHECK_FALSE(l.nearly_full());

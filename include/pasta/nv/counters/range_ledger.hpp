@@ -12,8 +12,9 @@ namespace pasta::nv::detail {
 
 class RangeLedger {
  public:
-  // Ranges an image holds (RangeProfiler::ranges_per_image).
-  static constexpr std::size_t ranges_per_image = 64;
+  // Ranges an image holds (RangeProfiler::ranges_per_image): room for a
+  // batch of 24 launches of three ranges each (RangeCounters::set_batch).
+  static constexpr std::size_t ranges_per_image = 88;
   // Ranges an image takes before it is decoded and a fresh one armed; the
   // rest of its ranges_per_image are room for ranges no launch explains.
   static constexpr std::size_t room = ranges_per_image - 16;

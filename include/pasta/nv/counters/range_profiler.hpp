@@ -40,7 +40,7 @@ struct MetricSet {
 class RangeProfiler {
  public:
   // Ranges decoded at a time: the counter-data image holds this many.
-  static constexpr std::size_t ranges_per_image = 64;
+  static constexpr std::size_t ranges_per_image = 88;
 
   RangeProfiler() = default;
   RangeProfiler(const RangeProfiler&) = delete;

@@ -48,8 +48,8 @@ struct CuptiSettings {
   // PASTA_COUNTER_BATCH: under user replay, measured launches whose passes
   // are replayed together, each pass profiling started once for all of them
   // (starting costs ~9 ms on an H200, a kernel's range ~1 ms); 1 = each
-  // launch's passes at its own launch.
-  std::uint64_t counter_batch = 16;
+  // launch's passes at its own launch. At most RangeLedger::room / 3 (24).
+  std::uint64_t counter_batch = 24;
   unsigned pc_sampling_period = 0;  // PASTA_PC_SAMPLING_PERIOD: 2^N cycles, 5-31 (0 = CUPTI's)
   // PASTA_CUPTI_SKIP: record kinds left out even when a tool wants them
   // (detail::CuptiSkip bits, detail/skip.hpp).
@@ -89,8 +89,8 @@ inline constexpr pasta::detail::Variable<CuptiSettings> cupti_variables[] = {
         "PASTA_COUNTER_REPLAY",
         "pasta (pasta replays kernels, saving and restoring device memory) or cupti (CUPTI's "
         "kernel replay)"),
-    var::whole<&S::counter_batch, 1, 16>(
-        "PASTA_COUNTER_BATCH", "a whole number from 1 to 16 (1 = each launch replayed at its own)"),
+    var::whole<&S::counter_batch, 1, 24>(
+        "PASTA_COUNTER_BATCH", "a whole number from 1 to 24 (1 = each launch replayed at its own)"),
     {"PASTA_PC_SAMPLING_PERIOD",
      "a whole number from 5 to 31 (a sample every 2^N cycles per SM; 0 = CUPTI's choice)",
      [](S& s, std::string_view v, std::string&) {
