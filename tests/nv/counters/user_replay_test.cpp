@@ -764,38 +764,46 @@ TEST_CASE("ReplayMemory: a copy the driver refuses names its range") {
                     "saving device memory (64 bytes at 0x10, an allocation): another error");
 }
 
+namespace {
+// CUPTI's own name for a runtime or driver call, from its callback table (no GPU needed).
+std::string callback_name(CUpti_CallbackDomain domain, CUpti_CallbackId id) {
+  const char* n = nullptr;
+  REQUIRE(cuptiGetCallbackName(domain, id, &n) == CUPTI_SUCCESS);
+  return std::string(n);
+}
+std::string runtime_name(CUpti_CallbackId id) {
+  return callback_name(CUPTI_CB_DOMAIN_RUNTIME_API, id);
+}
+std::string driver_name(CUpti_CallbackId id) {
+  return callback_name(CUPTI_CB_DOMAIN_DRIVER_API, id);
+}
+}  // namespace
+
 TEST_CASE("interrupt_kind: the host's waits replay a batch, asynchronous copies and memsets do not") {
   using pasta::nv::detail::interrupt_kind;
-  // CUPTI's own names for the calls, from its callback table (no GPU needed).
-  auto name = [](CUpti_CallbackDomain domain, CUpti_CallbackId id) {
-    const char* n = nullptr;
-    REQUIRE(cuptiGetCallbackName(domain, id, &n) == CUPTI_SUCCESS);
-    return std::string(n);
-  };
-  const auto rt = CUPTI_CB_DOMAIN_RUNTIME_API;
-  const auto drv = CUPTI_CB_DOMAIN_DRIVER_API;
-  const std::string sync_copy = name(rt, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020);
-  const std::string async_copy = name(rt, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020);
+  const std::string sync_copy = runtime_name(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020);
+  const std::string async_copy = runtime_name(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020);
   CHECK(sync_copy == "cudaMemcpy_v3020");
   CHECK(interrupt_kind(sync_copy, true) == 'c');
   CHECK(interrupt_kind(async_copy, true) == 'y');
-  CHECK(interrupt_kind(name(drv, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2), true) == 'c');
-  CHECK(interrupt_kind(name(drv, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2), true) == 'y');
-  CHECK(interrupt_kind(name(rt, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbol_v3020), true) == 'c');
-  CHECK(interrupt_kind(name(rt, CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020), true) == 'x');
-  CHECK(interrupt_kind(name(rt, CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020), true) == 'x');
-  CHECK(interrupt_kind(name(rt, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000), true) == 'g');
-  CHECK(interrupt_kind(name(drv, CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2), true) == 'g');
+  CHECK(interrupt_kind(driver_name(CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2), true) == 'c');
+  CHECK(interrupt_kind(driver_name(CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2), true) == 'y');
+  CHECK(interrupt_kind(runtime_name(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbol_v3020), true) ==
+        'c');
+  CHECK(interrupt_kind(runtime_name(CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020), true) == 'x');
+  CHECK(interrupt_kind(runtime_name(CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020), true) == 'x');
+  CHECK(interrupt_kind(runtime_name(CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000), true) == 'g');
+  CHECK(interrupt_kind(driver_name(CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2), true) == 'g');
   // Synchronisations only where launches are kept for batches.
   const std::string stream_sync =
-      name(rt, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000);
+      runtime_name(CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_ptsz_v7000);
   CHECK(interrupt_kind(stream_sync, true) == 's');
   CHECK(interrupt_kind(stream_sync, false) == 0);
-  CHECK(interrupt_kind(name(drv, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize), true) == 's');
+  CHECK(interrupt_kind(driver_name(CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize), true) == 's');
   // Neither work nor a wait.
-  CHECK(interrupt_kind(name(rt, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000), true) == 0);
-  CHECK(interrupt_kind(name(rt, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020), true) == 0);
-  CHECK(interrupt_kind(name(rt, CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_v3020), true) == 0);
+  CHECK(interrupt_kind(runtime_name(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000), true) == 0);
+  CHECK(interrupt_kind(runtime_name(CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020), true) == 0);
+  CHECK(interrupt_kind(runtime_name(CUPTI_RUNTIME_TRACE_CBID_cudaStreamQuery_v3020), true) == 0);
 }
 
 TEST_CASE("upload_of: a wait after a copy to the device leaves kept launches kept") {
@@ -803,34 +811,30 @@ TEST_CASE("upload_of: a wait after a copy to the device leaves kept launches kep
   using pasta::nv::detail::Upload;
   using pasta::nv::detail::upload_of;
   using pasta::nv::detail::uploads;
-  auto name = [](CUpti_CallbackDomain domain, CUpti_CallbackId id) {
-    const char* n = nullptr;
-    REQUIRE(cuptiGetCallbackName(domain, id, &n) == CUPTI_SUCCESS);
-    return std::string(n);
-  };
-  const auto rt = CUPTI_CB_DOMAIN_RUNTIME_API;
-  const auto drv = CUPTI_CB_DOMAIN_DRIVER_API;
   // The runtime's copies say their direction in their kind (PyTorch passes
   // cudaMemcpyHostToDevice); the driver's in their name.
-  for (auto id : {CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
-                  CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000,
-                  CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000})
-    CHECK(upload_of(name(rt, id)) == Upload::by_kind);
-  for (auto id : {CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2,
-                  CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2_ptds,
-                  CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2_ptsz,
-                  CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoA_v2})
-    CHECK(upload_of(name(drv, id)) == Upload::by_name);
+  for (auto id :
+       {CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
+        CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000,
+        CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000})
+    CHECK(upload_of(runtime_name(id)) == Upload::by_kind);
+  for (auto id :
+       {CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2,
+        CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2_ptds,
+        CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2_ptsz, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoA_v2})
+    CHECK(upload_of(driver_name(id)) == Upload::by_name);
   // Reads, copies on the device, copies of no named direction and waits: no upload.
-  for (auto id : {CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2,
-                  CUPTI_DRIVER_TRACE_CBID_cuMemcpy, CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync,
-                  CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize})
-    CHECK(upload_of(name(drv, id)) == Upload::no);
-  for (auto id : {CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbol_v3020, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2D_v3020,
+  for (auto id :
+       {CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2, CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2,
+        CUPTI_DRIVER_TRACE_CBID_cuMemcpy, CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync,
+        CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize})
+    CHECK(upload_of(driver_name(id)) == Upload::no);
+  for (auto id : {CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyToSymbol_v3020,
+                  CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2D_v3020,
                   CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeerAsync_v4000,
                   CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020,
                   CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020})
-    CHECK(upload_of(name(rt, id)) == Upload::no);
+    CHECK(upload_of(runtime_name(id)) == Upload::no);
 
   RuntimeCopyParams copy{nullptr, nullptr, 64, cudaMemcpyHostToDevice};
   CHECK(uploads(Upload::by_kind, &copy));

@@ -336,8 +336,7 @@ inline void CounterCallbacks::log_summary(bool verbose) const {
         counters_.allocations(), t.flushes, t.batches, counters_.batch(), t.early_batches,
         t.early_batches - t.early_at_free, t.early_at_free,
         t.early_batches ? ": " + counters_.early_replays().summary() : std::string(),
-        t.kept_at_uploads, t.alone,
-        counters_.variables_saved(), counters_.variable_spans(),
+        t.kept_at_uploads, t.alone, counters_.variables_saved(), counters_.variable_spans(),
         counters_.variables_missed()
             ? fmt::format(" ({} named in their modules' images were not found there)",
                           counters_.variables_missed())
