@@ -179,8 +179,7 @@ class CounterCallbacks {
       const auto& cb = *static_cast<const CUpti_CallbackData*>(data);
       if (cb.callbackSite == CUPTI_API_ENTER &&
           (call == MemoryCall::free || call == MemoryCall::unmap) && !counting())
-        counters_.releasing([&](const KernelCounters& c) { sink.emit(c); }, true,
-                            cb.functionName ? cb.functionName : "");
+        counters_.releasing([&](const KernelCounters& c) { sink.emit(c); }, true, call_name(cb));
       if (cb.callbackSite == CUPTI_API_EXIT && cb.functionReturnValue &&
           *static_cast<const int*>(cb.functionReturnValue) == 0)
         if (const auto change = memory_change(call, cb.functionParams)) track(*change);
@@ -195,8 +194,7 @@ class CounterCallbacks {
       int& inside = runtime_interrupt_depth();
       if (runtime && !enter && inside > 0) --inside;
       if (enter && (runtime || inside == 0) && !counting())
-        counters_.interrupt([&](const KernelCounters& c) { sink.emit(c); }, in.kind,
-                            cb.functionName ? cb.functionName : "",
+        counters_.interrupt([&](const KernelCounters& c) { sink.emit(c); }, in.kind, call_name(cb),
                             uploads(in.upload, cb.functionParams));
       if (runtime && enter) ++inside;
       // Only counters asked for these callbacks, but for synchronisations,
@@ -242,6 +240,10 @@ class CounterCallbacks {
   static bool& counting() {
     thread_local bool on = false;
     return on;
+  }
+  // The program's call a callback is of (CUPTI's name; empty if none).
+  static std::string_view call_name(const CUpti_CallbackData& cb) {
+    return cb.functionName ? cb.functionName : "";
   }
   // Inside a runtime call among the interrupt callbacks: how deep.
   static int& runtime_interrupt_depth() {
