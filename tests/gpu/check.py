@@ -27,6 +27,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "bench", "gpu"))
 import harness  # noqa: E402  bench/gpu/harness.py: what the stall blame reports must hold
 import ncu_metrics  # noqa: E402  bench/gpu/ncu_metrics.py: runs ncu, parses its CSV
+import op_counters  # noqa: E402  bench/gpu/op_counters.py: a profile's kernel entries
 
 
 def find_ncu():
@@ -574,10 +575,7 @@ def counter_kernels(out_dir):
     """{kernel name before '(': entry} from op_counters.profile.json (operators and unattributed)."""
     with open(os.path.join(out_dir, "op_counters.profile.json")) as f:
         profile = json.load(f)
-    entries = list(profile["unattributed"])
-    for op in profile["operators"]:
-        entries += op["kernels"]
-    return profile, {base_name(e["kernel"]): e for e in entries}
+    return profile, {base_name(e["kernel"]): e for e in op_counters.profile_entries(profile)}
 
 
 def base_name(kernel):
@@ -616,9 +614,8 @@ def case_counters_exact(build, out):
     bytes_moved = int(lines[0][-1])
     flops, per_block = int(lines[1][3].rstrip(",")), int(lines[1][4])
     ok &= expect("output unchanged", checksums(proc.stdout), checksums(plain))
-    with open(os.path.join(out, "op_counters.profile.json")) as f:
-        profile = json.load(f)
-    entries = list(profile["unattributed"]) + [k for op in profile["operators"] for k in op["kernels"]]
+    profile, _ = counter_kernels(out)
+    entries = op_counters.profile_entries(profile)
     streams = [e for e in entries if base_name(e["kernel"]) == "stream"]
     ok &= expect("stream: signatures", len(streams), 1)
     s = streams[0] if streams else {"launches": 0, "measured": 0, "propagated": 0, "metrics": {}}
@@ -745,10 +742,8 @@ def case_counters_uploads(build, out):
     ok &= expect("the early replay's call and launches", "cudaMemcpy 1 (7 launches)" in summary,
                  True)
     profile, kernels = counter_kernels(out)
-    entries = list(profile["unattributed"]) + [k for op in profile["operators"]
-                                               for k in op["kernels"]]
     ok &= expect("fill: grids measured (one launch each)",
-                 sorted(e["grid"][0] for e in entries
+                 sorted(e["grid"][0] for e in op_counters.profile_entries(profile)
                         if base_name(e["kernel"]) == "fill" and e["measured"] == 1),
                  [1, 2, 3, 4, 5, 6])
     m = (kernels.get("sum") or {}).get("metrics") or {}

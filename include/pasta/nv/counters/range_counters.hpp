@@ -275,7 +275,7 @@ class RangeCounters {
           replay_early(emit, call, 'S');
         }
       }
-      if (kind != 's') uploaded_ = upload && (kind == 'y' || kind == 'c');
+      if (kind != 's') uploaded_ = upload;  // only a copy uploads
       if (kind == 's' || !profiler_.running()) return;
       note(kind == 'c' ? 'y' : kind);
       ++tally_.interrupts;
